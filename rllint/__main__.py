@@ -1,0 +1,3 @@
+from rllint.cli import main
+
+main()

@@ -1,0 +1,55 @@
+"""What a rule reports: one finding at one place in one file."""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Optional
+
+
+class Severity(str, enum.Enum):
+    """How sure a rule is: `error` almost surely a bug, `info` a choice worth making consciously."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """A finding. Lines are 1-based; columns are 1-based, as in flake8's and ruff's output."""
+
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    code: str
+    name: str
+    severity: Severity
+    message: str
+    fix: Optional[str] = None
+
+    def sort_key(self) -> tuple:
+        return (self.path, self.line, self.column, self.code)
+
+    def to_dict(self) -> dict:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+            "code": self.code,
+            "name": self.name,
+            "severity": self.severity.value,
+            "message": self.message,
+            "fix": self.fix,
+        }
+
+
+@dataclass(frozen=True)
+class FileError:
+    """A file that could not be linted at all (unreadable, undecodable, too deep): exit status 2."""
+
+    path: str
+    message: str

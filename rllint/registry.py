@@ -1,0 +1,154 @@
+"""The rule catalogue: the Rule base classes, rule options, and selection by code, prefix or name.
+
+A rule registers itself by subclassing `Rule` (or `CSTRule`) with a `code`; the family
+modules under `rllint/rules/` are imported once by `load_rules()`. Adding a rule touches
+only its family's module.
+"""
+from __future__ import annotations
+
+import difflib
+import importlib
+import inspect
+import pkgutil
+import re
+from dataclasses import dataclass
+from typing import Any, ClassVar, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+from rllint.diagnostic import Severity
+
+_CODE = re.compile(r"^RL\d{3}$")
+
+
+@dataclass(frozen=True)
+class Option:
+    """A `[tool.rllint]` key that tunes rules. `kind` is the Python type a value must have."""
+
+    key: str
+    kind: Any
+    default: Any
+    doc: str
+
+    def __post_init__(self) -> None:
+        OPTIONS[self.key] = self
+
+
+OPTIONS: Dict[str, Option] = {}
+RULES: Dict[str, type] = {}
+
+
+class Rule:
+    """Metadata of a rule. The class docstring is its page (ruff's sections, in Markdown)."""
+
+    code: ClassVar[str] = ""
+    name: ClassVar[str] = ""
+    severity: ClassVar[Severity] = Severity.WARNING
+    default_enabled: ClassVar[bool] = True
+    message: ClassVar[str] = ""  # str.format template of the one-line finding message
+    options: ClassVar[Tuple[Option, ...]] = ()
+    # A file whose text contains none of these words cannot hold a finding; empty: always run.
+    triggers: ClassVar[Tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("code"):
+            if not _CODE.match(cls.code) or cls.code in RULES:
+                raise ValueError(f"bad or duplicate rule code {cls.code!r} on {cls.__name__}")
+            RULES[cls.code] = cls
+
+    @classmethod
+    def page(cls) -> str:
+        return inspect.cleandoc(cls.__doc__ or "")
+
+
+class Finding:
+    """A report from a rule, before positions are resolved: a node of the parsed module."""
+
+    __slots__ = ("rule", "node", "message", "fix")
+
+    def __init__(self, rule: type, node: cst.CSTNode, message: str, fix: Optional[str]) -> None:
+        self.rule, self.node, self.message, self.fix = rule, node, message, fix
+
+
+class CSTRule(Rule, cst.BatchableCSTVisitor):
+    """A rule that visits the libcst tree. All selected rules share one batched traversal."""
+
+    def __init__(self, file: "Any") -> None:  # file: rllint.runner.FileContext
+        super().__init__()
+        self.file = file
+        self.findings: List[Finding] = []
+
+    def option(self, option: Option) -> Any:
+        return self.file.settings.option(option)
+
+    def report(self, node: cst.CSTNode, fix: Optional[str] = None, **values: Any) -> None:
+        self.findings.append(Finding(type(self), node, self.message.format(**values), fix))
+
+
+def load_rules() -> Dict[str, type]:
+    """Import every family module under `rllint.rules` once; return the catalogue by code."""
+    import rllint.rules as families
+
+    for module in pkgutil.iter_modules(families.__path__):
+        importlib.import_module(f"{families.__name__}.{module.name}")
+    return dict(sorted(RULES.items()))
+
+
+class UnknownSelector(ValueError):
+    """A code, prefix or name that matches no rule."""
+
+    def __init__(self, selector: str) -> None:
+        rules = load_rules()
+        choices = list(rules) + [rule.name for rule in rules.values()]
+        close = difflib.get_close_matches(selector, choices, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        super().__init__(f"unknown rule selector {selector!r}{hint}")
+        self.selector = selector
+
+
+def _specificity(selector: str, rule: type) -> int:
+    """How closely `selector` names `rule`: -1 when it does not name it at all."""
+    token = selector.strip()
+    if token.upper() == "ALL":
+        return 0
+    if token.upper() == rule.code or token.lower() == rule.name:
+        return 100
+    if rule.code.startswith(token.upper()) and re.match(r"^RL\d{0,2}$", token.upper()):
+        return len(token)
+    return -1
+
+
+def validate_selectors(selectors: Iterable[str]) -> None:
+    rules = load_rules().values()
+    for selector in selectors:
+        if not any(_specificity(selector, rule) >= 0 for rule in rules):
+            raise UnknownSelector(selector)
+
+
+def find_rule(selector: str) -> type:
+    """The rule with this exact code or name."""
+    for rule in load_rules().values():
+        if _specificity(selector, rule) == 100:
+            return rule
+    raise UnknownSelector(selector)
+
+
+def select_rules(
+    select: Optional[Sequence[str]], extend_select: Sequence[str] = (), ignore: Sequence[str] = ()
+) -> List[type]:
+    """Rules that run, as ruff decides: the most specific selector wins, ignore wins ties.
+
+    With no `select`, the rules on by default are selected; off-by-default rules run
+    only when a selector names them (`RL`, `ALL`, a prefix, a code or a name).
+    """
+    chosen = []
+    for rule in load_rules().values():
+        enabling = [_specificity(s, rule) for s in list(select or []) + list(extend_select)]
+        best_on = max(enabling, default=-1)
+        if select is None and rule.default_enabled:
+            best_on = max(best_on, 0)
+        best_off = max((_specificity(s, rule) for s in ignore), default=-1)
+        if best_on >= 0 and best_on > best_off:
+            chosen.append(rule)
+    return chosen

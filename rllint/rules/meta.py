@@ -1,0 +1,68 @@
+"""Rules about the linter itself: files that do not parse, suppressions that suppress nothing."""
+from rllint.diagnostic import Severity
+from rllint.registry import Rule
+
+
+class SyntaxErrorRule(Rule):
+    """
+    ## What it does
+    Reports a file that Python cannot parse, at the line and column, and with the
+    message, that CPython's own parser gives.
+
+    ## Why is this bad?
+    A file that does not parse cannot be checked by any other rule, and a training
+    script that does not parse fails only when the job starts, after the queue wait.
+
+    ## Example
+    ```python
+    if boxed_answer(completion) == gold.strip()
+        rewards.append(1.0)
+    ```
+
+    ## Use instead
+    ```python
+    if boxed_answer(completion) == gold.strip():
+        rewards.append(1.0)
+    ```
+
+    ## Options
+    None. The other files of the run are still linted.
+    """
+
+    code = "RL000"
+    name = "syntax-error"
+    severity = Severity.ERROR
+    message = "syntax error: {detail}"
+
+
+class UnusedSuppression(Rule):
+    """
+    ## What it does
+    Reports, on the comment's line, each rllint code or rule name in a `# noqa: ...`
+    or `# rllint: ignore[...]` comment that suppressed no finding there. A bare
+    `# noqa` is never reported, and neither are codes of other tools or of rules
+    that did not run.
+
+    ## Why is this bad?
+    A stale suppression hides the next real finding on that line: once the code is
+    fixed, the comment should go.
+
+    ## Example
+    ```python
+    ratio = torch.exp(logps - old_logps)  # noqa: RL101
+    ```
+
+    ## Use instead
+    ```python
+    ratio = torch.exp(logps - old_logps)
+    ```
+
+    ## Options
+    Off by default; turn it on with `extend-select = ["RL001"]`.
+    """
+
+    code = "RL001"
+    name = "unused-suppression"
+    severity = Severity.INFO
+    default_enabled = False
+    message = "unused suppression of `{selector}`: nothing on this line is reported under it"

@@ -1,0 +1,194 @@
+"""Lint one file (parse once, one batched traversal, suppression filter) and many (in worker processes)."""
+from __future__ import annotations
+
+import ast
+import os
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from rllint.diagnostic import Diagnostic, FileError
+from rllint.registry import CSTRule, Finding, load_rules
+from rllint.rules.meta import SyntaxErrorRule, UnusedSuppression
+from rllint.settings import Settings
+from rllint.source import SourceError, Suppressions, decode_source
+
+# Below this many files, starting worker processes costs more than it saves.
+_PARALLEL_THRESHOLD = 16
+
+
+class FileContext:
+    """One parsed file and its facts. Analyses are built on first request, at most once per file."""
+
+    def __init__(self, path: str, text: str, module: cst.Module, tree: ast.Module, settings: Settings) -> None:
+        self.path = path
+        self.text = text
+        self.module = module
+        self.tree = tree
+        self.settings = settings
+        self._facts: Dict[type, Any] = {}
+
+    def fact(self, analysis: type) -> Any:
+        """The instance of `analysis` (a class taking this FileContext) for this file."""
+        if analysis not in self._facts:
+            self._facts[analysis] = analysis(self)
+        return self._facts[analysis]
+
+
+@dataclass
+class FileResult:
+    diagnostics: List[Diagnostic] = field(default_factory=list)
+    errors: List[FileError] = field(default_factory=list)
+
+
+def lint_bytes(data: bytes, path: str, settings: Settings) -> FileResult:
+    try:
+        text = decode_source(data)
+    except SourceError as error:
+        return FileResult(errors=[FileError(path, str(error))])
+    return lint_text(text, path, settings)
+
+
+def lint_text(text: str, path: str, settings: Settings) -> FileResult:
+    """Lint Python source `text` as the file `path` would be linted."""
+    rules = settings.rules_for(path)
+    try:
+        tree = ast.parse(text, filename=path)
+    except SyntaxError as error:
+        return FileResult(_syntax_error(path, error, rules))
+    except (RecursionError, MemoryError):
+        return FileResult(errors=[FileError(path, "too deeply nested for Python's parser; not linted")])
+
+    suppressions = Suppressions.parse(text, tree)
+    if suppressions.file_selectors == ():
+        return FileResult()
+    try:
+        findings, wrapper = _run_cst_rules(text, path, tree, settings, rules)
+    except cst.ParserSyntaxError as error:  # syntax newer than libcst knows
+        line, column = error.raw_line, error.raw_column + 1
+        return FileResult(_diagnostics(path, SyntaxErrorRule, [(line, column, line, column, {"detail": error.message})]))
+    except RecursionError:
+        return FileResult(errors=[FileError(path, "too deeply nested to analyse (recursion limit); not linted")])
+
+    diagnostics = _positioned(path, findings, wrapper)
+    kept = [d for d in diagnostics if not suppressions.suppresses(d.line, d.code, d.name)]
+    if UnusedSuppression in rules:
+        kept.extend(_unused_suppressions(path, suppressions, rules))
+    return FileResult(sorted(kept, key=Diagnostic.sort_key))
+
+
+def _run_cst_rules(
+    text: str, path: str, tree: ast.Module, settings: Settings, rules: Sequence[type]
+) -> Tuple[List[Finding], Optional[MetadataWrapper]]:
+    triggered = [r for r in rules if issubclass(r, CSTRule) and (not r.triggers or any(w in text for w in r.triggers))]
+    if not triggered:
+        return [], None
+    module = cst.parse_module(text)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    file = FileContext(path, text, module, tree, settings)
+    visitors = [rule(file) for rule in triggered]
+    wrapper.visit_batched(visitors)
+    return [finding for visitor in visitors for finding in visitor.findings], wrapper
+
+
+def _positioned(path: str, findings: List[Finding], wrapper: Optional[MetadataWrapper]) -> List[Diagnostic]:
+    """Positions are resolved only for files with findings: most files have none."""
+    if not findings or wrapper is None:
+        return []
+    positions = wrapper.resolve(PositionProvider)
+    spans = []
+    for finding in findings:
+        span = positions[finding.node]
+        spans.append((finding.rule, span.start.line, span.start.column + 1, span.end.line, span.end.column + 1,
+                      finding.message, finding.fix))
+    return [Diagnostic(path, line, col, end_line, end_col, rule.code, rule.name, rule.severity, message, fix)
+            for rule, line, col, end_line, end_col, message, fix in spans]
+
+
+def _syntax_error(path: str, error: SyntaxError, rules: Sequence[type]) -> List[Diagnostic]:
+    if SyntaxErrorRule not in rules:
+        return []
+    line = error.lineno or 1
+    column = error.offset or 1
+    end_line = getattr(error, "end_lineno", None) or line
+    end_column = getattr(error, "end_offset", None) or column
+    if end_line < line or (end_line == line and end_column < column):
+        end_line, end_column = line, column
+    return _diagnostics(path, SyntaxErrorRule, [(line, column, end_line, end_column, {"detail": error.msg})])
+
+
+def _diagnostics(path: str, rule: type, spans: List[tuple]) -> List[Diagnostic]:
+    """Findings that the runner itself makes: (line, column, end line, end column, message values)."""
+    return [Diagnostic(path, line, col, end_line, end_col, rule.code, rule.name, rule.severity,
+                       rule.message.format(**values))
+            for line, col, end_line, end_col, values in spans]
+
+
+def _unused_suppressions(path: str, suppressions: Suppressions, rules: Sequence[type]) -> List[Diagnostic]:
+    """RL001: codes in `# noqa:` / `# rllint: ignore[...]` that silenced nothing among the rules that ran."""
+    ran = {rule.code: rule for rule in rules}
+    ran.update({rule.name: rule for rule in rules})
+    found = []
+    for comment in suppressions.comments:
+        for selector in comment.selectors:
+            rule = ran.get(selector.upper()) or ran.get(selector.lower())
+            if rule is not None and rule is not UnusedSuppression and selector not in comment.used:
+                found.append((comment.line, comment.column, comment.line, comment.column, {"selector": selector}))
+    return _diagnostics(path, UnusedSuppression, found)
+
+
+def lint_file(path: str, settings: Settings) -> FileResult:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as error:
+        return FileResult(errors=[FileError(path, f"cannot be read: {error.strerror or error}")])
+    return lint_bytes(data, path, settings)
+
+
+def lint_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = None) -> FileResult:
+    """Lint files, in worker processes when there are many.
+
+    Workers are also a guard: should libcst's native parser crash on one file, the
+    files of the broken pool are linted again one process each, so that the crash
+    costs that file only.
+    """
+    load_rules()
+    jobs = jobs or os.cpu_count() or 1
+    total = FileResult()
+    if jobs == 1 or len(paths) < _PARALLEL_THRESHOLD:
+        results = [lint_file(path, settings) for path in paths]
+    else:
+        results = _lint_in_workers(paths, settings, jobs)
+    for result in results:
+        total.diagnostics.extend(result.diagnostics)
+        total.errors.extend(result.errors)
+    total.diagnostics.sort(key=Diagnostic.sort_key)
+    return total
+
+
+def _lint_in_workers(paths: Sequence[str], settings: Settings, jobs: int) -> List[FileResult]:
+    results: Dict[str, FileResult] = {}
+    crashed: List[str] = []
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = {path: pool.submit(lint_file, path, settings) for path in paths}
+        for path, future in futures.items():
+            try:
+                results[path] = future.result()
+            except BrokenProcessPool:
+                crashed.append(path)
+    for path in crashed:
+        results[path] = _lint_alone(path, settings)
+    return [results[path] for path in paths]
+
+
+def _lint_alone(path: str, settings: Settings) -> FileResult:
+    try:
+        with ProcessPoolExecutor(max_workers=1) as pool:
+            return pool.submit(lint_file, path, settings).result()
+    except BrokenProcessPool:
+        return FileResult(errors=[FileError(path, "the parser crashed on this file (too deeply nested?); not linted")])

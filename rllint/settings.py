@@ -1,0 +1,61 @@
+"""The settings of one run: which rules, which files, and the values of rule options.
+
+Built by `rllint.config` from config files and command-line flags; read by the runner
+and, through `CSTRule.option`, by rules. Rules never read config files themselves.
+"""
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
+from typing import Any, Dict, List, Optional, Tuple
+
+from rllint.registry import Option, select_rules
+
+# As ruff: folders that hold tools' and environments' files, never a project's sources.
+DEFAULT_EXCLUDES: Tuple[str, ...] = (
+    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
+    ".nox", ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".tox", ".venv",
+    ".vscode", "__pypackages__", "__pycache__", "_build", "buck-out", "build", "dist", "node_modules",
+    "site-packages", "venv",
+)
+
+
+@dataclass
+class Settings:
+    select: Optional[List[str]] = None
+    extend_select: List[str] = field(default_factory=list)
+    ignore: List[str] = field(default_factory=list)
+    per_file_ignores: Dict[str, List[str]] = field(default_factory=dict)
+    exclude: List[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDES))
+    extend_exclude: List[str] = field(default_factory=list)
+    respect_gitignore: bool = True
+    force_exclude: bool = False
+    options: Dict[str, Any] = field(default_factory=dict)
+    root: Path = field(default_factory=Path.cwd)  # the folder relative patterns are anchored at
+    config_path: Optional[Path] = None
+
+    def option(self, option: Option) -> Any:
+        return self.options.get(option.key, option.default)
+
+    def rules(self) -> List[type]:
+        return select_rules(self.select, self.extend_select, self.ignore)
+
+    def rules_for(self, path: str) -> List[type]:
+        """The selected rules minus those that `per-file-ignores` turns off for `path`."""
+        ignored = [s for pattern, selectors in self.per_file_ignores.items()
+                   if _matches(path, pattern, self.root) for s in selectors]
+        if not ignored:
+            return self.rules()
+        return select_rules(self.select, self.extend_select, list(self.ignore) + ignored)
+
+
+def _matches(path: str, pattern: str, root: Path) -> bool:
+    """A per-file-ignores glob, matched against the path relative to the config's folder or its name."""
+    candidate = Path(path)
+    try:
+        relative = candidate.resolve().relative_to(root.resolve()).as_posix()
+    except (ValueError, OSError):
+        relative = candidate.as_posix()
+    return (fnmatch.fnmatch(relative, pattern) or PurePath(relative).match(pattern)
+            or fnmatch.fnmatch(candidate.name, pattern))
