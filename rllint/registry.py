@@ -29,6 +29,7 @@ class Option:
     kind: Any
     default: Any
     doc: str
+    choices: Tuple[Any, ...] = ()  # the allowed values, when only a few are
 
     def __post_init__(self) -> None:
         OPTIONS[self.key] = self
