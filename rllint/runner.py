@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import os
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -19,6 +20,9 @@ from rllint.source import SourceError, Suppressions, decode_source
 
 # Below this many files, starting worker processes costs more than it saves.
 _PARALLEL_THRESHOLD = 16
+# libcst's visitors recurse once per nesting level: a 500-term `+` chain, which CPython
+# parses, needs more than the default limit of 1000 frames.
+RECURSION_LIMIT = 20000
 
 
 class FileContext:
@@ -66,15 +70,20 @@ def lint_text(text: str, path: str, settings: Settings) -> FileResult:
     suppressions = Suppressions.parse(text, tree)
     if suppressions.file_selectors == ():
         return FileResult()
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, RECURSION_LIMIT))
     try:
         findings, wrapper = _run_cst_rules(text, path, tree, settings, rules)
+        diagnostics = _positioned(path, findings, wrapper)
     except cst.ParserSyntaxError as error:  # syntax newer than libcst knows
         line, column = error.raw_line, error.raw_column + 1
-        return FileResult(_diagnostics(path, SyntaxErrorRule, [(line, column, line, column, {"detail": error.message})]))
+        spans = [(line, column, line, column, {"detail": error.message})] if SyntaxErrorRule in rules else []
+        return FileResult(_diagnostics(path, SyntaxErrorRule, spans))
     except RecursionError:
         return FileResult(errors=[FileError(path, "too deeply nested to analyse (recursion limit); not linted")])
+    finally:
+        sys.setrecursionlimit(limit)
 
-    diagnostics = _positioned(path, findings, wrapper)
     kept = [d for d in diagnostics if not suppressions.suppresses(d.line, d.code, d.name)]
     if UnusedSuppression in rules:
         kept.extend(_unused_suppressions(path, suppressions, rules))

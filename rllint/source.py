@@ -20,7 +20,7 @@ def decode_source(data: bytes) -> str:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:  # unknown codec in the cookie, or BOM + conflicting cookie
-        raise SourceError(str(error)) from None
+        raise SourceError(f"cannot be decoded: {error}") from None
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as error:

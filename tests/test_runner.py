@@ -1,0 +1,160 @@
+"""The runner on awkward input: encodings, line endings, deep nesting, unreadable files, suppressions."""
+import os
+
+import libcst as cst
+import pytest
+
+from rllint.diagnostic import Severity
+from rllint import runner
+from rllint.registry import CSTRule
+from rllint.runner import lint_bytes, lint_files, lint_text
+from rllint.settings import Settings
+
+
+class Marker(CSTRule):
+    """Reports every name `marker`: a probe for positions and suppressions, not a catalogue rule."""
+
+    name = "marker-probe"
+    severity = Severity.WARNING
+    message = "marker found"
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == "marker":
+            self.report(node)
+
+
+Marker.code = "RL999"  # set after class creation so that the probe stays out of the catalogue
+
+
+@pytest.fixture
+def probe(monkeypatch):
+    from rllint.rules.meta import SyntaxErrorRule, UnusedSuppression
+
+    monkeypatch.setattr(Settings, "rules_for", lambda self, path: [SyntaxErrorRule, UnusedSuppression, Marker])
+    return Settings()
+
+
+def spots(result):
+    return [(d.line, d.column, d.code) for d in result.diagnostics]
+
+
+def test_positions_are_one_based(probe):
+    assert spots(lint_text("x = 1\ny = marker\n", "a.py", probe)) == [(2, 5, "RL999")]
+
+
+def test_crlf_tabs_and_non_ascii_identifiers_keep_columns(probe):
+    text = "def f():\r\n\tnäme = 1\r\n\tz = (näme, marker)\r\n"
+    assert spots(lint_text(text, "a.py", probe)) == [(3, 13, "RL999")]
+
+
+def test_bom_and_coding_cookie_are_honoured(probe):
+    assert spots(lint_bytes("\ufeffy = marker\n".encode("utf-8"), "a.py", probe)) == [(1, 5, "RL999")]
+    latin = "# -*- coding: latin-1 -*-\ns = 'café'\ny = marker\n".encode("latin-1")
+    assert spots(lint_bytes(latin, "a.py", probe)) == [(3, 5, "RL999")]
+
+
+def test_undecodable_bytes_and_nul_bytes_are_file_errors(probe):
+    bad = lint_bytes(b"s = '\xff\xfe'\n", "bad.py", probe)
+    assert bad.diagnostics == [] and len(bad.errors) == 1
+    assert bad.errors[0].path == "bad.py" and bad.errors[0].message.startswith("cannot be decoded")
+    late = lint_bytes(b"x = 1\ny = 2\ns = '\xff'\n", "late.py", probe)
+    assert late.errors[0].message.startswith("cannot be decoded as utf-8")
+    nul = lint_bytes(b"x = 1\x00\n", "nul.py", probe)
+    assert [e.message for e in nul.errors] == ["contains NUL bytes; not a text file"]
+
+
+def test_empty_and_comment_only_files(probe):
+    assert lint_text("", "a.py", probe).diagnostics == []
+    assert lint_text("# just a comment\n# marker\n", "a.py", probe).diagnostics == []
+
+
+def test_syntax_error_is_reported_where_cpython_reports_it(probe):
+    result = lint_text("x = 1\nif x == 1\n    pass\n", "a.py", probe)
+    assert [(d.line, d.column, d.code, d.message) for d in result.diagnostics] == [
+        (2, 10, "RL000", "syntax error: expected ':'")
+    ]
+
+
+def test_deep_nesting_is_an_error_or_rl000_never_a_crash(probe):
+    parens = lint_text("x = " + "(" * 5000 + "1" + ")" * 5000 + "\n", "p.py", probe)
+    assert [d.code for d in parens.diagnostics] == ["RL000"]
+    chained = lint_text("x = " + "-" * 50000 + "marker\n", "u.py", probe)
+    assert chained.diagnostics == [] and "deeply nested" in chained.errors[0].message
+
+
+def test_long_expressions_that_python_parses_are_linted(probe):
+    text = "x = " + " + ".join(["marker"] * 2500) + "\n"
+    assert len(lint_text(text, "long.py", probe).diagnostics) == 2500
+
+
+def test_visitor_recursion_is_a_file_error(probe, monkeypatch):
+    monkeypatch.setattr(runner, "RECURSION_LIMIT", 1000)
+    text = "x = " + " + ".join(["marker"] * 1200) + "\n"
+    result = lint_text(text, "deep.py", probe)
+    assert result.diagnostics == []
+    assert [(e.path, e.message) for e in result.errors] == [
+        ("deep.py", "too deeply nested to analyse (recursion limit); not linted")
+    ]
+
+
+def test_noqa_forms(probe):
+    text = (
+        "a = marker  # noqa\n"
+        "b = marker  # noqa: RL999\n"
+        "c = marker  # noqa:RL101\n"
+        "d = marker  # rllint: ignore[marker-probe]\n"
+        "e = marker  # NOQA: E501, RL999\n"
+        "f = 'marker  # noqa'; g = marker\n"
+    )
+    assert spots(lint_text(text, "a.py", probe)) == [(3, 5, "RL999"), (6, 27, "RL999")]
+
+
+def test_ignore_comment_on_its_own_line_covers_the_next_statement(probe):
+    text = (
+        "# rllint: ignore[RL999]\n"
+        "value = call(\n"
+        "    marker,\n"
+        ")\n"
+        "other = marker\n"
+    )
+    assert spots(lint_text(text, "a.py", probe)) == [(5, 9, "RL999")]
+
+
+def test_file_level_noqa(probe):
+    assert lint_text("# rllint: noqa\nx = marker\n", "a.py", probe).diagnostics == []
+    assert lint_text("# rllint: noqa: RL999\nx = marker\n", "a.py", probe).diagnostics == []
+    assert spots(lint_text("# rllint: noqa: RL101\nx = marker\n", "a.py", probe)) == [(2, 5, "RL999")]
+    # Only on a line of its own: a trailing comment is not a file-level switch.
+    assert spots(lint_text("x = marker  # rllint: noqa\n", "a.py", probe)) == [(1, 5, "RL999")]
+
+
+def test_unused_suppression_names_the_stale_code(probe):
+    text = "a = marker  # noqa: RL999, RL000\nb = 1  # rllint: ignore[marker-probe]\nc = 2  # noqa\n"
+    result = lint_text(text, "a.py", probe)
+    assert [(d.line, d.column, d.code, d.message) for d in result.diagnostics] == [
+        (1, 13, "RL001", "unused suppression of `RL000`: nothing on this line is reported under it"),
+        (2, 8, "RL001", "unused suppression of `marker-probe`: nothing on this line is reported under it"),
+    ]
+
+
+def test_unreadable_and_missing_files_are_errors_and_the_run_goes_on(probe, tmp_path):
+    good = tmp_path / "good.py"
+    good.write_text("y = marker\n")
+    folder = tmp_path / "folder.py"
+    folder.mkdir()
+    result = lint_files([str(tmp_path / "missing.py"), str(folder), str(good)], probe)
+    assert spots(result) == [(1, 5, "RL999")]
+    assert [os.path.basename(e.path) for e in result.errors] == ["missing.py", "folder.py"]
+    assert all("cannot be read" in e.message for e in result.errors)
+
+
+def test_worker_processes_give_the_same_findings(tmp_path):
+    paths = []
+    for index in range(20):
+        path = tmp_path / f"f{index}.py"
+        path.write_text("x = 1\n" if index % 2 else "x = (\n")
+        paths.append(str(path))
+    serial = lint_files(paths, Settings(select=["RL000"]), jobs=1)
+    parallel = lint_files(paths, Settings(select=["RL000"]), jobs=2)
+    assert serial.diagnostics == parallel.diagnostics
+    assert len(serial.diagnostics) == 10
