@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from rllint.cache import ResultCache, content_hash
 from rllint.diagnostic import Diagnostic, FileError
 from rllint.registry import CSTRule, Finding, load_rules
 from rllint.rules.meta import SyntaxErrorRule, UnusedSuppression
@@ -150,17 +151,18 @@ def _unused_suppressions(path: str, suppressions: Suppressions, rules: Sequence[
     return _diagnostics(path, UnusedSuppression, found)
 
 
-def lint_file(path: str, settings: Settings) -> FileResult:
+def _read(path: str) -> Tuple[Optional[bytes], Optional[FileResult]]:
     try:
         with open(path, "rb") as handle:
-            data = handle.read()
+            return handle.read(), None
     except OSError as error:
-        return FileResult(errors=[FileError(path, f"cannot be read: {error.strerror or error}")])
-    return lint_bytes(data, path, settings)
+        return None, FileResult(errors=[FileError(path, f"cannot be read: {error.strerror or error}")])
 
 
-def lint_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = None) -> FileResult:
-    """Lint files, in worker processes when there are many.
+def lint_files(
+    paths: Sequence[str], settings: Settings, jobs: Optional[int] = None, cache: Optional[ResultCache] = None
+) -> FileResult:
+    """Lint files, in worker processes when there are many, skipping those the cache knows.
 
     Workers are also a guard: should libcst's native parser crash on one file, the
     files of the broken pool are linted again one process each, so that the crash
@@ -168,36 +170,55 @@ def lint_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = N
     """
     load_rules()
     jobs = jobs or os.cpu_count() or 1
-    total = FileResult()
-    if jobs == 1 or len(paths) < _PARALLEL_THRESHOLD:
-        results = [lint_file(path, settings) for path in paths]
+    results: Dict[str, FileResult] = {}
+    pending: Dict[str, Tuple[bytes, str]] = {}
+    for path in paths:
+        data, failure = _read(path)
+        if failure is not None:
+            results[path] = failure
+            continue
+        digest = content_hash(data)
+        cached = cache.get(path, digest) if cache is not None else None
+        if cached is not None:
+            results[path] = cached
+        else:
+            pending[path] = (data, digest)
+    if jobs == 1 or len(pending) < _PARALLEL_THRESHOLD:
+        fresh = {path: lint_bytes(data, path, settings) for path, (data, _) in pending.items()}
     else:
-        results = _lint_in_workers(paths, settings, jobs)
-    for result in results:
-        total.diagnostics.extend(result.diagnostics)
-        total.errors.extend(result.errors)
+        fresh = _lint_in_workers(pending, settings, jobs)
+    for path, result in fresh.items():
+        results[path] = result
+        if cache is not None:
+            cache.put(path, pending[path][1], result)
+    if cache is not None:
+        cache.save()
+    total = FileResult()
+    for path in paths:
+        total.diagnostics.extend(results[path].diagnostics)
+        total.errors.extend(results[path].errors)
     total.diagnostics.sort(key=Diagnostic.sort_key)
     return total
 
 
-def _lint_in_workers(paths: Sequence[str], settings: Settings, jobs: int) -> List[FileResult]:
+def _lint_in_workers(pending: Dict[str, Tuple[bytes, str]], settings: Settings, jobs: int) -> Dict[str, FileResult]:
     results: Dict[str, FileResult] = {}
     crashed: List[str] = []
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = {path: pool.submit(lint_file, path, settings) for path in paths}
+        futures = {path: pool.submit(lint_bytes, data, path, settings) for path, (data, _) in pending.items()}
         for path, future in futures.items():
             try:
                 results[path] = future.result()
             except BrokenProcessPool:
                 crashed.append(path)
     for path in crashed:
-        results[path] = _lint_alone(path, settings)
-    return [results[path] for path in paths]
+        results[path] = _lint_alone(pending[path][0], path, settings)
+    return results
 
 
-def _lint_alone(path: str, settings: Settings) -> FileResult:
+def _lint_alone(data: bytes, path: str, settings: Settings) -> FileResult:
     try:
         with ProcessPoolExecutor(max_workers=1) as pool:
-            return pool.submit(lint_file, path, settings).result()
+            return pool.submit(lint_bytes, data, path, settings).result()
     except BrokenProcessPool:
         return FileResult(errors=[FileError(path, "the parser crashed on this file (too deeply nested?); not linted")])

@@ -1,4 +1,5 @@
 """The runner on awkward input: encodings, line endings, deep nesting, unreadable files, suppressions."""
+import multiprocessing
 import os
 
 import libcst as cst
@@ -6,6 +7,7 @@ import pytest
 
 from rllint.diagnostic import Severity
 from rllint import runner
+from rllint.cache import ResultCache
 from rllint.registry import CSTRule
 from rllint.runner import lint_bytes, lint_files, lint_text
 from rllint.settings import Settings
@@ -158,3 +160,47 @@ def test_worker_processes_give_the_same_findings(tmp_path):
     parallel = lint_files(paths, Settings(select=["RL000"]), jobs=2)
     assert serial.diagnostics == parallel.diagnostics
     assert len(serial.diagnostics) == 10
+
+
+class Crasher(CSTRule):
+    """Kills its process on the name `crash`, as a native parser crash would."""
+
+    name = "crash-probe"
+    message = "unreachable"
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == "crash":
+            os.abort()
+
+
+Crasher.code = "RL998"
+
+
+@pytest.mark.skipif(multiprocessing.get_start_method() != "fork", reason="the probe reaches workers by fork")
+def test_a_crashing_worker_costs_one_file(monkeypatch, tmp_path):
+    monkeypatch.setattr(Settings, "rules_for", lambda self, path: [Marker, Crasher])
+    paths = []
+    for index in range(20):
+        path = tmp_path / f"f{index:02}.py"
+        path.write_text("crash = 1\n" if index == 7 else "x = marker\n")
+        paths.append(str(path))
+    result = lint_files(paths, Settings(), jobs=2)
+    assert len(result.diagnostics) == 19
+    assert [(os.path.basename(e.path), e.message) for e in result.errors] == [
+        ("f07.py", "the parser crashed on this file (too deeply nested?); not linted")
+    ]
+
+
+def test_cache_skips_unchanged_files_and_notices_changes(probe, tmp_path, monkeypatch):
+    path = tmp_path / "a.py"
+    path.write_text("x = marker\n")
+    first = lint_files([str(path)], probe, cache=ResultCache(probe, tmp_path / "cache"))
+    calls = []
+    monkeypatch.setattr(runner, "lint_bytes", lambda *args: calls.append(args) or runner.FileResult())
+    again = lint_files([str(path)], probe, cache=ResultCache(probe, tmp_path / "cache"))
+    assert again.diagnostics == first.diagnostics and len(first.diagnostics) == 1 and calls == []
+    path.write_text("x = 1\n")
+    lint_files([str(path)], probe, cache=ResultCache(probe, tmp_path / "cache"))
+    assert len(calls) == 1
+    other = Settings(options={"max-epsilon": 0.5})
+    assert ResultCache(other, tmp_path / "cache").path != ResultCache(probe, tmp_path / "cache").path
