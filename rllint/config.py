@@ -1,0 +1,265 @@
+"""Settings from the closest config file and the command line; any unknown or ill-typed key is an error.
+
+Config files, closest first in each folder as ruff looks for them: `.rllint.toml`, `rllint.toml`
+(keys at top level, like ruff.toml), then a `pyproject.toml` that has a `[tool.rllint]` table.
+Keys are kebab-case: the selection and file keys below, plus every rule option registered in
+`rllint.registry.OPTIONS`. A typo must not silently fall back to a default, so unknown keys,
+wrong types and unknown rule selectors raise `ConfigError` naming the file and the key.
+"""
+from __future__ import annotations
+
+import difflib
+import os
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from rllint.registry import OPTIONS, Option, UnknownSelector, load_rules, validate_selectors
+from rllint.settings import Settings
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python < 3.11 only
+    import tomli as tomllib
+
+CONFIG_NAMES = (".rllint.toml", "rllint.toml")
+PYPROJECT = "pyproject.toml"
+
+# Keys of the selection and the file walk: config key -> (Settings field, kind of value).
+_CORE: Dict[str, Tuple[str, str]] = {
+    "select": ("select", "selectors"),
+    "extend-select": ("extend_select", "selectors"),
+    "ignore": ("ignore", "selectors"),
+    "per-file-ignores": ("per_file_ignores", "per-file-ignores"),
+    "exclude": ("exclude", "strings"),
+    "extend-exclude": ("extend_exclude", "strings"),
+    "respect-gitignore": ("respect_gitignore", "bool"),
+    "force-exclude": ("force_exclude", "bool"),
+}
+_FLAGS = {attr for attr, _ in _CORE.values()}  # the keys of `overrides`
+
+
+class ConfigError(Exception):
+    """A config file or flag that cannot be used; `str(error)` is the whole one-line message."""
+
+    def __init__(self, message: str, path: Optional[Path] = None, key: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.key = key
+
+
+def find_config(start: Path) -> Optional[Path]:
+    """Closest config file walking up from `start`: in each folder, `.rllint.toml`, then `rllint.toml`,
+    then a `pyproject.toml` that has a [tool.rllint] table (ruff's precedence); None when there is none.
+
+    A `pyproject.toml` that is not valid TOML raises ConfigError: whether it configures rllint is unknown.
+    """
+    folder = Path(os.path.abspath(start))
+    if not folder.is_dir():
+        folder = folder.parent
+    for candidate in (folder, *folder.parents):
+        for name in CONFIG_NAMES:
+            if (candidate / name).is_file():
+                return candidate / name
+        pyproject = candidate / PYPROJECT
+        if pyproject.is_file() and _table(pyproject, _read(pyproject)) is not None:
+            return pyproject
+    return None
+
+
+def load_settings(config_file: Optional[Path] = None, start: Optional[Path] = None,
+                  overrides: Optional[dict] = None) -> Settings:
+    """Settings from `config_file` (or the closest config found from `start`, default cwd), then command-line
+    `overrides`, a dict with any of: select (list, replaces), extend_select (list, added), ignore (list, added),
+    per_file_ignores (dict, added), exclude (list, replaces), extend_exclude (list, added),
+    respect_gitignore (bool), force_exclude (bool). A None value means the flag was not given.
+
+    As in ruff, a `select` override starts the selection afresh: the config's `extend-select` and
+    `ignore` are dropped with its `select` (`--select RL105` runs RL105 even if the config ignores it).
+    Raises ConfigError.
+    """
+    load_rules()  # family modules register their options on import
+    if config_file is not None:
+        path: Optional[Path] = Path(os.path.abspath(config_file))
+        if not path.is_file():
+            raise ConfigError(f"{_shown(path)}: no such configuration file", path=path)
+    else:
+        path = find_config(Path(start) if start is not None else Path.cwd())
+
+    if path is None:
+        folder = Path(os.path.abspath(start)) if start is not None else Path.cwd()
+        settings = Settings(root=(folder if folder.is_dir() else folder.parent).resolve())
+    else:
+        settings = Settings(root=path.parent.resolve(), config_path=path)
+        _apply_file(settings, path)
+    if overrides:
+        _apply_overrides(settings, overrides)
+    return settings
+
+
+def _read(path: Path) -> Dict[str, Any]:
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as error:
+        raise ConfigError(f"{_shown(path)}: cannot be read: {error.strerror or error}", path=path) from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{_shown(path)}: not UTF-8 text: {error.reason} at byte {error.start}", path=path) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        detail = str(error)  # ends with "(at line L, column C)" or "(at end of document)"
+        if "line" not in detail:
+            detail += f"; the document ends on line {max(1, len(text.splitlines()))}"
+        raise ConfigError(f"{_shown(path)}: invalid TOML: {detail}", path=path) from None
+
+
+def _table(path: Path, document: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The rllint table of a config document; None for a pyproject.toml without one."""
+    if path.name != PYPROJECT:
+        return document
+    tool = document.get("tool")
+    table = tool.get("rllint") if isinstance(tool, dict) else None
+    if table is not None and not isinstance(table, dict):
+        raise ConfigError(f"{_shown(path)}: 'tool.rllint' must be a table, not {_toml_type(table)}",
+                          path=path, key="tool.rllint")
+    return table
+
+
+def _apply_file(settings: Settings, path: Path) -> None:
+    table = _table(path, _read(path)) or {}
+    where = f"{_shown(path)}: " + ("[tool.rllint] " if path.name == PYPROJECT else "")
+    for key, value in table.items():
+        if key in _CORE:
+            attr, kind = _CORE[key]
+            setattr(settings, attr, _checked(value, kind, f"{where}'{key}'", path, key))
+        elif key in OPTIONS:
+            settings.options[key] = _option_value(OPTIONS[key], value, f"{where}'{key}'", path)
+        else:
+            raise ConfigError(f"{where}unknown key {key!r}{_did_you_mean(key)}", path=path, key=key)
+
+
+def _apply_overrides(settings: Settings, overrides: dict) -> None:
+    unknown = set(overrides) - _FLAGS
+    if unknown:
+        raise ValueError(f"unknown settings overrides: {sorted(unknown)}")
+    given = {key: value for key, value in overrides.items() if value is not None}
+
+    def flag(key: str, kind: str) -> Any:
+        name = "--" + key.replace("_", "-")
+        return _checked(given[key], kind, name, None, key.replace("_", "-"))
+
+    if "select" in given:
+        settings.select, settings.extend_select, settings.ignore = flag("select", "selectors"), [], []
+    if "extend_select" in given:
+        settings.extend_select = settings.extend_select + flag("extend_select", "selectors")
+    if "ignore" in given:
+        settings.ignore = settings.ignore + flag("ignore", "selectors")
+    if "per_file_ignores" in given:
+        merged = {pattern: list(codes) for pattern, codes in settings.per_file_ignores.items()}
+        for pattern, codes in flag("per_file_ignores", "per-file-ignores").items():
+            merged[pattern] = merged.get(pattern, []) + codes
+        settings.per_file_ignores = merged
+    if "exclude" in given:
+        settings.exclude = flag("exclude", "strings")
+    if "extend_exclude" in given:
+        settings.extend_exclude = settings.extend_exclude + flag("extend_exclude", "strings")
+    for key in ("respect_gitignore", "force_exclude"):
+        if key in given:
+            setattr(settings, key, flag(key, "bool"))
+
+
+def _checked(value: Any, kind: str, where: str, path: Optional[Path], key: str) -> Any:
+    """`value` of a selection or file key, type-checked; selectors must name rules."""
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where} must be true or false, not {_toml_type(value)}", path=path, key=key)
+        return value
+    if kind == "per-file-ignores":
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where} must be a table of glob = [selectors], not {_toml_type(value)}",
+                              path=path, key=key)
+        return {pattern: _checked(selectors, "selectors", f"{where} {pattern!r}", path, key)
+                for pattern, selectors in value.items()}
+    strings = _strings(value, where, path, key)
+    if kind == "selectors":
+        try:
+            validate_selectors(strings)
+        except UnknownSelector as error:
+            raise ConfigError(f"{where}: {error}", path=path, key=key) from None
+    return strings
+
+
+def _strings(value: Any, where: str, path: Optional[Path], key: str) -> List[str]:
+    if isinstance(value, (list, tuple)):
+        wrong = [item for item in value if not isinstance(item, str)]
+        if not wrong:
+            return list(value)
+        raise ConfigError(f"{where} must be a list of strings; {wrong[0]!r} is {_toml_type(wrong[0])}",
+                          path=path, key=key)
+    raise ConfigError(f"{where} must be a list of strings, not {_toml_type(value)}", path=path, key=key)
+
+
+def _option_value(option: Option, value: Any, where: str, path: Path) -> Any:
+    """A rule option's value: floats accept integers; booleans are never numbers."""
+    kind = option.kind
+
+    def wrong(expected: str) -> ConfigError:
+        return ConfigError(f"{where} must be {expected}, not {_toml_type(value)} ({value!r})", path=path, key=option.key)
+
+    if kind in (list, tuple):
+        checked: Any = kind(_strings(value, where, path, option.key))
+        items = list(checked)
+    else:
+        if kind is float:
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise wrong("a number")
+            checked = float(value)
+        elif kind is int:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise wrong("an integer")
+            checked = value
+        elif kind is bool and not isinstance(value, bool):
+            raise wrong("true or false")
+        elif not isinstance(value, kind):
+            raise wrong("a string" if kind is str else f"of type {kind.__name__}")
+        else:
+            checked = value
+        items = [checked]
+    if option.choices:
+        bad = [item for item in items if item not in option.choices]
+        if bad:
+            allowed = ", ".join(repr(choice) for choice in option.choices)
+            raise ConfigError(f"{where} must be one of {allowed}, not {bad[0]!r}", path=path, key=option.key)
+    return checked
+
+
+def _did_you_mean(key: str) -> str:
+    known = sorted(set(_CORE) | set(OPTIONS))
+    kebab = key.replace("_", "-").lower()
+    close = [kebab] if kebab in known else difflib.get_close_matches(key, known, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _toml_type(value: Any) -> str:
+    """What a value is called in TOML, for messages."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a float"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, (list, tuple)):
+        return "an array"
+    if isinstance(value, dict):
+        return "a table"
+    return f"a {type(value).__name__}"
+
+
+def _shown(path: Path) -> str:
+    """The path as users see it: relative when under the working folder."""
+    try:
+        return str(Path(path).relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

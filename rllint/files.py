@@ -1,0 +1,248 @@
+"""Which files a run lints: directories walked, excludes and `.gitignore` applied, kinds recognised.
+
+Exclusion follows ruff:
+- `exclude` (default `DEFAULT_EXCLUDES`) and `extend-exclude` hold glob patterns. A pattern without
+  a `/` (`.venv`, `build`, `*_pb2.py`) is matched with fnmatch against the name of every file and
+  folder met in a walk, so it excludes that name at any depth. A pattern with a `/`
+  (`tests/fixtures`, `scripts/*.py`, `**/generated`) is matched gitignore-style (`pathspec`) against
+  the path relative to `settings.root`, the folder of the config file; a matched folder excludes
+  everything below it. Excluded folders are not descended into.
+- Paths named on the command line are linted even when excluded, unless `force-exclude` is set
+  (pre-commit passes file names and needs the project's excludes applied to them): then the path's
+  name, the names of its folders up to `settings.root`, and its path relative to the root are
+  checked. Inside a named folder, the patterns (and `.gitignore` files) that exclude the folder
+  itself are not applied; the others are.
+- With `respect-gitignore`, walks skip what git ignores: `.git/info/exclude` and every `.gitignore`
+  from the enclosing repository's top down to the file, each relative to its own folder, the deepest
+  deciding (`!keep.py` re-includes). As in git, ruff and ripgrep (astral-sh/ruff#5930, #6335),
+  `.gitignore` files outside a git repository are not consulted; a nested repository starts afresh. Explicit paths are never
+  gitignored: git itself does not ignore tracked files, and pre-commit passes only those.
+- Symbolic links to folders are followed; a link back to a folder of the current walk is reported
+  once as a loop and not descended.
+"""
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import stat
+from typing import Dict, List, Optional, Sequence, Set, Tuple
+
+import pathspec
+
+from rllint.diagnostic import FileError
+from rllint.settings import Settings
+
+_KINDS = {".py": "python", ".pyi": "python"}
+
+# A .gitignore's patterns and the real path of the folder they are relative to.
+_Ignore = Tuple[str, pathspec.GitIgnoreSpec]
+
+
+def file_kind(path: str) -> Optional[str]:
+    """"python" for .py and .pyi files; None for kinds rllint does not lint yet."""
+    return _KINDS.get(os.path.splitext(path)[1])
+
+
+def discover(paths: Sequence[str], settings: Settings) -> Tuple[List[str], List[FileError]]:
+    """Files to lint, in a stable sorted order, and errors for paths that cannot be walked.
+
+    Paths are returned as given or joined onto what was given (`src/train.py`), never resolved.
+    """
+    walk = _Walk(settings)
+    for given in paths:
+        walk.explicit(os.path.normpath(given))
+    return sorted(walk.files), walk.errors
+
+
+class _Walk:
+    def __init__(self, settings: Settings) -> None:
+        patterns = [p[2:] if p.startswith("./") else p for p in [*settings.exclude, *settings.extend_exclude]]
+        names = [p for p in patterns if "/" not in p]
+        self._names = re.compile("|".join(fnmatch.translate(p) for p in names)) if names else None
+        self._anchored_patterns = [p for p in patterns if "/" in p]
+        self._anchored = _spec(self._anchored_patterns)
+        self._root = os.path.realpath(settings.root)
+        self._force_exclude = settings.force_exclude
+        self._gitignore = settings.respect_gitignore
+        self._specs: Dict[str, Optional[_Ignore]] = {}  # folder -> its .gitignore, read once
+        self._loops: Set[Tuple[int, int]] = set()  # the links already reported
+        self.files: Set[str] = set()
+        self.errors: List[FileError] = []
+
+    def explicit(self, path: str) -> None:
+        try:
+            status = os.stat(path)
+        except OSError as error:
+            self.errors.append(FileError(path, error.strerror or str(error)))
+            return
+        is_dir = stat.S_ISDIR(status.st_mode)
+        if self._force_exclude and self._force_excluded(path, is_dir):
+            return
+        if is_dir:
+            self._walk(path, (status.st_dev, status.st_ino))
+        elif file_kind(path):
+            self.files.add(path)
+
+    def _relative(self, real: str) -> Optional[str]:
+        """`real` relative to the root, or None when it is outside."""
+        if real == self._root:
+            return ""
+        prefix = self._root.rstrip(os.sep) + os.sep
+        return real[len(prefix):].replace(os.sep, "/") if real.startswith(prefix) else None
+
+    def _name_excluded(self, name: str) -> bool:
+        return self._names is not None and self._names.match(name) is not None
+
+    def _force_excluded(self, path: str, is_dir: bool) -> bool:
+        """An explicit path under `force-exclude`: its names up to the root, and its relative path."""
+        real = os.path.normpath(os.path.join(os.path.realpath(os.path.dirname(path) or "."), os.path.basename(path)))
+        relative = self._relative(real)
+        if relative is None:
+            return self._name_excluded(os.path.basename(real))
+        names = relative.split("/") if relative else []
+        return any(map(self._name_excluded, names)) or _path_matches(self._anchored, relative, is_dir)
+
+    def _walk(self, top: str, top_id: Tuple[int, int]) -> None:
+        """Depth-first from an explicit folder; each pending folder carries its gitignore stack and
+        its ancestors (id, shown path).
+
+        An exclude pattern or a `.gitignore` that excludes the explicit folder itself would exclude
+        everything in it; since the user named the folder, it is not applied inside.
+        """
+        top_real = os.path.realpath(top)
+        top_relative = self._relative(top_real)
+        anchored = self._anchored
+        if _path_matches(anchored, top_relative, True):
+            anchored = _spec([p for p in self._anchored_patterns if not _path_matches(_spec([p]), top_relative, True)])
+        ignores = self._repo_ignores(top_real, top=True) if self._gitignore else None
+        if ignores:
+            ignores = tuple(i for i in ignores if i[0] == top_real or not _ignored((i,), top_real, True))
+        pending = [(top, top_real, top_relative, ignores, ((top_id, top),))]
+        while pending:
+            shown, real, relative_folder, ignores, ancestors = pending.pop()
+            try:
+                with os.scandir(shown) as listing:
+                    entries = list(listing)
+            except OSError as error:
+                self.errors.append(FileError(shown, f"cannot list directory: {error.strerror or error}"))
+                continue
+            if self._gitignore and shown != top:
+                ignores = self._folder_ignores(real, ignores, {entry.name for entry in entries})
+            for entry in entries:
+                name = entry.name
+                child_shown = name if shown == "." else os.path.join(shown, name)
+                child_real = os.path.join(real, name)
+                relative = None if relative_folder is None else (
+                    f"{relative_folder}/{name}" if relative_folder else name)
+                try:
+                    is_dir = entry.is_dir()
+                except OSError:
+                    is_dir = False
+                if not is_dir and not (file_kind(name) and (entry.is_file() or entry.is_symlink())):
+                    continue  # a dangling `.py` link is kept: the runner reports that it cannot be read
+                if (self._name_excluded(name) or _path_matches(anchored, relative, is_dir)
+                        or _ignored(ignores, child_real, is_dir)):
+                    continue
+                if not is_dir:
+                    self.files.add(child_shown)
+                    continue
+                try:
+                    status = entry.stat()
+                except OSError as error:
+                    self.errors.append(FileError(child_shown, error.strerror or str(error)))
+                    continue
+                identity = (status.st_dev, status.st_ino)
+                looped = next((seen for known, seen in ancestors if known == identity), None)
+                if looped is not None:
+                    self._loop(entry, child_shown, looped)
+                else:
+                    pending.append((child_shown, child_real, relative, ignores, ancestors + ((identity, child_shown),)))
+
+    def _loop(self, entry: os.DirEntry, shown: str, ancestor: str) -> None:
+        link = entry.stat(follow_symlinks=False)
+        if (link.st_dev, link.st_ino) not in self._loops:
+            self._loops.add((link.st_dev, link.st_ino))
+            self.errors.append(FileError(shown, f"symbolic link loop: leads back to {ancestor!r}; not descended"))
+
+    def _repo_ignores(self, real: str, top: bool) -> Optional[Tuple[_Ignore, ...]]:
+        """The gitignore stack of folder `real`: from its repository's top (the first folder up that
+        has `.git`) down to it. None outside a repository. `top`: look above `real` for the repository."""
+        chain = []
+        folder = real
+        while not os.path.exists(os.path.join(folder, ".git")):
+            parent = os.path.dirname(folder)
+            if not top or parent == folder:
+                return None
+            chain.append(folder)
+            folder = parent
+        chain.append(folder)
+        stack = [spec for spec in [_info_exclude(folder)] if spec is not None]
+        stack.extend(spec for spec in map(self._folder_spec, reversed(chain)) if spec is not None)
+        return tuple(stack)
+
+    def _folder_ignores(self, real: str, ignores: Optional[Tuple[_Ignore, ...]], names: Set[str]
+                        ) -> Optional[Tuple[_Ignore, ...]]:
+        """The stack for a folder met in the walk: a nested repository starts a new one."""
+        if ".git" in names:
+            return self._repo_ignores(real, top=False)
+        if ignores is None or ".gitignore" not in names:
+            return ignores
+        spec = self._folder_spec(real)
+        return ignores if spec is None else ignores + (spec,)
+
+    def _folder_spec(self, real: str) -> Optional[_Ignore]:
+        if real not in self._specs:
+            self._specs[real] = _read_spec(real, os.path.join(real, ".gitignore"))
+        return self._specs[real]
+
+
+def _spec(patterns: List[str]) -> Optional[pathspec.GitIgnoreSpec]:
+    return pathspec.GitIgnoreSpec.from_lines(patterns) if patterns else None
+
+
+def _path_matches(spec: Optional[pathspec.GitIgnoreSpec], relative: Optional[str], is_dir: bool) -> bool:
+    """Whether an exclude pattern with a `/` matches a path relative to the root (None: outside it)."""
+    if spec is None or not relative:
+        return False
+    return spec.match_file(relative + "/" if is_dir else relative)
+
+
+def _ignored(ignores: Optional[Tuple[_Ignore, ...]], real: str, is_dir: bool) -> bool:
+    """Whether git ignores `real`: the deepest .gitignore with a matching pattern decides."""
+    if not ignores:
+        return False
+    for base, spec in reversed(ignores):
+        relative = real[len(base.rstrip(os.sep)) + 1:].replace(os.sep, "/")
+        result = spec.check_file(relative + "/" if is_dir else relative)
+        if result.include is not None:
+            return result.include
+    return False
+
+
+def _info_exclude(top: str) -> Optional[_Ignore]:
+    """`info/exclude` of the repository at `top`; `.git` may be a file pointing elsewhere (worktrees)."""
+    git = os.path.join(top, ".git")
+    if os.path.isfile(git):
+        try:
+            with open(git, encoding="utf-8") as handle:
+                pointer = handle.read().strip()
+        except OSError:
+            return None
+        if not pointer.startswith("gitdir:"):
+            return None
+        git = os.path.join(top, pointer[len("gitdir:"):].strip())
+        common = os.path.join(git, "commondir")
+        if os.path.isfile(common):
+            with open(common, encoding="utf-8") as handle:
+                git = os.path.join(git, handle.read().strip())
+    return _read_spec(top, os.path.join(git, "info", "exclude"))
+
+
+def _read_spec(base: str, path: str) -> Optional[_Ignore]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            spec = pathspec.GitIgnoreSpec.from_lines(handle)
+    except OSError:
+        return None
+    return (base, spec) if len(spec) else None
