@@ -1,0 +1,30 @@
+"""GitHub Actions workflow commands: each finding becomes an annotation on the pull request."""
+from typing import Sequence, TextIO
+
+from rllint.diagnostic import Diagnostic, Severity
+
+_LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+
+
+def escape_data(value: str) -> str:
+    """The message after `::`; GitHub decodes these three escapes."""
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(value: str) -> str:
+    """A `key=value` property, where `:` and `,` are separators too."""
+    return escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def write(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
+    for d in diagnostics:
+        properties = {
+            "file": d.path,
+            "line": d.line,
+            "col": d.column,
+            "endLine": d.end_line,
+            "endColumn": d.end_column,
+            "title": f"rllint ({d.code})",
+        }
+        joined = ",".join(f"{key}={escape_property(str(value))}" for key, value in properties.items())
+        stream.write(f"::{_LEVELS[Severity(d.severity)]} {joined}::{escape_data(d.message)}\n")

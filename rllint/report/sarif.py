@@ -1,0 +1,78 @@
+"""SARIF 2.1.0, the format of GitHub code scanning and most SAST dashboards.
+
+Relative paths are given against `%SRCROOT%`, the working directory, so that uploads
+from a checkout resolve to files of the repository. Columns count code points, not
+SARIF's default UTF-16 units, and the run says so.
+"""
+import json
+from pathlib import Path
+from typing import Dict, Sequence, TextIO
+from urllib.parse import quote
+
+from rllint import __version__
+from rllint.diagnostic import Diagnostic, Severity
+from rllint.registry import load_rules
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+_LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+
+
+def _artifact(path: str) -> Dict[str, str]:
+    candidate = Path(path)
+    if candidate.is_absolute():
+        return {"uri": candidate.as_uri()}
+    return {"uri": quote(candidate.as_posix()), "uriBaseId": "%SRCROOT%"}
+
+
+def _rule_descriptor(code: str, name: str) -> dict:
+    from rllint.docs import render_page, summary  # docs renders pages; imported only for this format
+
+    rule = load_rules().get(code)
+    if rule is None:  # a rule outside the catalogue (a plugin or a test probe): what the finding says
+        return {"id": code, "name": name}
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.name},
+        "fullDescription": {"text": summary(rule)},
+        "help": {"text": summary(rule), "markdown": render_page(rule)},
+        "defaultConfiguration": {"level": _LEVELS[Severity(rule.severity)], "enabled": rule.default_enabled},
+    }
+
+
+def write(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
+    names = {d.code: d.name for d in diagnostics}
+    codes = sorted(names)
+    index = {code: number for number, code in enumerate(codes)}
+    results = [
+        {
+            "ruleId": d.code,
+            "ruleIndex": index[d.code],
+            "level": _LEVELS[Severity(d.severity)],
+            "message": {"text": d.message},
+            "locations": [{
+                "physicalLocation": {
+                    "artifactLocation": _artifact(d.path),
+                    "region": {"startLine": d.line, "startColumn": d.column,
+                               "endLine": d.end_line, "endColumn": d.end_column},
+                },
+            }],
+        }
+        for d in diagnostics
+    ]
+    log = {
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "rllint",
+                "version": __version__,
+                "rules": [_rule_descriptor(code, names[code]) for code in codes],
+            }},
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().as_uri() + "/"}},
+            "columnKind": "unicodeCodePoints",
+            "results": results,
+        }],
+    }
+    json.dump(log, stream, indent=2, ensure_ascii=False)
+    stream.write("\n")

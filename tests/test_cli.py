@@ -1,0 +1,418 @@
+"""The command line as users drive it: exit codes, formats, selection, config errors, stdin, bad paths.
+
+Findings come from RL000 (syntax errors) and RL001 (unused suppressions, off by default),
+which the runner itself reports, so these tests do not depend on any analysis rule.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from rllint import __version__, cli
+from rllint.docs import render_page
+from rllint.rules.meta import SyntaxErrorRule
+
+BAD = "def reward(completion):\n    return (len(completion)\n"
+UNUSED = "x = 1  # noqa: RL000\n"  # an RL001 finding at 1:8 when RL001 is selected
+GOOD = "x = 1\n"
+
+
+def syntax_error(source):
+    """(line, column, message) that CPython gives, so that the expectations hold on every version."""
+    try:
+        compile(source, "bad.py", "exec")
+    except SyntaxError as error:
+        return error.lineno, error.offset, error.msg
+    raise AssertionError("source parses")
+
+
+LINE, COL, DETAIL = syntax_error(BAD)
+BAD_LINE = f"bad.py:{LINE}:{COL}: RL000 syntax error: {DETAIL}"
+UNUSED_MESSAGE = "unused suppression of `RL000`: nothing on this line is reported under it"
+
+
+def runner():
+    try:
+        return CliRunner(mix_stderr=False)  # click < 8.2 mixes stderr into output unless told not to
+    except TypeError:
+        return CliRunner()
+
+
+def run(*args, input=None):
+    return runner().invoke(cli.main, list(args), input=input)
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A working folder with one file that does not parse and two that do."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.py").write_text(BAD)
+    (tmp_path / "good.py").write_text(GOOD)
+    (tmp_path / "unused.py").write_text(UNUSED)
+    return tmp_path
+
+
+def test_findings_exit_1_in_flake8_format_with_summary(project):
+    result = run("check", ".")
+    assert result.exit_code == 1
+    assert result.stdout == BAD_LINE + "\n"
+    assert result.stderr == "Found 1 finding in 1 file.\n"
+
+
+def test_clean_run_exits_0(project):
+    result = run("good.py", "unused.py")
+    assert result.exit_code == 0
+    assert result.stdout == ""
+    assert result.stderr == "All checks passed.\n"
+
+
+def test_check_is_the_default_subcommand_and_lints_the_working_folder(project):
+    assert run().stdout == run("check").stdout == run("bad.py").stdout == BAD_LINE + "\n"
+
+
+def test_summary_counts_findings_and_files(project):
+    (project / "bad2.py").write_text(BAD)
+    result = run("--extend-select", "RL001")
+    assert result.exit_code == 1
+    assert result.stderr == "Found 3 findings in 3 files.\n"
+
+
+def test_exit_zero_turns_findings_into_success_but_not_errors(project):
+    assert run("--exit-zero", "bad.py").exit_code == 0
+    assert run("--exit-zero", "bad.py", "missing.py").exit_code == 2
+
+
+def test_absolute_paths_are_shown_relative_to_the_working_folder(project, tmp_path_factory):
+    assert run(str(project / "bad.py")).stdout == BAD_LINE + "\n"
+    outside = tmp_path_factory.mktemp("elsewhere") / "bad.py"
+    outside.write_text(BAD)
+    assert run(str(outside)).stdout == f"{outside}:{LINE}:{COL}: RL000 syntax error: {DETAIL}\n"
+
+
+def test_concise_is_the_text_format(project):
+    assert run("--output-format", "concise", "bad.py").stdout == run("--output-format", "text", "bad.py").stdout
+
+
+def test_json_format(project):
+    result = run("--format", "json", "--extend-select", "RL001")
+    assert result.exit_code == 1
+    findings = json.loads(result.stdout)
+    assert findings == [
+        {"path": "bad.py", "line": LINE, "column": COL, "end_line": findings[0]["end_line"],
+         "end_column": findings[0]["end_column"], "code": "RL000", "name": "syntax-error",
+         "severity": "error", "message": f"syntax error: {DETAIL}", "fix": None},
+        {"path": "unused.py", "line": 1, "column": 8, "end_line": 1, "end_column": 8, "code": "RL001",
+         "name": "unused-suppression", "severity": "info", "message": UNUSED_MESSAGE, "fix": None},
+    ]
+    assert result.stderr == ""  # machine formats keep stderr for errors only
+
+
+def test_json_format_of_a_clean_run_is_an_empty_array(project):
+    result = run("--format", "json", "good.py")
+    assert result.exit_code == 0 and json.loads(result.stdout) == []
+
+
+def test_json_lines_format(project):
+    result = run("--output-format", "json-lines", "--extend-select", "RL001")
+    lines = result.stdout.splitlines()
+    assert [(item["path"], item["code"]) for item in map(json.loads, lines)] == [
+        ("bad.py", "RL000"), ("unused.py", "RL001")]
+
+
+def test_github_format(project):
+    result = run("--format", "github", "--extend-select", "RL001", "unused.py")
+    assert result.stdout == (
+        "::notice file=unused.py,line=1,col=8,endLine=1,endColumn=8,title=rllint (RL001)::" + UNUSED_MESSAGE + "\n")
+
+
+def test_sarif_format(project):
+    result = run("--format", "sarif", "bad.py")
+    log = json.loads(result.stdout)
+    assert log["version"] == "2.1.0"
+    run_ = log["runs"][0]
+    assert [rule["id"] for rule in run_["tool"]["driver"]["rules"]] == ["RL000"]
+    location = run_["results"][0]["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"] == {"uri": "bad.py", "uriBaseId": "%SRCROOT%"}
+    assert (location["region"]["startLine"], location["region"]["startColumn"]) == (LINE, COL)
+
+
+def test_output_file(project):
+    result = run("-o", "report.json", "--format", "json", "bad.py")
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert [d["code"] for d in json.loads((project / "report.json").read_text())] == ["RL000"]
+
+
+def test_unwritable_output_file_is_an_error(project):
+    result = run("--output-file", str(project / "no" / "such" / "folder" / "out.txt"), "bad.py")
+    assert result.exit_code == 2
+    assert "rllint: error: cannot write" in result.stderr
+
+
+def test_statistics_counts_per_rule_most_frequent_first(project):
+    for number in range(2):
+        (project / f"unused{number}.py").write_text(UNUSED)
+    result = run("--statistics", "--extend-select", "RL001")
+    assert result.exit_code == 1
+    assert result.stdout == "3  RL001  unused-suppression\n1  RL000  syntax-error\n"
+    as_json = json.loads(run("--statistics", "--format", "json", "--extend-select", "RL001").stdout)
+    assert as_json == [{"code": "RL001", "name": "unused-suppression", "count": 3},
+                       {"code": "RL000", "name": "syntax-error", "count": 1}]
+
+
+def codes_found(*args):
+    result = run("--format", "json", *args)
+    assert result.exit_code in (0, 1), result.stderr
+    return sorted({d["code"] for d in json.loads(result.stdout)})
+
+
+@pytest.mark.parametrize("args, expected", [
+    ((), ["RL000"]),
+    (("--extend-select", "RL001"), ["RL000", "RL001"]),
+    (("--extend-select", "unused-suppression"), ["RL000", "RL001"]),
+    (("--select", "RL000"), ["RL000"]),
+    (("--select", "RL001"), []),  # RL001 only reports codes of rules that ran
+    (("--select", "ALL"), ["RL000", "RL001"]),
+    (("--select", "RL"), ["RL000", "RL001"]),
+    (("--select", "RL00"), ["RL000", "RL001"]),
+    (("--select", "RL000,unused-suppression"), ["RL000", "RL001"]),
+    (("--select", "RL000", "--select", "RL001"), ["RL000", "RL001"]),
+    (("--select", "ALL", "--ignore", "unused-suppression"), ["RL000"]),
+    (("--select", "RL0", "--ignore", "RL001"), ["RL000"]),
+    (("--ignore", "RL000"), []),
+])
+def test_selection_by_code_prefix_name_and_all(project, args, expected):
+    assert codes_found(*args) == expected
+
+
+def test_unknown_selector_is_a_usage_error_with_a_suggestion(project):
+    result = run("--select", "syntax-eror", "bad.py")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert "rllint: error: --select: unknown rule selector 'syntax-eror'; did you mean 'syntax-error'?" in result.stderr
+
+
+def test_unknown_option_is_a_usage_error(project):
+    result = run("--no-such-flag", "bad.py")
+    assert result.exit_code == 2
+    assert "No such option" in result.stderr
+
+
+def test_config_file_is_used(project):
+    (project / "pyproject.toml").write_text('[tool.rllint]\nextend-select = ["RL001"]\n')
+    assert codes_found() == ["RL000", "RL001"]
+    (project / "other.toml").write_text('ignore = ["RL000"]\n')
+    assert codes_found("--config", "other.toml") == []
+
+
+def test_config_error_exits_2_naming_file_and_key(project):
+    (project / "pyproject.toml").write_text('[tool.rllint]\nselct = ["RL000"]\n')
+    result = run("bad.py")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith("rllint: error: pyproject.toml: ")
+    assert "'selct'" in result.stderr and "did you mean 'select'?" in result.stderr
+
+
+def test_missing_config_file_is_an_error(project):
+    result = run("--config", "nowhere.toml", "bad.py")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("rllint: error: ") and "nowhere.toml" in result.stderr
+
+
+def test_syntax_error_among_good_files_does_not_hide_their_findings(project):
+    result = run("--extend-select", "RL001")
+    assert result.exit_code == 1
+    assert result.stdout.splitlines() == [BAD_LINE, f"unused.py:1:8: RL001 {UNUSED_MESSAGE}"]
+
+
+def test_missing_path_is_reported_and_the_others_are_still_linted(project):
+    result = run("missing.py", "bad.py")
+    assert result.exit_code == 2
+    assert result.stdout == BAD_LINE + "\n"
+    assert "rllint: error: missing.py: No such file or directory\n" in result.stderr
+    assert result.stderr.endswith("Found 1 finding in 1 file. 1 file could not be linted.\n")
+
+
+def test_undecodable_file_is_a_file_error(project):
+    (project / "latin.py").write_bytes(b"name = '\xe9'\n")
+    result = run("latin.py", "good.py")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("rllint: error: latin.py: cannot be decoded")
+
+
+def test_stdin_is_linted_under_the_given_name(project):
+    result = run("-", "--stdin-filename", "pkg/train.py", input=BAD.encode())
+    assert result.exit_code == 1
+    assert result.stdout == f"pkg/train.py:{LINE}:{COL}: RL000 syntax error: {DETAIL}\n"
+    assert run("--stdin-filename", "train.py", input=GOOD.encode()).exit_code == 0
+
+
+def test_stdin_without_a_name(project):
+    result = run("-", input=BAD.encode())
+    assert result.stdout == f"-:{LINE}:{COL}: RL000 syntax error: {DETAIL}\n"
+
+
+def test_stdin_with_force_exclude_and_an_excluded_name_has_no_findings(project):
+    (project / "generated").mkdir()
+    (project / "generated" / "train.py").write_text(BAD)
+    args = ["-", "--stdin-filename", "generated/train.py", "--extend-exclude", "generated"]
+    assert run(*args, input=BAD.encode()).exit_code == 1
+    result = run(*args, "--force-exclude", input=BAD.encode())
+    assert result.exit_code == 0 and result.stdout == ""
+
+
+def test_force_exclude_applies_to_paths_named_on_the_command_line(project):
+    assert run("--extend-exclude", "bad.py", "bad.py").exit_code == 1
+    assert run("--extend-exclude", "bad.py", "--force-exclude", "bad.py").exit_code == 0
+    assert run("--exclude", "bad.py", "--force-exclude", "bad.py", "good.py").exit_code == 0
+
+
+def test_excluded_folders_are_skipped_in_walks(project):
+    (project / "vendor").mkdir()
+    (project / "vendor" / "broken.py").write_text(BAD)
+    assert run("--format", "json").stdout.count("vendor") == 1
+    assert run("--format", "json", "--extend-exclude", "vendor").stdout.count("vendor") == 0
+
+
+def test_stdin_cannot_be_combined_with_paths(project):
+    result = run("-", "bad.py", input=b"")
+    assert result.exit_code == 2
+    assert "cannot be combined" in result.stderr
+
+
+def test_jobs_give_the_same_report(project):
+    for number in range(20):  # above the runner's threshold for worker processes
+        (project / f"bad{number:02}.py").write_text(BAD)
+    serial = run("--jobs", "1")
+    parallel = run("--jobs", "2")
+    assert serial.exit_code == parallel.exit_code == 1
+    assert serial.stdout == parallel.stdout and len(serial.stdout.splitlines()) == 21
+    assert run("--jobs", "0").exit_code == 2
+
+
+def test_internal_error_is_one_line_and_exit_2(project, monkeypatch):
+    def crash(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(cli, "lint_files", crash)
+    monkeypatch.delenv("RLLINT_DEBUG", raising=False)
+    result = run("bad.py")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("rllint: error: internal error: RuntimeError: boom (a bug in rllint: please report it")
+    monkeypatch.setenv("RLLINT_DEBUG", "1")
+    debugged = run("bad.py")
+    assert debugged.exit_code == 2
+    assert "Traceback (most recent call last)" in debugged.stderr and "RuntimeError: boom" in debugged.stderr
+
+
+def test_rule_prints_the_page_by_code_or_name():
+    page = render_page(SyntaxErrorRule)
+    by_code = run("rule", "RL000")
+    assert by_code.exit_code == 0 and by_code.stdout == page
+    assert run("rule", "syntax-error").stdout == page
+
+
+def test_unknown_rule_is_a_usage_error():
+    result = run("rule", "syntax-eror")
+    assert result.exit_code == 2
+    assert "did you mean 'syntax-error'?" in result.stderr
+
+
+def test_rules_lists_every_rule_as_an_aligned_table():
+    lines = run("rules").stdout.splitlines()
+    header = lines[0].split()
+    assert header == ["CODE", "NAME", "SEVERITY", "DEFAULT"]
+    rows = {line.split()[0]: line.split() for line in lines[1:]}
+    assert rows["RL000"] == ["RL000", "syntax-error", "error", "on"]
+    assert rows["RL001"] == ["RL001", "unused-suppression", "info", "off"]
+    for column in ("NAME", "SEVERITY", "DEFAULT"):
+        start = lines[0].index(column)
+        assert all(line[start - 2:start] == "  " and line[start] != " " for line in lines[1:])
+
+
+def test_rules_as_json():
+    rows = {row["code"]: row for row in json.loads(run("rules", "--format", "json").stdout)}
+    assert rows["RL001"] == {"code": "RL001", "name": "unused-suppression", "severity": "info",
+                             "default_enabled": False, "options": []}
+
+
+def test_version():
+    assert run("--version").stdout.strip() == f"rllint, version {__version__}"
+
+
+def python_m_rllint(*args, cwd, input=None):
+    env = dict(os.environ)
+    env.pop("RLLINT_DEBUG", None)
+    return subprocess.run([sys.executable, "-m", "rllint", *args], cwd=cwd, input=input,
+                          capture_output=True, env=env, timeout=120)
+
+
+def test_python_m_rllint_end_to_end(project):
+    done = python_m_rllint("--format", "json", "--extend-select", "RL001", "bad.py", "good.py", "unused.py",
+                           "missing.py", cwd=project)
+    assert done.returncode == 2
+    assert [(d["path"], d["code"]) for d in json.loads(done.stdout)] == [("bad.py", "RL000"), ("unused.py", "RL001")]
+    assert done.stderr.decode() == "rllint: error: missing.py: No such file or directory\n"
+    clean = python_m_rllint("good.py", cwd=project)
+    assert (clean.returncode, clean.stdout, clean.stderr) == (0, b"", b"All checks passed.\n")
+
+
+def test_python_m_rllint_reads_stdin(project):
+    done = python_m_rllint("-", "--stdin-filename", "scripts/train.py", cwd=project, input=BAD.encode())
+    assert done.returncode == 1
+    assert done.stdout.decode() == f"scripts/train.py:{LINE}:{COL}: RL000 syntax error: {DETAIL}\n"
+
+
+def test_closest_config_of_the_linted_folder_wins(project):
+    sub = project / "sub"
+    sub.mkdir()
+    (sub / "bad.py").write_text(BAD)
+    (sub / "rllint.toml").write_text('ignore = ["RL000"]\n')
+    assert codes_found("sub") == []
+    found = json.loads(run("--format", "json", "sub", "bad.py").stdout)  # no config above both: defaults
+    assert [(d["path"], d["code"]) for d in found] == [("bad.py", "RL000"), ("sub/bad.py", "RL000")]
+
+
+def test_respect_gitignore_flag(project):
+    (project / ".git").mkdir()
+    (project / ".gitignore").write_text("scratch.py\n")
+    (project / "scratch.py").write_text(BAD)
+    assert run("--format", "json").stdout.count("scratch.py") == 0
+    assert run("--format", "json", "--no-respect-gitignore").stdout.count("scratch.py") == 1
+
+
+EPSILON = "import torch\n\n\ndef whiten(x):\n    return (x - x.mean()) / (x.std() + 1e4)\n"
+
+
+def test_rule_finding_its_suppression_comments_and_its_option(project):
+    (project / "adv.py").write_text(EPSILON)
+    found = json.loads(run("--format", "json", "adv.py").stdout)
+    assert [(d["line"], d["code"], d["name"]) for d in found] == [(5, "RL201", "large-epsilon")]
+    for comment in ("# noqa: RL201", "# rllint: ignore[large-epsilon]"):
+        (project / "adv.py").write_text(EPSILON.replace("1e4)", f"1e4)  {comment}"))
+        assert run("adv.py").exit_code == 0
+    (project / "adv.py").write_text(EPSILON)
+    (project / "pyproject.toml").write_text("[tool.rllint]\nmax-epsilon = 1e5\n")
+    assert run("adv.py").exit_code == 0
+
+
+def test_a_second_run_reads_the_cache_and_no_cache_skips_it(tmp_path, monkeypatch):
+    from rllint import runner
+
+    (tmp_path / "bad.py").write_text("x = (\n")
+    monkeypatch.chdir(tmp_path)
+    first = CliRunner().invoke(cli.main, ["bad.py"])
+    calls = []
+    real = runner.lint_bytes
+    monkeypatch.setattr(runner, "lint_bytes", lambda *args: calls.append(args[1]) or real(*args))
+    second = CliRunner().invoke(cli.main, ["bad.py"])
+    assert first.exit_code == second.exit_code == 1 and first.output == second.output and calls == []
+    assert os.listdir(os.environ["RLLINT_CACHE_DIR"])
+    third = CliRunner().invoke(cli.main, ["--no-cache", "bad.py"])
+    assert third.exit_code == 1 and calls == ["bad.py"]
