@@ -33,14 +33,15 @@ import pathspec
 from rllint.diagnostic import FileError
 from rllint.settings import Settings
 
-_KINDS = {".py": "python", ".pyi": "python"}
+_KINDS = {".py": "python", ".pyi": "python", ".yaml": "yaml", ".yml": "yaml", ".sh": "shell", ".bash": "shell"}
+KINDS = ("python", "yaml", "shell")
 
 # A .gitignore's patterns and the real path of the folder they are relative to.
 _Ignore = Tuple[str, pathspec.GitIgnoreSpec]
 
 
 def file_kind(path: str) -> Optional[str]:
-    """"python" for .py and .pyi files; None for kinds rllint does not lint yet."""
+    """"python" (.py, .pyi), "yaml" (.yaml, .yml), "shell" (.sh, .bash); None for files rllint never lints."""
     return _KINDS.get(os.path.splitext(path)[1])
 
 
@@ -65,6 +66,7 @@ class _Walk:
         self._root = os.path.realpath(settings.root)
         self._force_exclude = settings.force_exclude
         self._gitignore = settings.respect_gitignore
+        self._kinds = settings.linted_kinds()
         self._specs: Dict[str, Optional[_Ignore]] = {}  # folder -> its .gitignore, read once
         self._loops: Set[Tuple[int, int]] = set()  # the links already reported
         self.files: Set[str] = set()
@@ -81,7 +83,7 @@ class _Walk:
             return
         if is_dir:
             self._walk(path, (status.st_dev, status.st_ino))
-        elif file_kind(path):
+        elif file_kind(path) in self._kinds:
             self.files.add(path)
 
     def _relative(self, real: str) -> Optional[str]:
@@ -139,7 +141,7 @@ class _Walk:
                     is_dir = entry.is_dir()
                 except OSError:
                     is_dir = False
-                if not is_dir and not (file_kind(name) and (entry.is_file() or entry.is_symlink())):
+                if not is_dir and not (file_kind(name) in self._kinds and (entry.is_file() or entry.is_symlink())):
                     continue  # a dangling `.py` link is kept: the runner reports that it cannot be read
                 if (self._name_excluded(name) or _path_matches(anchored, relative, is_dir)
                         or _ignored(ignores, child_real, is_dir)):

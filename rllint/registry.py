@@ -50,6 +50,9 @@ class Rule:
     options: ClassVar[Tuple[Option, ...]] = ()
     # A file whose text contains none of these words cannot hold a finding; empty: always run.
     triggers: ClassVar[Tuple[str, ...]] = ()
+    # The kinds of file the rule judges (`rllint.files.file_kind`): Python sources are
+    # visited; launch configs ("yaml", "shell") are handed to `check_config`.
+    file_kinds: ClassVar[Tuple[str, ...]] = ("python",)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -64,18 +67,25 @@ class Rule:
 
 
 class Finding:
-    """A report from a rule, before positions are resolved: a node of the parsed module."""
+    """A report from a rule before positions are resolved: a node of the parsed module, or a
+    (line, column, end line, end column) span for files that have no syntax tree."""
 
-    __slots__ = ("rule", "node", "message", "fix")
+    __slots__ = ("rule", "node", "span", "message", "fix")
 
-    def __init__(self, rule: type, node: cst.CSTNode, message: str, fix: Optional[str]) -> None:
-        self.rule, self.node, self.message, self.fix = rule, node, message, fix
+    def __init__(self, rule: type, node: Optional[cst.CSTNode], span: Optional[Tuple[int, int, int, int]],
+                 message: str, fix: Optional[str]) -> None:
+        self.rule, self.node, self.span, self.message, self.fix = rule, node, span, message, fix
 
 
 class CSTRule(Rule, cst.BatchableCSTVisitor):
-    """A rule that visits the libcst tree. All selected rules share one batched traversal."""
+    """A rule that visits the libcst tree. All selected rules share one batched traversal.
 
-    def __init__(self, file: "Any") -> None:  # file: rllint.runner.FileContext
+    A rule that also judges launch configs lists their kinds in `file_kinds` and
+    implements `check_config`; it is then built with a `ConfigFile` instead of a
+    `FileContext` and reports with `report_at`.
+    """
+
+    def __init__(self, file: Any) -> None:  # file: rllint.runner.FileContext or ConfigFile
         super().__init__()
         self.file = file
         self.findings: List[Finding] = []
@@ -84,7 +94,16 @@ class CSTRule(Rule, cst.BatchableCSTVisitor):
         return self.file.settings.option(option)
 
     def report(self, node: cst.CSTNode, fix: Optional[str] = None, **values: Any) -> None:
-        self.findings.append(Finding(type(self), node, self.message.format(**values), fix))
+        self.findings.append(Finding(type(self), node, None, self.message.format(**values), fix))
+
+    def report_at(self, line: int, column: int, end_line: int, end_column: int, **values: Any) -> None:
+        """Report at a 1-based span, for files without a syntax tree."""
+        self.findings.append(Finding(type(self), None, (line, column, end_line, end_column),
+                                     self.message.format(**values), None))
+
+    def check_config(self) -> None:
+        """Judge a launch config (`self.file` is a ConfigFile); only for rules whose file_kinds name one."""
+        raise NotImplementedError(f"{self.code} lists config kinds in file_kinds but has no check_config")
 
 
 def load_rules() -> Dict[str, type]:

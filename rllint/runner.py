@@ -12,8 +12,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from rllint.analysis.configs import ConfigSyntaxError, LaunchConfig, mentions_rl
 from rllint.cache import ResultCache, content_hash
 from rllint.diagnostic import Diagnostic, FileError
+from rllint.files import file_kind
 from rllint.registry import CSTRule, Finding, load_rules
 from rllint.rules.meta import SyntaxErrorRule, UnusedSuppression
 from rllint.settings import Settings
@@ -26,22 +28,39 @@ _PARALLEL_THRESHOLD = 16
 RECURSION_LIMIT = 20000
 
 
-class FileContext:
-    """One parsed file and its facts. Analyses are built on first request, at most once per file."""
+class _Facts:
+    """Analyses of one file, each built on first request and at most once."""
 
-    def __init__(self, path: str, text: str, module: cst.Module, tree: ast.Module, settings: Settings) -> None:
+    def __init__(self, path: str, text: str, settings: Settings) -> None:
         self.path = path
         self.text = text
-        self.module = module
-        self.tree = tree
         self.settings = settings
         self._facts: Dict[type, Any] = {}
 
     def fact(self, analysis: type) -> Any:
-        """The instance of `analysis` (a class taking this FileContext) for this file."""
+        """The instance of `analysis` (a class taking this file) for this file."""
         if analysis not in self._facts:
             self._facts[analysis] = analysis(self)
         return self._facts[analysis]
+
+
+class FileContext(_Facts):
+    """A parsed Python file: `module` is the libcst tree, `tree` the ast one."""
+
+    kind = "python"
+
+    def __init__(self, path: str, text: str, module: cst.Module, tree: ast.Module, settings: Settings) -> None:
+        super().__init__(path, text, settings)
+        self.module = module
+        self.tree = tree
+
+
+class ConfigFile(_Facts):
+    """A launch config (`kind` "yaml" or "shell"); `rllint.analysis.configs.LaunchConfig` reads it."""
+
+    def __init__(self, path: str, text: str, kind: str, settings: Settings) -> None:
+        super().__init__(path, text, settings)
+        self.kind = kind
 
 
 @dataclass
@@ -59,8 +78,11 @@ def lint_bytes(data: bytes, path: str, settings: Settings) -> FileResult:
 
 
 def lint_text(text: str, path: str, settings: Settings) -> FileResult:
-    """Lint Python source `text` as the file `path` would be linted."""
-    rules = settings.rules_for(path)
+    """Lint `text` as the file `path` would be linted (standard input without a name is Python)."""
+    kind = file_kind(path) or "python"
+    rules = [rule for rule in settings.rules_for(path) if kind in rule.file_kinds]
+    if kind != "python":
+        return _lint_config(text, path, kind, settings, rules)
     try:
         tree = ast.parse(text, filename=path)
     except SyntaxError as error:
@@ -85,10 +107,7 @@ def lint_text(text: str, path: str, settings: Settings) -> FileResult:
     finally:
         sys.setrecursionlimit(limit)
 
-    kept = [d for d in diagnostics if not suppressions.suppresses(d.line, d.code, d.name)]
-    if UnusedSuppression in rules:
-        kept.extend(_unused_suppressions(path, suppressions, rules))
-    return FileResult(sorted(kept, key=Diagnostic.sort_key))
+    return _filtered(path, diagnostics, suppressions, rules)
 
 
 def _run_cst_rules(
@@ -105,16 +124,61 @@ def _run_cst_rules(
     return [finding for visitor in visitors for finding in visitor.findings], wrapper
 
 
+def _lint_config(text: str, path: str, kind: str, settings: Settings, rules: Sequence[type]) -> FileResult:
+    """A YAML or shell launch config: its rules read (key, value, position) entries, not a tree.
+
+    A config that does not parse is reported (RL000) only when it speaks of RL: YAML
+    files of other tools (templated Helm charts, CI files) are none of rllint's business.
+    """
+    checks = [r for r in rules if issubclass(r, CSTRule) and (not r.triggers or any(w in text for w in r.triggers))]
+    if not checks:
+        return FileResult()
+    file = ConfigFile(path, text, kind, settings)
+    try:
+        file.fact(LaunchConfig)
+    except ConfigSyntaxError as error:
+        if SyntaxErrorRule not in rules or not mentions_rl(text):
+            return FileResult()
+        span = (error.line, error.column, error.line, error.column, {"detail": str(error)})
+        return FileResult(_diagnostics(path, SyntaxErrorRule, [span]))
+    suppressions = Suppressions.parse(text, None)
+    if suppressions.file_selectors == ():
+        return FileResult()
+    findings: List[Finding] = []
+    for rule in checks:
+        check = rule(file)
+        check.check_config()
+        findings.extend(check.findings)
+    return _filtered(path, _positioned(path, findings, None), suppressions, rules)
+
+
+def _filtered(path: str, diagnostics: List[Diagnostic], suppressions: Suppressions,
+              rules: Sequence[type]) -> FileResult:
+    """Drop suppressed findings (once per place and code), then report stale suppressions (RL001)."""
+    kept = {}
+    for d in diagnostics:
+        if not suppressions.suppresses(d.line, d.code, d.name):
+            kept.setdefault((d.line, d.column, d.code), d)
+    found = list(kept.values())
+    if UnusedSuppression in rules:
+        found.extend(_unused_suppressions(path, suppressions, rules))
+    return FileResult(sorted(found, key=Diagnostic.sort_key))
+
+
 def _positioned(path: str, findings: List[Finding], wrapper: Optional[MetadataWrapper]) -> List[Diagnostic]:
-    """Positions are resolved only for files with findings: most files have none."""
-    if not findings or wrapper is None:
+    """Positions of nodes are resolved only for files with findings: most files have none."""
+    if not findings:
         return []
-    positions = wrapper.resolve(PositionProvider)
+    positions = wrapper.resolve(PositionProvider) if wrapper is not None and any(f.node for f in findings) else {}
     spans = []
     for finding in findings:
-        span = positions[finding.node]
-        spans.append((finding.rule, span.start.line, span.start.column + 1, span.end.line, span.end.column + 1,
-                      finding.message, finding.fix))
+        if finding.node is None:
+            line, column, end_line, end_column = finding.span
+        else:
+            where = positions[finding.node]
+            line, column = where.start.line, where.start.column + 1
+            end_line, end_column = where.end.line, where.end.column + 1
+        spans.append((finding.rule, line, column, end_line, end_column, finding.message, finding.fix))
     return [Diagnostic(path, line, col, end_line, end_col, rule.code, rule.name, rule.severity, message, fix)
             for rule, line, col, end_line, end_col, message, fix in spans]
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
-from rllint.registry import Option, select_rules
+from rllint.registry import CSTRule, Option, select_rules
 
 # As ruff: folders that hold tools' and environments' files, never a project's sources.
 DEFAULT_EXCLUDES: Tuple[str, ...] = (
@@ -40,6 +40,10 @@ class Settings:
 
     def rules(self) -> List[type]:
         return select_rules(self.select, self.extend_select, self.ignore)
+
+    def linted_kinds(self) -> Set[str]:
+        """The kinds of file the selected rules judge: Python always (RL000), configs when a rule reads them."""
+        return {"python"} | {kind for rule in self.rules() for kind in rule.file_kinds if issubclass(rule, CSTRule)}
 
     def rules_for(self, path: str) -> List[type]:
         """The selected rules minus those that `per-file-ignores` turns off for `path`."""

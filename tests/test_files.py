@@ -39,7 +39,8 @@ def restore_cwd():
 def test_file_kind():
     assert file_kind("train.py") == "python"
     assert file_kind("src/stubs/torch.pyi") == "python"
-    assert file_kind("config.yaml") is None
+    assert file_kind("config.yaml") == file_kind("config.yml") == "yaml"
+    assert file_kind("run.sh") == "shell"
     assert file_kind("notebook.ipynb") is None
     assert file_kind("py") is None
     assert file_kind("Makefile") is None
@@ -275,3 +276,19 @@ def test_listing_error_is_reported_and_the_walk_goes_on(tmp_path, monkeypatch):
     os.chdir(tmp_path)
     assert discover(["."], Settings(root=tmp_path)) == (
         ["a.py", "open/c.py"], [FileError("locked", "cannot list directory: Permission denied")])
+
+
+def test_launch_configs_are_walked_only_when_a_selected_rule_reads_them(tmp_path, monkeypatch):
+    from rllint.registry import CSTRule
+
+    (tmp_path / "train.py").write_text("x = 1\n")
+    (tmp_path / "grpo.yaml").write_text("lr: 1\n")
+    (tmp_path / "run.sh").write_text("python train.py\n")
+    settings = Settings(root=tmp_path, select=["RL000"])
+    assert [os.path.basename(p) for p in discover([str(tmp_path)], settings)[0]] == ["train.py"]
+
+    class ReadsYaml(CSTRule):
+        file_kinds = ("python", "yaml")
+
+    monkeypatch.setattr(Settings, "rules", lambda self: [ReadsYaml])
+    assert [os.path.basename(p) for p in discover([str(tmp_path)], settings)[0]] == ["grpo.yaml", "train.py"]

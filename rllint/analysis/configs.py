@@ -32,7 +32,7 @@ from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple, Union
 
 __all__ = [
     "ConfigEntry", "ConfigSyntaxError", "read_yaml", "read_shell",
-    "is_rl_config", "command_is_rl", "rl_entries",
+    "is_rl_config", "command_is_rl", "rl_entries", "mentions_rl", "LaunchConfig",
 ]
 
 
@@ -908,3 +908,24 @@ def rl_entries(entries: List[ConfigEntry], text: str) -> List[ConfigEntry]:
         rl = {i for i, group in _invocations(entries).items() if command_is_rl(group)}
         return [e for e in entries if e.invocation in rl]
     return [e for e in entries if e.source == "yaml"] if is_rl_config(entries, text) else []
+
+
+_KEY_WORD = re.compile(r"[A-Za-z_][\w.\-]*")
+
+
+def mentions_rl(text: str) -> bool:
+    """Whether a config's raw text names an RL key, trainer or entry point: used for files that
+    do not parse, to decide whether their syntax error is worth reporting."""
+    return is_rl_config([], text) or any(_rl_key(word.lstrip("-")) for word in _KEY_WORD.findall(text))
+
+
+class LaunchConfig:
+    """The entries of one YAML or shell file (`rllint.runner.ConfigFile`), read once.
+
+    `entries`: every key the file sets; `rl_entries`: those that RL-only rules judge (the
+    RL commands of a script, or all of an RL YAML file). Raises ConfigSyntaxError.
+    """
+
+    def __init__(self, file) -> None:
+        self.entries = read_yaml(file.text) if file.kind == "yaml" else read_shell(file.text)
+        self.rl_entries = rl_entries(self.entries, file.text)

@@ -1,5 +1,6 @@
 """Rules about the linter itself: files that do not parse, suppressions that suppress nothing."""
 from rllint.diagnostic import Severity
+from rllint.files import KINDS
 from rllint.registry import Rule
 
 
@@ -33,6 +34,7 @@ class SyntaxErrorRule(Rule):
     name = "syntax-error"
     severity = Severity.ERROR
     message = "syntax error: {detail}"
+    file_kinds = KINDS
 
 
 class UnusedSuppression(Rule):
@@ -65,4 +67,5 @@ class UnusedSuppression(Rule):
     name = "unused-suppression"
     severity = Severity.INFO
     default_enabled = False
+    file_kinds = KINDS
     message = "unused suppression of `{selector}`: nothing on this line is reported under it"
