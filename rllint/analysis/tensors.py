@@ -1,0 +1,1169 @@
+"""What tensors hold, how they were made, and how the batch is laid out.
+
+Several rules ask the same questions about a tensor expression: is it vocabulary-shaped
+logits, log-probs or probabilities, negative log-probs, token ids, a mask, rewards or
+advantages (its *kind*)? Does an expression grow or shrink with one of its operands
+(*polarity*)? Was it cast to half precision with no upcast since (*casts*)? Were logits
+and ids shifted against each other (*shift*)? Are the completions of one prompt
+contiguous or tiled (*layout*)?
+
+Facts come from walks done only when a rule asks: each function (or the module body) is
+walked once, the first time a rule asks about an expression inside it (`TensorRule`
+keeps track of where the traversal is). The walk records, for every node, its scope and
+its visiting order, and for every scope its assignments; a name then stands for its
+latest assignment before the use. Layout evidence comes from one pass over the `ast`
+tree. Where the source of a value is not visible (a parameter, an attribute, a
+dictionary key), its *name* is the evidence; where the source is visible, the source
+decides.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+from dataclasses import dataclass, replace
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
+
+import libcst as cst
+
+from rllint.analysis.imports import Imports
+from rllint.registry import CSTRule
+
+LOGITS = "logits"
+LOGPROBS = "logprobs"
+PROBS = "probs"
+NEGLOGP = "neglogp"
+TOKEN_IDS = "token_ids"
+MASK = "mask"
+REWARDS = "rewards"
+ADVANTAGES = "advantages"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What a tensor holds. `vocab`: it has a vocabulary axis; `dim`: the axis of the softmax
+    that made it (when literal); `rank`: its number of axes when the source shows it;
+    `by_name`: only the name says so."""
+
+    kind: str
+    vocab: bool = False
+    rank: Optional[int] = None
+    dim: Optional[int] = None
+    by_name: bool = False
+
+
+# Name evidence, matched against the last part of a name, attribute or string key.
+# `logprobs_old`, `logp_new`: a role written after the kind.
+_ROLE_SUFFIX = r"(old|new|ref|cur|curr|current|behaviou?r|rollout|policy|pi|w|l|chosen|rejected)"
+_NAME_KINDS = (
+    (NEGLOGP, re.compile(r"(^|_)(neg_?log_?p\w*|nlls?|neg_?logprobs?|ce)(_" + _ROLE_SUFFIX + r")?$")),
+    (LOGPROBS, re.compile(r"(^|_)(log_?probs?|log_?ps?|logprobs?|lps?|log_?pi|log_?likelihoods?)(_" + _ROLE_SUFFIX
+                          + r")?$")),
+    (PROBS, re.compile(r"(^|_)(probs|probabilities|prob)$")),
+    (LOGITS, re.compile(r"(^|_)logits$")),
+    (TOKEN_IDS, re.compile(r"(^|_)(ids|labels|actions|tokens|sequences|seqs|targets)$")),
+    (MASK, re.compile(r"(^|_)masks?$")),
+    (ADVANTAGES, re.compile(r"(^|_)(advantages?|advs?)$")),
+    (REWARDS, re.compile(r"(^|_)(rewards?|scores)$")),
+)
+# Names that, alone, are a whole vocabulary distribution rather than one value per token.
+_VOCAB_NAMES = re.compile(r"^(all_)?(logits|log_?probs|logprobs|logps|probs)$")
+OLD_ROLE = re.compile(r"(^|_)(old|behaviou?r|behav|rollout|sampl\w*|vllm|inference|infer|prev|mu|prox\w*|beh)(_|$)")
+REF_ROLE = re.compile(r"(^|_)(ref|reference|init|sft)(_|$)")
+CHOSEN = re.compile(r"(^|_)(chosen|preferred|win|winner|winning|w|yw|pos|positive|accepted|good|better)(_|$)")
+REJECTED = re.compile(r"(^|_)(rejected|dispreferred|lose|loser|losing|l|yl|neg|negative|bad|worse)(_|$)")
+_POSITIVE_SCALE = re.compile(r"^(beta|scale|scaling|temperature|temp|tau|alpha|coef|\w+_coef|\w+_scale|inv_\w+|gamma|lam|lambda_?)$")
+_GROUP_SIZE = re.compile(
+    r"^(G|num_generations|group_size|n_samples_per_prompt|num_samples_per_prompt|samples_per_prompt|"
+    r"n_generations|generations_per_prompt|num_completions|n_completions|num_rollouts_per_prompt|"
+    r"rollout_n|n_rollouts|num_return_sequences|rloo_k|n_samples|num_samples|n_responses|num_responses|"
+    r"responses_per_prompt)$"
+)
+_BATCH_SIZE = re.compile(r"(^|_)batch_size$")
+
+# Calls that keep what a tensor holds (`_rank_after` says what they do to its rank).
+_KEEP = {
+    "float", "half", "bfloat16", "double", "to", "type", "contiguous", "detach", "clone", "cpu", "cuda",
+    "view", "reshape", "squeeze", "unsqueeze", "transpose", "permute", "flatten", "masked_fill", "clamp",
+    "clamp_min", "clip", "narrow", "expand", "expand_as", "repeat_interleave", "roll", "view_as", "reshape_as",
+    "requires_grad_",
+}
+_FLOAT_UP = {"float", "double"}
+_FLOAT_HALF = {"half", "bfloat16"}
+_HALF_DTYPES = {"float16", "half", "bfloat16"}
+_FULL_DTYPES = {"float32", "float", "float64", "double"}
+_SOFTMAX_LIKE = {"log_softmax", "softmax"}
+_MONOTONE = {"sigmoid", "logsigmoid", "softplus", "exp", "log", "log1p", "tanh", "expm1"}
+_GATHERS = {"gather", "take_along_dim"}
+_REDUCTIONS = {"sum", "mean", "nansum", "nanmean"}
+_WRAPS = {"tensor", "as_tensor", "from_numpy", "asarray", "array", "stack", "cat", "concatenate"}
+_MASK_CASTS = {"float", "bool", "long", "int", "to", "detach", "type_as", "half", "bfloat16", "contiguous"}
+_GROUP_STATS = {"mean", "std", "var", "sum", "nanmean", "nanstd", "nanvar", "nansum", "max", "min", "amax", "logsumexp"}
+_EPSILON_NAME = re.compile(r"(^|_)(eps|epsilon)$", re.IGNORECASE)
+
+
+def int_value(expr: Optional[cst.BaseExpression]) -> Optional[int]:
+    """The int an expression spells literally (`2`, `-1`), else None."""
+    if isinstance(expr, cst.Integer):
+        return int(expr.value, 0)
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        inner = int_value(expr.expression)
+        return None if inner is None else -inner
+    return None
+
+
+def number_value(expr: Optional[cst.BaseExpression]) -> Optional[float]:
+    if isinstance(expr, (cst.Integer, cst.Float)):
+        return float(expr.evaluated_value)
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
+        inner = number_value(expr.expression)
+        if inner is not None:
+            return -inner if isinstance(expr.operator, cst.Minus) else inner
+    return None
+
+
+def argument(call: cst.Call, position: Optional[int], keyword: Optional[str] = None) -> Optional[cst.BaseExpression]:
+    """The value passed to `call` as `keyword=` or at positional `position`."""
+    positional = 0
+    for arg in call.args:
+        if arg.keyword is not None:
+            if keyword is not None and arg.keyword.value == keyword:
+                return arg.value
+        elif arg.star:
+            position = None  # positions after `*args` are unknown
+        else:
+            if positional == position:
+                return arg.value
+            positional += 1
+    return None
+
+
+def last_part(expr: Optional[cst.BaseExpression]) -> Optional[str]:
+    """The name a value goes by: `x`, `self.x` -> `x`, `batch["x"]` -> `x`."""
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value
+    if isinstance(expr, cst.Subscript) and len(expr.slice) == 1:
+        index = expr.slice[0].slice
+        if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+            return index.value.evaluated_value if isinstance(index.value.evaluated_value, str) else None
+    return None
+
+
+def name_kind(name: Optional[str]) -> Optional[Kind]:
+    """The kind a name suggests, when nothing else is known."""
+    if not name:
+        return None
+    lowered = name if name == "G" else name.lower()
+    for kind, pattern in _NAME_KINDS:
+        if pattern.search(lowered):
+            return Kind(kind, vocab=bool(_VOCAB_NAMES.match(lowered)) and kind in (LOGITS, LOGPROBS, PROBS),
+                        by_name=True)
+    return None
+
+
+@dataclass
+class Gather:
+    """A `gather` / `take_along_dim` call: source tensor, dim (None when not given), index."""
+
+    call: cst.Call
+    source: cst.BaseExpression
+    dim: Optional[cst.BaseExpression]
+    index: cst.BaseExpression
+
+
+@dataclass
+class GroupReshape:
+    """A per-completion vector reshaped into groups: `rows` x `cols`, the group axis `axis`."""
+
+    call: cst.Call
+    source: cst.BaseExpression
+    rows: cst.BaseExpression
+    cols: cst.BaseExpression
+    axis: int
+
+
+@dataclass
+class GroupStat:
+    """A per-group statistic and how it was expanded back (None: still one value per group)."""
+
+    call: cst.Call
+    stat: str
+    reshape: GroupReshape
+    expanded: Optional[str]
+
+
+class Scope:
+    """A function body (or the module body): its parameters, its assignments in order."""
+
+    def __init__(self, node: cst.CSTNode, parent: Optional["Scope"]) -> None:
+        self.node = node
+        self.parent = parent
+        self.params: Set[str] = set()
+        self.assignments: Dict[str, List[Tuple[int, Optional[cst.BaseExpression]]]] = {}
+        self.occurrences: Dict[str, int] = {}  # Name nodes in the body, targets included
+
+    def assign(self, name: str, order: int, value: Optional[cst.BaseExpression]) -> None:
+        self.assignments.setdefault(name, []).append((order, value))
+
+    def unused(self, name: str) -> bool:
+        """A parameter or assigned name that is never read in the body."""
+        count = self.occurrences.get(name, 0) - len(self.assignments.get(name, ()))
+        return (name in self.params or name in self.assignments) and count <= 0
+
+
+# Fields of libcst nodes that hold only whitespace and punctuation: the walk skips them.
+_PUNCTUATION = ("whitespace", "lpar", "rpar", "comma", "semicolon", "leading_lines", "lines_after", "header",
+                "footer", "newline", "colon", "equal", "dot", "operator", "asynchronous", "lbracket", "rbracket",
+                "lbrace", "rbrace", "star", "arrow", "first_line", "trailing_whitespace")
+_FIELDS: Dict[type, Tuple[str, ...]] = {}
+
+
+def _child_fields(cls: type) -> Tuple[str, ...]:
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls) if not f.name.startswith(_PUNCTUATION))
+    return names
+
+
+class _Walker:
+    """Records one scope: the order and scope of its nodes, its assignments and its autocast
+    regions. Nested functions and classes are scopes of their own, walked when asked.
+
+    It iterates over the nodes' fields itself: libcst's visitor rebuilds every node it
+    passes, which costs several times more than this walk needs."""
+
+    def __init__(self, tensors: "Tensors", scope: Scope) -> None:
+        self.t = tensors
+        self.scope = scope
+        self.counter = 0
+        self.autocast = 0
+
+    def walk(self) -> None:
+        root = self.scope.node
+        if isinstance(root, cst.FunctionDef):
+            params = root.params
+            for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+                self.scope.params.add(param.name.value)
+            for star in (params.star_arg, params.star_kwarg):
+                if isinstance(star, cst.Param):
+                    self.scope.params.add(star.name.value)
+            self._visit(root.body)
+        else:
+            for statement in root.body:
+                self._visit(statement)
+
+    def _visit(self, node: cst.CSTNode) -> None:
+        self.counter += 1
+        t, scope, cls = self.t, self.scope, type(node)
+        t.order[id(node)] = self.counter
+        t.scope_of[id(node)] = scope
+        if cls is cst.Name:
+            scope.occurrences[node.value] = scope.occurrences.get(node.value, 0) + 1
+            return
+        if cls is cst.FunctionDef or cls is cst.ClassDef:
+            return
+        autocast = False
+        if cls is cst.Call:
+            if self.autocast:
+                t.autocast.add(id(node))
+        elif cls is cst.With and any(t.is_autocast(item.item) for item in node.items):
+            autocast = True
+            self.autocast += 1
+        for field in _child_fields(cls):
+            value = getattr(node, field)
+            if isinstance(value, cst.CSTNode):
+                self._visit(value)
+            elif isinstance(value, (list, tuple)):
+                for item in value:
+                    if isinstance(item, cst.CSTNode):
+                        self._visit(item)
+        if autocast:
+            self.autocast -= 1
+        self._leave(node, cls)
+
+    def _leave(self, node: cst.CSTNode, cls: type) -> None:
+        scope = self.scope
+        if cls is cst.Assign:
+            for target in node.targets:
+                self._bind(scope, target.target, node.value)
+        elif cls is cst.AnnAssign and node.value is not None:
+            self._bind(scope, node.target, node.value)
+        elif cls is cst.AugAssign or cls is cst.For or cls is cst.CompFor:
+            for name in _target_names(node.target):
+                scope.assign(name, self.counter, None)
+        elif cls is cst.With:
+            for item in node.items:
+                if item.asname is not None:
+                    for name in _target_names(item.asname.name):
+                        scope.assign(name, self.counter, None)
+
+    def _bind(self, scope: Scope, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            scope.assign(target.value, self.counter, value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            values = value.elements if isinstance(value, (cst.Tuple, cst.List)) else None
+            if values is not None and len(values) == len(target.elements):
+                for element, item in zip(target.elements, values):
+                    self._bind(scope, element.value, item.value)
+            else:
+                for name in _target_names(target):
+                    scope.assign(name, self.counter, None)
+
+
+def _target_names(target: cst.CSTNode) -> Iterator[str]:
+    if isinstance(target, cst.Name):
+        yield target.value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from _target_names(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _target_names(target.value)
+
+
+class Tensors:
+    """Kinds, polarity, casts, shift and batch layout of the tensors of one file."""
+
+    def __init__(self, file) -> None:
+        self.imports: Imports = file.fact(Imports)
+        self.module: cst.Module = file.module
+        self.tree = file.tree
+        self.scopes: Dict[int, Scope] = {}
+        self.order: Dict[int, int] = {}
+        self.scope_of: Dict[int, Scope] = {}
+        self.autocast: Set[int] = set()
+        self._layouts: Optional[Dict[Optional[tuple], Set[str]]] = None
+
+    def enter(self, nesting: Sequence[cst.CSTNode]) -> None:
+        """Make the facts of a node's scopes available: `nesting` is the module, then each
+        enclosing function, outermost first. Each scope is walked once, when first entered."""
+        parent = None
+        for node in nesting:
+            scope = self.scopes.get(id(node))
+            if scope is None:
+                scope = self.scopes[id(node)] = Scope(node, parent)
+                _Walker(self, scope).walk()
+            parent = scope
+
+    def code(self, node: cst.CSTNode, limit: int = 90) -> str:
+        """The source of `node` on one line, shortened for a message."""
+        text = " ".join(self.module.code_for_node(node).split())
+        return text if len(text) <= limit else text[: limit - 3] + "..."
+
+    # ---- names -------------------------------------------------------------------
+    def value_of(self, name: cst.Name) -> Optional[cst.BaseExpression]:
+        """The expression last assigned to `name` before this use, in its scope or an enclosing one."""
+        scope = self.scope_of.get(id(name))
+        at = self.order.get(id(name), 0)
+        while scope is not None:
+            history = scope.assignments.get(name.value)
+            if history:
+                earlier = [value for order, value in history if order < at]
+                return earlier[-1] if earlier else None
+            if name.value in scope.params:
+                return None
+            scope, at = scope.parent, 1 << 60
+        return None
+
+    def resolve(self, expr: cst.BaseExpression, depth: int = 8) -> cst.BaseExpression:
+        """Follow a name through plain assignments to the expression it holds."""
+        while isinstance(expr, cst.Name) and depth:
+            value = self.value_of(expr)
+            if value is None:
+                return expr
+            expr, depth = value, depth - 1
+        return expr
+
+    def qualified(self, func: cst.BaseExpression) -> Optional[str]:
+        return self.imports.qualified(func)
+
+    def is_function(self, func: cst.BaseExpression) -> bool:
+        """Whether a callee is a module-level function (`torch.gather`, `F.softmax`, `np.exp`, an
+        imported `log_softmax`) rather than a method of a tensor (`x.gather`)."""
+        root = func
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if not isinstance(root, cst.Name) or root.value not in self.imports.aliases:
+            return False
+        return isinstance(func, cst.Attribute) or (self.qualified(func) or "").startswith("torch.")
+
+    def call_name(self, call: cst.Call) -> Tuple[Optional[str], Optional[cst.BaseExpression]]:
+        """(operation, primary operand) of a call: `F.log_softmax(x)` and `x.log_softmax()` both
+        give ("log_softmax", x). The operand is None for calls of other callables."""
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            if self.is_function(func):
+                return func.attr.value, argument(call, 0, "input")
+            return func.attr.value, func.value
+        if isinstance(func, cst.Name):
+            if self.is_function(func):
+                return (self.qualified(func) or func.value).split(".")[-1], argument(call, 0, "input")
+            return func.value, None
+        return None, None
+
+    # ---- history of a value --------------------------------------------------------
+    def history(self, expr: cst.BaseExpression, depth: int = 24) -> Iterator[cst.BaseExpression]:
+        """The expressions a value came through, from the use back to its origin, along its
+        primary operand: method receivers, the tensor argument of torch functions, the
+        sliced value, the left of `x / temperature`, and names' assignments."""
+        seen = 0
+        while expr is not None and seen < depth:
+            seen += 1
+            yield expr
+            if isinstance(expr, cst.Name):
+                expr = self.value_of(expr)
+            elif isinstance(expr, cst.Call):
+                op, operand = self.call_name(expr)
+                if op in _KEEP or op in _SOFTMAX_LIKE or op in _GATHERS or op in _MONOTONE or op in _REDUCTIONS or \
+                        op in ("logsumexp", "masked_fill"):
+                    expr = operand
+                else:
+                    return
+            elif isinstance(expr, cst.Subscript):
+                if last_part(expr) is not None:  # batch["labels"]: a leaf, known by its key
+                    return
+                expr = expr.value
+            elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Divide, cst.Multiply)):
+                expr = expr.left
+            else:
+                return
+
+    def origin_op(self, expr: cst.BaseExpression) -> Optional[str]:
+        """The operation that decided what `expr` holds: the first call along its history that
+        is not a cast, reshape, slice or gather (`softmax`, `log_softmax`, `exp`, `lm_head`...)."""
+        for step in self.history(expr):
+            if isinstance(step, cst.Call):
+                op, _ = self.call_name(step)
+                if op not in _KEEP and op not in _GATHERS:
+                    return op
+        return None
+
+    def role(self, expr: cst.BaseExpression) -> Optional[str]:
+        """Whose log-probs these are: "old" (old, behaviour, rollout policy), "ref" (reference)
+        or "new" (the policy being trained), from the first name along the history."""
+        for step in self.history(expr):
+            name = last_part(step) if isinstance(step, (cst.Name, cst.Attribute, cst.Subscript)) else None
+            if name:
+                lowered = name.lower()
+                if OLD_ROLE.search(lowered):
+                    return "old"
+                if REF_ROLE.search(lowered):
+                    return "ref"
+                return "new"
+        return None
+
+    # ---- kinds ----------------------------------------------------------------------
+    def kind(self, expr: cst.BaseExpression, depth: int = 12) -> Optional[Kind]:
+        """What `expr` holds: from its source where visible, else from its name."""
+        if depth <= 0:
+            return None
+        if isinstance(expr, cst.Name):
+            value = self.value_of(expr)
+            found = self.kind(value, depth - 1) if value is not None else None
+            return found or name_kind(expr.value)
+        if isinstance(expr, cst.Attribute):
+            attr = expr.attr.value
+            if attr == "logits":
+                return Kind(LOGITS, vocab=True)
+            if attr in ("input_ids", "sequences"):
+                return Kind(TOKEN_IDS)
+            return name_kind(attr)
+        if isinstance(expr, cst.Subscript):
+            key = last_part(expr)
+            if key is not None:
+                return name_kind(key)
+            inner = self.kind(expr.value, depth - 1)
+            if inner is None:
+                return None
+            rank = _subscript_rank(expr, inner.rank)
+            if inner.kind == LOGITS and inner.vocab and rank is None and _time_slice(expr):
+                rank = 3  # logits cut along time: [batch, time, vocab]
+            return replace(inner, rank=rank)
+        if isinstance(expr, cst.Comparison):
+            return Kind(MASK)
+        if isinstance(expr, cst.UnaryOperation):
+            inner = self.kind(expr.expression, depth - 1)
+            if isinstance(expr.operator, cst.BitInvert):
+                return Kind(MASK)  # `~` negates boolean tensors
+            if isinstance(expr.operator, cst.Minus) and inner is not None:
+                flipped = {NEGLOGP: LOGPROBS, LOGPROBS: NEGLOGP}.get(inner.kind)
+                return replace(inner, kind=flipped) if flipped else None
+            return None
+        if isinstance(expr, cst.BinaryOperation):
+            if isinstance(expr.operator, (cst.Divide, cst.Multiply)) and _is_scalar_like(expr.right):
+                return self.kind(expr.left, depth - 1)
+            if isinstance(expr.operator, (cst.Add, cst.Subtract)):
+                left, right = self.kind(expr.left, depth - 1), self.kind(expr.right, depth - 1)
+                scores = (REWARDS, ADVANTAGES)
+                if left is not None and left.kind in scores and (
+                        (right is not None and right.kind in scores) or number_value(expr.right) is not None):
+                    return left  # `rewards - baseline` still holds one score per completion
+                return None
+            if isinstance(expr.operator, cst.Multiply):
+                left, right = self.kind(expr.left, depth - 1), self.kind(expr.right, depth - 1)
+                if left and right and left.kind == MASK and right.kind == MASK:
+                    return Kind(MASK)
+                for kept, other in ((left, right), (right, left)):
+                    if kept is not None and other is not None and other.kind == MASK and kept.kind != MASK:
+                        return kept  # `logps * mask` still holds log-probs
+            return None
+        if isinstance(expr, cst.Call):
+            return self._call_kind(expr, depth)
+        return None
+
+    def _call_kind(self, call: cst.Call, depth: int) -> Optional[Kind]:
+        op, operand = self.call_name(call)
+        if op is None:
+            return None
+        source = self.kind(operand, depth - 1) if operand is not None else None
+        rank = source.rank if source else None
+        if op in _SOFTMAX_LIKE:
+            dim = int_value(argument(call, 1 if self.is_function(call.func) else 0, "dim"))
+            vocab = source is None or source.vocab
+            return Kind(LOGPROBS if op == "log_softmax" else PROBS, vocab=vocab, rank=rank, dim=dim)
+        if op == "logsigmoid":
+            return Kind(LOGPROBS)
+        if op == "sigmoid":
+            return Kind(PROBS)
+        if op in ("cross_entropy", "nll_loss"):
+            return Kind(NEGLOGP)
+        if op in _GATHERS:
+            if source is not None and source.vocab:
+                return replace(source, vocab=False, dim=None)
+            return None
+        if op == "lm_head" or (isinstance(call.func, cst.Attribute) and call.func.attr.value == "lm_head"):
+            return Kind(LOGITS, vocab=True, rank=rank)
+        if op in ("bool",):
+            return Kind(MASK)
+        if source is None:
+            return None
+        if op == "exp" and source.kind == LOGPROBS:
+            return replace(source, kind=PROBS)
+        if op == "log" and source.kind == PROBS:
+            return replace(source, kind=LOGPROBS)
+        if op in _KEEP:
+            return replace(source, rank=self._rank_after(op, call, rank))
+        if op in _WRAPS and self.is_function(call.func):
+            return replace(source, rank=None)
+        if op in _REDUCTIONS and source.kind in (LOGPROBS, NEGLOGP, REWARDS, ADVANTAGES) and (
+                not source.vocab or source.by_name):
+            return replace(source, rank=None)  # a sequence's log-prob is the sum of its tokens'
+        return None
+
+    def _rank_after(self, op: str, call: cst.Call, rank: Optional[int]) -> Optional[int]:
+        if op in ("view", "reshape"):
+            if len(call.args) == 1 and not isinstance(call.args[0].value, (cst.Integer, cst.UnaryOperation)):
+                return None
+            return None if any(arg.star for arg in call.args) else len(call.args)
+        if op == "unsqueeze":
+            return None if rank is None else rank + 1
+        if op == "squeeze":
+            return None if rank is None or not call.args else rank - 1
+        if op == "flatten":
+            return None
+        return rank
+
+    def is_vocab(self, expr: cst.BaseExpression) -> Optional[Kind]:
+        """The kind of `expr` if it has a vocabulary axis (logits, log-probs, probabilities)."""
+        found = self.kind(expr)
+        return found if found is not None and found.vocab else None
+
+    # ---- gathers ----------------------------------------------------------------------
+    def gather(self, call: cst.Call) -> Optional[Gather]:
+        """`torch.gather(x, dim, index)`, `x.gather(dim, index)`, `torch.take_along_dim(x, index, dim)`."""
+        op, operand = self.call_name(call)
+        if op not in _GATHERS or operand is None:
+            return None
+        first = 1 if self.is_function(call.func) else 0
+        if op == "gather":
+            dim, index = argument(call, first, "dim"), argument(call, first + 1, "index")
+        else:
+            index, dim = argument(call, first, "indices"), argument(call, first + 1, "dim")
+        if index is None:
+            return None
+        return Gather(call, operand, dim, index)
+
+    def unsqueezed(self, index: cst.BaseExpression) -> bool:
+        """Whether an index tensor got its trailing axis (`.unsqueeze(-1)`, `[..., None]`, `.view(..., 1)`)
+        anywhere along its history, or its source is not visible enough to say."""
+        for step in self.history(index):
+            if isinstance(step, cst.Call):
+                op, _ = self.call_name(step)
+                if op in ("unsqueeze", "view", "reshape", "expand", "unsqueeze_", "view_as", "expand_as",
+                          "reshape_as"):
+                    return True
+            elif isinstance(step, cst.Subscript) and any(
+                    isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Name) and e.slice.value.value
+                    == "None" for e in step.slice):
+                return True
+        return False
+
+    # ---- polarity -------------------------------------------------------------------
+    def terms(self, expr: cst.BaseExpression, depth: int = 6) -> Optional[List[Tuple[int, cst.BaseExpression]]]:
+        """`expr` as a signed sum of leaves, through unary minus, `+`/`-`, products and quotients
+        with positive factors (literals and names like `beta`), and names assigned such sums.
+        None when some part is not such a sum with a known sign."""
+        if isinstance(expr, cst.UnaryOperation):
+            if isinstance(expr.operator, (cst.Minus, cst.Plus)):
+                inner = self.terms(expr.expression, depth)
+                sign = -1 if isinstance(expr.operator, cst.Minus) else 1
+                return None if inner is None else [(sign * s, leaf) for s, leaf in inner]
+            return None
+        if isinstance(expr, cst.BinaryOperation):
+            op = expr.operator
+            if isinstance(op, (cst.Add, cst.Subtract)):
+                left, right = self.terms(expr.left, depth), self.terms(expr.right, depth)
+                if left is None or right is None:
+                    return None
+                sign = -1 if isinstance(op, cst.Subtract) else 1
+                return left + [(sign * s, leaf) for s, leaf in right]
+            if isinstance(op, cst.Multiply):
+                for factor, other in ((expr.left, expr.right), (expr.right, expr.left)):
+                    sign = self.positive_factor(factor)
+                    if sign:
+                        inner = self.terms(other, depth)
+                        return None if inner is None else [(sign * s, leaf) for s, leaf in inner]
+                return [(1, expr)]
+            if isinstance(op, cst.Divide):
+                sign = self.positive_factor(expr.right)
+                if sign:
+                    inner = self.terms(expr.left, depth)
+                    return None if inner is None else [(sign * s, leaf) for s, leaf in inner]
+                return [(1, expr)]
+            return [(1, expr)]
+        if isinstance(expr, cst.Name) and depth > 0:
+            value = self.value_of(expr)
+            if isinstance(value, (cst.BinaryOperation, cst.UnaryOperation, cst.Name)):
+                return self.terms(value, depth - 1)
+            if isinstance(value, cst.Call):
+                expanded = self.terms(value, depth - 1)  # `d = torch.clamp(old - new, -20, 20)`
+                if expanded is not None and (len(expanded) != 1 or expanded[0][1] is not value):
+                    return expanded
+        if isinstance(expr, cst.Call):
+            op, operand = self.call_name(expr)
+            if op in ("clamp", "clip") and isinstance(operand, (cst.BinaryOperation, cst.UnaryOperation, cst.Name)):
+                return self.terms(operand, depth)  # clamping keeps the direction
+        return [(1, expr)]
+
+    def positive_factor(self, expr: cst.BaseExpression) -> int:
+        """+1 / -1 for a factor of known sign (a literal, `beta`, `-beta`, `self.beta`), else 0."""
+        number = number_value(expr)
+        if number is not None:
+            return (number > 0) - (number < 0)
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+            return -self.positive_factor(expr.expression)
+        name = last_part(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+        if name and _POSITIVE_SCALE.match(name):
+            return 1
+        return 0
+
+    def polarity(self, expr: cst.BaseExpression, operand: Callable[[cst.BaseExpression], bool],
+                 depth: int = 6) -> Optional[int]:
+        """+1 if `expr` grows with the leaves `operand` accepts, -1 if it shrinks, 0 if they do
+        not occur, None if mixed or unknown. Sees through `sigmoid`, `logsigmoid`, `softplus`,
+        `exp`, `log` (increasing)."""
+        terms = self.terms(expr)
+        if terms is None:
+            return None
+        total: Set[int] = set()
+        for sign, leaf in terms:
+            if operand(leaf):
+                total.add(sign)
+                continue
+            if isinstance(leaf, cst.Call) and depth > 0:
+                op, inner = self.call_name(leaf)
+                if op in _MONOTONE and inner is not None:
+                    found = self.polarity(inner, operand, depth - 1)
+                    if found is None:
+                        return None
+                    if found:
+                        total.add(sign * found)
+                    continue
+            if _mentions(leaf, operand):
+                return None
+        if len(total) > 1:
+            return None
+        return total.pop() if total else 0
+
+    # ---- casts ----------------------------------------------------------------------
+    def half_cast(self, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        """The cast to float16/bfloat16 that `expr` went through with no upcast since, else None."""
+        for step in self.history(expr):
+            if not isinstance(step, cst.Call):
+                continue
+            op, _ = self.call_name(step)
+            precision = self.cast_precision(step, op)
+            if precision == "full":
+                return None
+            if precision == "half":
+                return step
+        return None
+
+    def cast_precision(self, call: cst.Call, op: Optional[str]) -> Optional[str]:
+        """"half", "full" or None for a call that casts (`.half()`, `.to(torch.bfloat16)`,
+        `.float()`, `dtype=` of the op itself)."""
+        if op in _FLOAT_HALF:
+            return "half"
+        if op in _FLOAT_UP:
+            return "full"
+        dtype = argument(call, None, "dtype")
+        if dtype is None and op in ("to", "type"):
+            dtype = argument(call, 0, "dtype")
+            if dtype is not None and not isinstance(dtype, (cst.Attribute, cst.Name)):
+                dtype = None
+        if dtype is None:
+            return None
+        name = last_part(dtype) if isinstance(dtype, (cst.Attribute, cst.Name)) else None
+        qualified = self.qualified(dtype) or ""
+        if name in _HALF_DTYPES and qualified.startswith("torch."):
+            return "half"
+        if name in _FULL_DTYPES and (qualified.startswith("torch.") or name == "float"):
+            return "full"
+        return None
+
+    def in_autocast(self, node: cst.CSTNode) -> bool:
+        return id(node) in self.autocast
+
+    def is_autocast(self, expr: cst.BaseExpression) -> bool:
+        if not isinstance(expr, cst.Call):
+            return False
+        name = self.qualified(expr.func) or ""
+        enabled = argument(expr, None, "enabled")
+        off = isinstance(enabled, cst.Name) and enabled.value == "False"
+        return name.split(".")[-1] == "autocast" and not off
+
+    # ---- shift ----------------------------------------------------------------------
+    def shifted(self, expr: cst.BaseExpression) -> bool:
+        """Whether a sequence tensor was shifted or cut along time before this use: a bounded
+        slice of a non-batch axis (`[:, :-1]`, `[:, 1:]`, `[..., :-1, :]`), a shift helper
+        (`shift_logits(...)`, `torch.roll`), a name that says so (`shift_labels`), or a model
+        call that keeps only the last logits (`logits_to_keep=`)."""
+        for step in self.history(expr):
+            if isinstance(step, cst.Subscript) and _time_slice(step):
+                return True
+            name = last_part(step) if isinstance(step, (cst.Name, cst.Attribute, cst.Subscript)) else None
+            if name and "shift" in name.lower():
+                return True
+            if isinstance(step, cst.Attribute) and isinstance(step.value, cst.Call):
+                if _keeps_last_logits(step.value):
+                    return True
+            if isinstance(step, cst.Attribute) and isinstance(step.value, cst.Name):
+                origin = self.value_of(step.value)
+                if isinstance(origin, cst.Call) and _keeps_last_logits(origin):
+                    return True
+            if isinstance(step, cst.Call):
+                op, operand = self.call_name(step)
+                if op == "roll" or (op and "shift" in op.lower()):
+                    return True
+        return False
+
+    def model_logits(self, expr: cst.BaseExpression) -> Optional[cst.Call]:
+        """The model call whose logits `expr` comes from, when its history shows it here (`.logits`
+        of a call or of a name bound to a call, `lm_head(...)`), else None."""
+        for step in self.history(expr):
+            if isinstance(step, cst.Attribute) and step.attr.value == "logits":
+                base = step.value
+                if isinstance(base, cst.Name):
+                    base = self.value_of(base)
+                return base if isinstance(base, cst.Call) else None
+            if isinstance(step, cst.Call):
+                op, _ = self.call_name(step)
+                if op == "lm_head" or (isinstance(step.func, cst.Attribute) and step.func.attr.value == "lm_head"):
+                    return step
+        return None
+
+    # ---- batch layout -----------------------------------------------------------------
+    def is_group_size(self, expr: Optional[cst.BaseExpression]) -> bool:
+        if isinstance(expr, cst.Attribute):
+            return _group_size_name(expr.attr.value, last_part(expr.value))
+        return isinstance(expr, cst.Name) and _group_size_name(expr.value, None)
+
+    def is_batch_size(self, expr: Optional[cst.BaseExpression]) -> bool:
+        name = last_part(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+        return bool(name and _BATCH_SIZE.search(name.lower()))
+
+    def layout(self, node: cst.CSTNode) -> Optional[str]:
+        """"contiguous" or "tiled": how the completions of one prompt are arranged, from the
+        evidence in the enclosing functions, else in the whole file, else the framework (TRL,
+        verl and OpenRLHF keep them contiguous); None when unknown or contradictory."""
+        if self._layouts is None:
+            self._layouts = _layouts(self.tree)
+        scope = self.scope_of.get(id(node))
+        while scope is not None:
+            key = _function_key_cst(scope.node) if isinstance(scope.node, cst.FunctionDef) else None
+            found = self._layouts.get(key, set()) if key else set()
+            if len(found) == 1:
+                return next(iter(found))
+            if found:
+                return None
+            scope = scope.parent
+        found = self._layouts.get(None, set())
+        if len(found) == 1:
+            return next(iter(found))
+        if not found and self.imports.imports_from("trl", "verl", "openrlhf"):
+            return "contiguous"
+        return None
+
+    # ---- groups -----------------------------------------------------------------------
+    def group_reshape(self, expr: cst.BaseExpression) -> Optional[GroupReshape]:
+        """`x.view(-1, G)`, `x.reshape(G, -1)`, `torch.reshape(x, (-1, G))` (through names): a
+        per-completion vector cut into groups. The group axis is the one sized by a group-size
+        name (`num_generations`, `group_size`, `G`, `rollout.n`...)."""
+        expr = self.resolve(expr)
+        if not isinstance(expr, cst.Call):
+            return None
+        op, operand = self.call_name(expr)
+        if op not in ("view", "reshape") or operand is None:
+            return None
+        dims = [arg.value for arg in expr.args if arg.keyword is None and not arg.star]
+        if self.is_function(expr.func):
+            dims = dims[1:]
+        if len(dims) == 1 and isinstance(dims[0], (cst.Tuple, cst.List)):
+            dims = [element.value for element in dims[0].elements]
+        if len(dims) != 2:
+            return None
+        for axis in (1, 0):
+            if self.is_group_size(dims[axis]):
+                return GroupReshape(expr, operand, dims[0], dims[1], axis)
+        return None
+
+    def group_stat(self, expr: cst.BaseExpression, depth: int = 8) -> Optional[GroupStat]:
+        """A statistic of each group (`grouped.mean(dim=1)`, `x.view(-1, G).std(-1)`), seen through
+        names, `+ eps`, casts and clamps, with how it was brought back to the completion axis:
+        `repeat_interleave` ("contiguous"), `.repeat` ("tiled"), `unsqueeze` / `[:, None]` /
+        `expand` / `view` ("broadcast"), `keepdim=True` ("keepdim"), or not at all (None)."""
+        expanded: Optional[str] = None
+        while depth > 0:
+            depth -= 1
+            if isinstance(expr, cst.Name):
+                value = self.value_of(expr)
+                if value is None:
+                    return None
+                expr = value
+            elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract)) and (
+                    number_value(expr.right) is not None or _is_epsilon_name(expr.right)):
+                expr = expr.left
+            elif isinstance(expr, cst.Subscript):
+                if any(isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Name)
+                       and e.slice.value.value == "None" for e in expr.slice):
+                    expanded = expanded or "broadcast"
+                expr = expr.value
+            elif isinstance(expr, cst.Call):
+                op, operand = self.call_name(expr)
+                if operand is None and op in _GROUP_STATS:  # a local helper: `nanstd(x, dim=1)`
+                    operand = argument(expr, 0)
+                if operand is None:
+                    return None
+                if op in _GROUP_STATS:
+                    reshape = self.group_reshape(operand)
+                    if reshape is None:
+                        return None
+                    method = isinstance(expr.func, cst.Attribute) and not self.is_function(expr.func)
+                    dim = int_value(argument(expr, 0 if method else 1, "dim"))
+                    if dim is None or dim not in (reshape.axis, reshape.axis - 2):
+                        return None
+                    keepdim = argument(expr, None, "keepdim")
+                    if isinstance(keepdim, cst.Name) and keepdim.value == "True":
+                        expanded = expanded or "keepdim"
+                    return GroupStat(expr, op, reshape, expanded)
+                if op == "repeat_interleave":
+                    expanded = expanded or "contiguous"
+                elif op == "repeat":
+                    expanded = expanded or "tiled"
+                elif op in ("unsqueeze", "expand", "expand_as", "view", "reshape", "view_as", "broadcast_to"):
+                    expanded = expanded or "broadcast"
+                elif op not in _KEEP and op not in ("clamp", "clamp_min", "clip", "add"):
+                    return None
+                expr = operand
+            else:
+                return None
+        return None
+
+    def masked_sum(self, expr: cst.BaseExpression) -> Optional[Tuple[cst.BaseExpression, cst.BaseExpression, Optional[int]]]:
+        """`(x * mask).sum(d)`, `torch.sum(x * mask, dim=d)`: (x, mask, d); d is None for a full sum."""
+        if not isinstance(expr, cst.Call):
+            return None
+        op, operand = self.call_name(expr)
+        if op not in ("sum", "nansum") or not isinstance(operand, cst.BinaryOperation) or \
+                not isinstance(operand.operator, cst.Multiply):
+            return None
+        dim = argument(expr, 1 if self.is_function(expr.func) else 0, "dim")
+        for values, mask in ((operand.left, operand.right), (operand.right, operand.left)):
+            kind = self.kind(mask)
+            if kind is not None and kind.kind == MASK:
+                return values, mask, int_value(dim) if dim is not None else None
+        return None
+
+    def mask_count(self, expr: cst.BaseExpression) -> Optional[Tuple[cst.BaseExpression, Optional[int]]]:
+        """`mask.sum(d)`, `torch.sum(mask)`, with `.clamp(min=1)` / `.clamp_min(1)` / `torch.clamp` /
+        `+ eps` around it, through a name: (mask, d); d is None for a full count."""
+        expr = self.resolve(expr)
+        while isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add) and (
+                number_value(expr.right) is not None or _is_epsilon_name(expr.right)):
+            expr = self.resolve(expr.left)  # `mask.sum() + 1e-8`
+        while isinstance(expr, cst.Call):
+            op, operand = self.call_name(expr)
+            if operand is None:
+                return None
+            if op in ("clamp", "clamp_min", "clip", "float", "to", "detach", "maximum", "max"):
+                expr = self.resolve(operand)
+                continue
+            if op != "sum":
+                return None
+            kind = self.kind(operand)
+            if kind is None or kind.kind != MASK:
+                return None
+            dim = argument(expr, 1 if self.is_function(expr.func) else 0, "dim")
+            return operand, int_value(dim) if dim is not None else None
+        return None
+
+    def same_mask(self, a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
+        """Whether two mask expressions hold the same mask: the same code, or one a plain alias or
+        cast of the other (`mask = completion_mask.float()`); a product of masks is another mask."""
+        return bool(self._mask_aliases(a) & self._mask_aliases(b))
+
+    def _mask_aliases(self, expr: cst.BaseExpression) -> Set[str]:
+        names: Set[str] = set()
+        for _ in range(8):
+            if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and \
+                    expr.func.attr.value in _MASK_CASTS:
+                expr = expr.func.value
+                continue
+            names.add(self.code(expr, 1000))
+            if not isinstance(expr, cst.Name):
+                break
+            value = self.value_of(expr)
+            if value is None:
+                break
+            expr = value
+        return names
+
+    def scope(self, node: cst.CSTNode) -> Optional[Scope]:
+        return self.scope_of.get(id(node))
+
+
+def _is_scalar_like(expr: cst.BaseExpression) -> bool:
+    """A literal or a name of a scalar setting (`temperature`, `beta`, `args.temperature`)."""
+    if number_value(expr) is not None:
+        return True
+    name = last_part(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+    return bool(name and (_POSITIVE_SCALE.match(name) or name in ("temperature", "temp", "tau")))
+
+
+def _subscript_rank(expr: cst.Subscript, rank: Optional[int]) -> Optional[int]:
+    if rank is None:
+        return None
+    added = 0
+    for element in expr.slice:
+        index = element.slice
+        if isinstance(index, cst.Index):
+            if isinstance(index.value, cst.Name) and index.value.value == "None":
+                added += 1
+            elif not isinstance(index.value, cst.Ellipsis):
+                return None
+    return rank + added
+
+
+def _bounded(index: cst.BaseSlice) -> bool:
+    return isinstance(index, cst.Slice) and (index.lower is not None or index.upper is not None)
+
+
+def _time_slice(expr: cst.Subscript) -> bool:
+    """A bounded slice on an axis other than the first: `x[:, :-1]`, `x[..., 1:]`, `x[..., :-1, :]`."""
+    elements = [e.slice for e in expr.slice]
+    has_ellipsis = any(isinstance(e, cst.Index) and isinstance(e.value, cst.Ellipsis) for e in elements)
+    for position, index in enumerate(elements):
+        if _bounded(index) and (position > 0 or has_ellipsis):
+            return True
+    return False
+
+
+def _keeps_last_logits(call: cst.Call) -> bool:
+    return any(arg.keyword is not None and arg.keyword.value in ("logits_to_keep", "num_logits_to_keep")
+               for arg in call.args)
+
+
+def _mentions(expr: cst.CSTNode, operand: Callable[[cst.BaseExpression], bool]) -> bool:
+    """Whether any name, attribute or key inside `expr` is one `operand` accepts."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)) and operand(node):
+            return True
+        stack.extend(node.children)
+    return False
+
+
+def _group_size_name(name: str, owner: Optional[str]) -> bool:
+    """`num_generations`, `group_size`, `G`, `n_samples_per_prompt`, `rollout.n`..."""
+    return bool(_GROUP_SIZE.match(name)) or (name == "n" and owner == "rollout")
+
+
+def _ast_group_size(node: Optional[ast.expr]) -> bool:
+    if isinstance(node, ast.Name):
+        return _group_size_name(node.id, None)
+    if isinstance(node, ast.Attribute):
+        owner = node.value.attr if isinstance(node.value, ast.Attribute) else getattr(node.value, "id", None)
+        return _group_size_name(node.attr, owner)
+    return False
+
+
+def _function_key_cst(node: cst.FunctionDef) -> tuple:
+    params = node.params
+    return (node.name.value, tuple(p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)))
+
+
+def _function_key_ast(node: ast.AST) -> tuple:
+    args = node.args
+    return (node.name, tuple(a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)))
+
+
+# What a layout replicates: prompts and their encodings, not statistics.
+_BATCH_INPUT = re.compile(r"prompt|input|ids|token|quer|question|example|sample|batch|text|message|attention|"
+                          r"problem|answer|gold|label|data|item", re.IGNORECASE)
+
+
+def _base_name(node: ast.AST) -> str:
+    while isinstance(node, (ast.Subscript, ast.Call)):
+        node = node.value if isinstance(node, ast.Subscript) else node.func
+        if isinstance(node, ast.Attribute) and isinstance(node.value, (ast.Name, ast.Attribute, ast.Subscript,
+                                                                      ast.Call)):
+            node = node.value if not isinstance(node.value, ast.Name) else node
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def _layout_of(node: ast.AST) -> Optional[str]:
+    """The layout one expression shows: `prompt_ids.repeat_interleave(G)`, `np.repeat(ids, G)`,
+    verl's `batch.repeat(repeat_times=n, interleave=True)`, `[p for p in ps for _ in range(G)]`
+    and TRL's `RepeatSampler` keep a prompt's completions contiguous; `prompt_ids.repeat(G)`,
+    `np.tile(ids, G)`, `prompts * G` and `[p for _ in range(G) for p in ps]` tile them."""
+    if isinstance(node, ast.Call):
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if name in ("RepeatSampler", "RepeatRandomSampler"):  # TRL: each prompt index repeated in a row
+            return "contiguous"
+        if name not in ("repeat_interleave", "repeat", "tile"):
+            return None
+        keywords = {k.arg: k.value for k in node.keywords}
+        module_call = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in (
+            "torch", "np", "numpy")
+        if module_call:
+            receiver = node.args[0] if node.args else keywords.get("input")
+            first = node.args[1] if len(node.args) > 1 else None
+        else:
+            receiver = func.value if isinstance(func, ast.Attribute) else None
+            first = node.args[0] if node.args else None
+        if receiver is None or not _BATCH_INPUT.search(_base_name(receiver)):
+            return None
+        if name == "repeat_interleave" and _ast_group_size(keywords.get("repeats", first)):
+            return "contiguous"
+        if name == "repeat" and (module_call or "repeat_times" in keywords):
+            # `np.repeat(x, G)` repeats each element in place; verl's `DataProto.repeat(repeat_times=G,
+            # interleave=True)` too (interleave is its default)
+            count = keywords.get("repeat_times", keywords.get("repeats", first))
+            interleave = keywords.get("interleave")
+            if not _ast_group_size(count):
+                return None
+            if isinstance(interleave, ast.Constant) and interleave.value is False:
+                return "tiled"
+            return "contiguous"
+        if name in ("repeat", "tile") and _ast_group_size(keywords.get("reps", first)):
+            return "tiled"
+    elif isinstance(node, (ast.ListComp, ast.GeneratorExp)) and len(node.generators) == 2:
+        def over_group(generator: ast.comprehension) -> bool:
+            it = generator.iter
+            return (isinstance(it, ast.Call) and getattr(it.func, "id", None) == "range" and len(it.args) == 1
+                    and _ast_group_size(it.args[0]))
+        outer, inner = (over_group(g) for g in node.generators)
+        if inner and not outer:
+            return "contiguous"
+        if outer and not inner:
+            return "tiled"
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        for items, count in ((node.left, node.right), (node.right, node.left)):
+            name = items.id if isinstance(items, ast.Name) else items.attr if isinstance(items, ast.Attribute) else ""
+            if "prompt" in name.lower() and name.endswith("s") and _ast_group_size(count):
+                return "tiled"
+    return None
+
+
+def _layouts(tree: ast.Module) -> Dict[Optional[tuple], Set[str]]:
+    """Layout evidence per function (keyed by name and parameters) and, under None, per file.
+
+    A function also gets the evidence of the local functions it calls by name and, when it
+    is a method, of the other methods of its class (a trainer generates in one method and
+    groups rewards in another)."""
+    own: Dict[Optional[tuple], Set[str]] = {None: set()}
+    calls: Dict[tuple, Set[str]] = {}
+    keys_by_name: Dict[str, List[tuple]] = {}
+    class_of: Dict[tuple, str] = {}
+
+    def visit(node: ast.AST, key: Optional[tuple], cls: Optional[str]) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                inner = _function_key_ast(child)
+                own.setdefault(inner, set())
+                calls.setdefault(inner, set())
+                keys_by_name.setdefault(child.name, []).append(inner)
+                if cls is not None:
+                    class_of[inner] = cls
+                visit(child, inner, None)
+                continue
+            if isinstance(child, ast.ClassDef):
+                visit(child, key, child.name)
+                continue
+            layout = _layout_of(child)
+            if layout:
+                own[None].add(layout)
+                if key is not None:
+                    own[key].add(layout)
+            if key is not None and isinstance(child, ast.Call):
+                func = child.func
+                if isinstance(func, ast.Name):
+                    calls[key].add(func.id)
+                elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+                    calls[key].add(func.attr)
+            visit(child, key, cls)
+
+    visit(tree, None, None)
+    found: Dict[Optional[tuple], Set[str]] = {None: own[None]}
+    for key in calls:
+        evidence = set(own[key])
+        for name in calls[key]:
+            for callee in keys_by_name.get(name, ()):
+                evidence |= own[callee]
+        if not evidence and key in class_of:
+            for other, cls in class_of.items():
+                if cls == class_of[key]:
+                    evidence |= own[other]
+        found[key] = evidence
+    return found
+
+
+def _is_epsilon_name(expr: cst.BaseExpression) -> bool:
+    name = last_part(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+    return bool(name and _EPSILON_NAME.search(name))
+
+
+class TensorRule(CSTRule):
+    """Base of rules that ask `Tensors` about the expressions they visit. It keeps the nesting
+    of the functions being visited, so that only those scopes are walked, and only once a
+    rule finds a candidate worth asking about."""
+
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self._nesting: List[cst.CSTNode] = [file.module]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._nesting.append(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._nesting.pop()
+
+    def tensors(self) -> Tensors:
+        tensors = self.file.fact(Tensors)
+        tensors.enter(self._nesting)
+        return tensors

@@ -1,0 +1,751 @@
+"""RL2xx: advantage estimation (normalisation epsilons, group layouts, masks and normalisers)."""
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from rllint.analysis.context import tokens
+from rllint.analysis.imports import Imports
+from rllint.analysis.tensors import ADVANTAGES, MASK, REWARDS, TensorRule, Tensors, int_value, last_part
+from rllint.analysis.values import Value, Values, format_number
+from rllint.diagnostic import Severity
+from rllint.registry import CSTRule, Option
+
+MAX_EPSILON = Option(
+    "max-epsilon", float, 1e-3,
+    "RL201: the largest stability epsilon (added to or clamping a std / norm / variance in a "
+    "denominator) that is not reported.",
+)
+
+# Calls and names that hold a spread: what a normaliser divides by.
+_SPREAD_CALLS = {"std": "std", "nanstd": "std", "stdev": "std", "pstdev": "std", "var": "variance",
+                 "nanvar": "variance", "variance": "variance", "pvariance": "variance", "norm": "norm",
+                 "vector_norm": "norm", "matrix_norm": "norm", "sqrt": "square root", "rsqrt": "square root"}
+_SPREAD_WORDS = {"std": "std", "stds": "std", "stdev": "std", "sigma": "std", "rstd": "std", "var": "variance",
+                 "vars": "variance", "variance": "variance", "norm": "norm", "norms": "norm", "rms": "norm"}
+# Shape-only operations between a spread and the epsilon (`std.repeat_interleave(G) + eps`).
+_SHAPE_METHODS = {"repeat_interleave", "repeat", "unsqueeze", "view", "reshape", "expand", "expand_as", "squeeze",
+                  "to", "float", "double", "detach", "flatten", "clone", "contiguous", "type_as", "item", "abs"}
+_CLAMPS = {"clamp", "clip", "clamp_min", "maximum", "max", "fmax"}
+_NORMALISER_WORDS = {"advantage", "advantages", "adv", "whiten", "whitening", "normalize", "normalise", "normalized",
+                     "normalised", "normalization", "normalisation", "standardize", "standardise", "zscore", "scale"}
+_EPSILON_WORDS = {"eps", "epsilon", "floor", "min", "tiny", "delta"}
+_CLIP_WORDS = {"clip", "ratio", "low", "high", "loss", "policy", "pg", "surrogate", "kl"}
+_POSITIVE_EXPONENT = re.compile(r"^[0-9_.]+[eE]\+?[0-9]")
+_BOUND_WORDS = {"max", "clip", "threshold", "limit", "target", "radius"}
+
+
+def _is_normaliser(name: str) -> bool:
+    """An advantage / whitening / normalising function: `whiten`, `normalize_advantages`, `group_norm_rewards`."""
+    words = set(tokens(name))
+    return bool(words & _NORMALISER_WORDS) and not words & _CLIP_WORDS
+
+
+def _is_epsilon(name: str) -> bool:
+    """`eps`, `epsilon`, `std_eps`; not a clip epsilon (`clip_eps`, `epsilon_low`)."""
+    words = set(tokens(name))
+    return bool(words & {"eps", "epsilon"}) and not words & _CLIP_WORDS
+
+
+def _strip_shape(node: cst.BaseExpression) -> cst.BaseExpression:
+    """The tensor under shape-only operations and conversions: `std` of `float(std.repeat_interleave(G)[i])`."""
+    while True:
+        if (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                and node.func.attr.value in _SHAPE_METHODS):
+            node = node.func.value
+        elif (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in ("float", "abs")
+              and len(node.args) == 1):
+            node = node.args[0].value
+        elif isinstance(node, cst.Subscript):
+            node = node.value
+        else:
+            return node
+
+
+def _call_tail(node: cst.BaseExpression) -> Optional[str]:
+    if isinstance(node, cst.Call):
+        func = node.func
+        return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+    return None
+
+
+class LargeEpsilon(CSTRule):
+    """
+    ## What it does
+    Reports a stability epsilon larger than `max-epsilon` (default `1e-3`) that is
+    added to, or clamps, a standard deviation, norm, variance or square root in a
+    denominator: `(r - mean) / (std + 1e4)`, `eps=1.0` then `/ (std + eps)`,
+    `torch.sqrt(var + 1e+2)`, `std.clamp(min=0.1)`. It also reports the epsilon
+    parameter of an advantage or whitening function whose default is that large.
+    When the epsilon is a constant, a field or a default written elsewhere, the
+    finding points where it is written.
+
+    ## Why is this bad?
+    The epsilon only guards against division by zero. Rewards of a group often have a
+    std of 0.1 to 1; an epsilon of 1 or more dominates the denominator, so every
+    advantage shrinks toward zero and the policy gradient vanishes without any error.
+    `1e4` and `1e+4` are usually a typo for `1e-4`.
+
+    ## Example
+    ```python
+    ADV_EPS = 1e4
+
+    def group_advantages(rewards, std):
+        return (rewards - rewards.mean()) / (std + ADV_EPS)
+    ```
+
+    ## Use instead
+    ```python
+    ADV_EPS = 1e-4
+
+    def group_advantages(rewards, std):
+        return (rewards - rewards.mean()) / (std + ADV_EPS)
+    ```
+
+    The PPO/GRPO clip `epsilon=0.2` and an optimizer's `eps` are not stability
+    epsilons and are not reported.
+
+    ## Options
+    - `max-epsilon` (float, default `1e-3`): larger epsilons are reported.
+    """
+
+    code = "RL201"
+    name = "large-epsilon"
+    severity = Severity.ERROR
+    message = "epsilon {value}{where} {role}; {consequence} (use 1e-6 to 1e-4){hint}"
+    options = (MAX_EPSILON,)
+    triggers = ("std", "var", "norm", "sqrt", "sigma", "rms", "whiten", "dvantage", "stdev")
+
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self._reported: Set[int] = set()
+        # Per function (and the module): names assigned a spread with an epsilon, and names divided by.
+        self._pending: List[Tuple[Dict[str, list], Set[str]]] = [({}, set())]
+
+    # ---- denominators --------------------------------------------------------------
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, (cst.Divide, cst.FloorDivide)):
+            self._denominator(node.right)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.operator, (cst.DivideAssign, cst.FloorDivideAssign)):
+            self._denominator(node.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        tail = _call_tail(node)
+        if tail == "rsqrt":  # x * rsqrt(var + eps) divides by the root
+            subject = self._call_subject(node)
+            if subject is not None:
+                self._inside_root(subject)
+        elif tail is not None and _is_normaliser(tail):
+            # `masked_whiten(adv, mask, eps=1.0)`, `F.normalize(x, eps=1.0)`: the epsilon given to a normaliser.
+            for arg in node.args:
+                if arg.keyword is not None and _is_epsilon(arg.keyword.value):
+                    value = self.file.fact(Values).of(arg.value)
+                    if value is not None and not isinstance(value.number, bool) and value.number > self.option(MAX_EPSILON):
+                        self._flag(value, "std", "is the stability epsilon given to {}()".format(tail))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            found = self._epsilons(node.value, under_root=False)
+            if found:
+                self._pending[-1][0].setdefault(node.targets[0].target.value, []).extend(found)
+
+    def _denominator(self, expr: cst.BaseExpression) -> None:
+        bare = _strip_shape(expr)
+        if isinstance(bare, cst.Name):
+            self._pending[-1][1].add(bare.value)
+        for found in self._epsilons(expr, under_root=False):
+            self._flag(*found)
+
+    def _inside_root(self, expr: cst.BaseExpression) -> None:
+        for found in self._epsilons(expr, under_root=True):
+            self._flag(*found)
+
+    def _epsilons(self, expr: cst.BaseExpression, under_root: bool) -> List[tuple]:
+        """(value, what, role) for each too-large epsilon that `expr` adds to or clamps a spread with."""
+        expr = _strip_shape(expr)
+        limit = self.option(MAX_EPSILON)
+        found = []
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
+            for spread, other in ((expr.left, expr.right), (expr.right, expr.left)):
+                what = self._spread(spread) or ("variance" if under_root and self._squares(spread) else None)
+                if what and self._spread(other) is None:
+                    value = self.file.fact(Values).of(other)
+                    if value is not None and not isinstance(value.number, bool) and value.number > limit:
+                        found.append((value, what, "added to the {}".format(what)))
+                    break
+        elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Power):
+            if self._is_half(expr.right):
+                found.extend(self._epsilons(expr.left, under_root=True))
+        elif isinstance(expr, cst.Call):
+            tail = _call_tail(expr)
+            if tail in ("sqrt", "rsqrt"):
+                target = self._call_subject(expr)
+                if target is not None:
+                    found.extend(self._epsilons(target, under_root=True))
+            elif tail in _CLAMPS or tail == "add":
+                found.extend(self._clamped(expr, tail, limit))
+        return found
+
+    def _clamped(self, expr: cst.Call, tail: str, limit: float) -> List[tuple]:
+        subject = self._call_subject(expr)
+        what = self._spread(subject) if subject is not None else None
+        if what is None:
+            return []
+        args = [a for a in expr.args if not a.star]
+        method = isinstance(expr.func, cst.Attribute) and subject is expr.func.value
+        positional = [a.value for a in args if a.keyword is None][0 if method else 1:]
+        keywords = {a.keyword.value: a.value for a in args if a.keyword is not None}
+        if tail in ("clamp", "clip"):
+            bound = keywords.get("min") or (positional[0] if positional else None)
+            if tail == "clip" and bound is None:
+                bound = keywords.get("a_min")
+        elif tail == "add":
+            bound = keywords.get("other") or (positional[0] if positional else None)
+        else:  # clamp_min, maximum, max(x, c)
+            bound = positional[0] if positional else None
+        value = self.file.fact(Values).of(bound) if bound is not None else None
+        if value is None or isinstance(value.number, bool) or value.number <= limit:
+            return []
+        if {w for name in value.names for w in tokens(name)} & _BOUND_WORDS:
+            return []  # `g / max(norm, max_norm)` projects onto a ball: a bound, not an epsilon
+        role = "added to the {}".format(what) if tail == "add" else "clamping the {} from below".format(what)
+        return [(value, what, role)]
+
+    def _call_subject(self, call: cst.Call) -> Optional[cst.BaseExpression]:
+        """The tensor a call works on: `x` of `x.sqrt()`, `torch.sqrt(x)`, `max(x, c)`."""
+        func = call.func
+        if isinstance(func, cst.Attribute) and not _is_module(call, self):
+            return func.value
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        if not positional:
+            return None
+        if _call_tail(call) in ("max", "maximum", "fmax") and len(positional) == 2:
+            # max(c, std) as well as max(std, c): the spread is whichever side is one.
+            if self._spread(positional[1]) and not self._spread(positional[0]):
+                return positional[1]
+        return positional[0]
+
+    def _spread(self, expr: Optional[cst.BaseExpression], depth: int = 0) -> Optional[str]:
+        """What kind of spread `expr` holds (std, variance, norm, square root), or None."""
+        if expr is None:
+            return None
+        expr = _strip_shape(expr)
+        if isinstance(expr, cst.Call):
+            tail = _call_tail(expr)
+            if tail in _SPREAD_CALLS:
+                return _SPREAD_CALLS[tail]
+            if tail in _CLAMPS and expr.args:
+                return self._spread(self._call_subject(expr))
+            return None
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Power):
+            return "square root" if self._is_half(expr.right) else None
+        name = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value if isinstance(expr, cst.Name) else None
+        if name is None:
+            return None
+        words = tokens(name)
+        if _EPSILON_WORDS.intersection(words):
+            return None
+        for token in words:
+            if token in _SPREAD_WORDS:
+                return _SPREAD_WORDS[token]
+        if isinstance(expr, cst.Name) and depth < 3:  # `spread = float(np.std(xs))`, then `max(spread, c)`
+            assigned = self.file.fact(Values).assigned(expr)
+            return self._spread(assigned, depth + 1) if assigned is not None else None
+        return None
+
+    @staticmethod
+    def _is_half(exponent: cst.BaseExpression) -> bool:
+        """`** 0.5` or `** (1 / 2)`."""
+        if isinstance(exponent, cst.Float):
+            return exponent.value in ("0.5", ".5")
+        return (isinstance(exponent, cst.BinaryOperation) and isinstance(exponent.operator, cst.Divide)
+                and isinstance(exponent.left, cst.Integer) and isinstance(exponent.right, cst.Integer)
+                and exponent.left.value == "1" and exponent.right.value == "2")
+
+    def _squares(self, expr: cst.BaseExpression) -> bool:
+        """`x.pow(2).mean()`, `(x ** 2).mean()`, `x.square().sum()`: a second moment under a root."""
+        expr = _strip_shape(expr)
+        if isinstance(expr, cst.Call) and _call_tail(expr) in ("mean", "sum"):
+            inner = self._call_subject(expr)
+            inner = _strip_shape(inner) if inner is not None else None
+            if isinstance(inner, cst.Call) and _call_tail(inner) in ("pow", "square"):
+                return True
+            if isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Power):
+                return True
+        return False
+
+    # ---- names assigned a spread with an epsilon, divided by later ---------------------
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._pending.append(({}, set()))
+        self._signature(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._settle(*self._pending.pop())
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        self._settle(*self._pending.pop())
+
+    def _settle(self, assigned: Dict[str, list], divisors: Set[str]) -> None:
+        for name, found in assigned.items():
+            if name in divisors:
+                for item in found:
+                    self._flag(*item)
+
+    def _signature(self, node: cst.FunctionDef) -> None:
+        """`def whiten(values, eps=1.0)`: the epsilon default of an advantage / whitening function."""
+        if not _is_normaliser(node.name.value):
+            return
+        limit = self.option(MAX_EPSILON)
+        for param in list(node.params.params) + list(node.params.kwonly_params):
+            if param.default is None or not _is_epsilon(param.name.value):
+                continue
+            value = self.file.fact(Values).of(param.default)
+            if value is not None and not isinstance(value.number, bool) and value.number > limit:
+                self._flag(value, "std", "is the stability epsilon of {}()".format(node.name.value))
+
+    def _flag(self, value: Value, what: str, role: str) -> None:
+        if id(value.node) in self._reported:
+            return
+        self._reported.add(id(value.node))
+        where = "" if value.origin == "literal" else " ({})".format(value.origin)
+        hint = ""
+        if isinstance(value.node, (cst.Float, cst.Integer)) and _POSITIVE_EXPONENT.match(value.node.value):
+            hint = "; a positive exponent: did you mean {}?".format(
+                re.sub(r"[eE]\+?", "e-", value.node.value, count=1))
+        if role.startswith("clamping"):
+            consequence = "a floor that large flattens the advantages of every low-variance group"
+        else:
+            consequence = "it dominates the {} in the denominator and advantages shrink toward zero".format(what)
+        self.report(value.node, value=format_number(value.number), where=where, role=role, consequence=consequence,
+                    hint=hint)
+
+
+def _is_module(call: cst.Call, rule: CSTRule) -> bool:
+    """Whether `call.func` is a module function (`torch.sqrt`, `np.std`) rather than a method of a tensor."""
+    qualified = rule.file.fact(Imports).qualified(call.func.value) if isinstance(call.func, cst.Attribute) else None
+    return qualified is not None and qualified.split(".")[0] in ("torch", "numpy", "math", "statistics", "np", "jax",
+                                                                   "F", "scipy")
+
+
+# ---- RL202-RL207: group layouts, group statistics, masks and normalisers ----
+
+_LOSS_NAME = re.compile(r"loss", re.IGNORECASE)
+_SEQUENCE_MASK = re.compile(r"(^|_)(completion|response|resp|loss|action|generation|gen|answer|eos)_masks?$")
+
+
+def _callee(call: cst.Call) -> Optional[str]:
+    func = call.func
+    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+
+
+def _is_loss(tensors: Tensors, expr: cst.BaseExpression) -> bool:
+    """A per-token loss by its name (`per_token_loss`, `pg_losses`, `loss_mat`)."""
+    for step in tensors.history(expr):
+        name = last_part(step) if isinstance(step, (cst.Name, cst.Attribute, cst.Subscript)) else None
+        if name:
+            return bool(_LOSS_NAME.search(name))
+    return False
+
+
+def _per_completion(tensors: Tensors, expr: cst.BaseExpression) -> bool:
+    """One value per completion (`[B*G]`): rewards, scores or advantages not cut into groups."""
+    kind = tensors.kind(expr)
+    if kind is None or kind.kind not in (REWARDS, ADVANTAGES) or kind.rank not in (None, 1):
+        return False
+    return not any(tensors.group_reshape(step) for step in tensors.history(expr)) and \
+        tensors.group_stat(expr) is None
+
+
+class GroupLayoutMismatch(TensorRule):
+    """
+    ## What it does
+    Reports a group reshape of rewards or advantages that disagrees with how the batch was
+    laid out: `rewards.view(G, -1)` / `reshape(num_generations, -1)` when the completions of
+    one prompt are contiguous (`prompt_ids.repeat_interleave(G)`, `np.repeat(ids, G)`,
+    `[p for p in prompts for _ in range(G)]`, verl's `batch.repeat(repeat_times=n,
+    interleave=True)`, TRL's `RepeatSampler`, or a file that imports TRL, verl or OpenRLHF),
+    `view(-1, G)` when prompts were tiled (`prompts * G`, `prompt_ids.repeat(G, 1)`,
+    `np.tile(ids, G)`), and `view(-1, batch_size)` where the group size was meant. The
+    layout is read from the enclosing function (with the helpers it calls and, for a
+    method, its class), then from the whole file; when the evidence shows both layouts,
+    or none, only the batch-size reshape is reported.
+
+    ## Why is this bad?
+    Each row of the reshaped tensor is supposed to hold the completions of one prompt. With
+    the wrong orientation every "group" mixes prompts, so group baselines compare answers to
+    different questions: advantages are noise, and nothing fails.
+
+    ## Example
+    ```python
+    prompt_ids = prompt_ids.repeat_interleave(G, dim=0)   # p0 p0 p0 p1 p1 p1
+    grouped = rewards.view(G, -1)                          # rows mix prompts
+    ```
+
+    ## Use instead
+    ```python
+    grouped = rewards.view(-1, G)                          # one row per prompt
+    ```
+
+    ## Options
+    None.
+
+    ## References
+    - prime-rl #600, flash-linear-attention #1073 (a batch size used as the group size).
+    """
+
+    code = "RL202"
+    name = "group-layout-mismatch"
+    severity = Severity.ERROR
+    message = "`{expr}` {problem}: each row mixes completions of different prompts, so group baselines are wrong"
+    triggers = ("view(", "reshape(")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if _callee(node) not in ("view", "reshape") or len(node.args) < 2:
+            return
+        tensors = self.tensors()
+        op, operand = tensors.call_name(node)
+        if operand is None or not _per_completion(tensors, operand):
+            return
+        dims = [arg.value for arg in node.args if arg.keyword is None]
+        if tensors.is_function(node.func):
+            dims = dims[1:]
+        if len(dims) != 2:
+            return
+        rows, cols = dims
+        if int_value(rows) == -1 and tensors.is_batch_size(cols):
+            problem = f"cuts the batch into rows of `{tensors.code(cols)}`, the batch size, not the group size"
+        elif tensors.is_group_size(rows) and not tensors.is_group_size(cols) and \
+                tensors.layout(node) == "contiguous":
+            problem = (f"puts `{tensors.code(rows)}` rows first, but the completions of one prompt are contiguous "
+                       f"here (use `.view(-1, {tensors.code(rows)})`)")
+        elif tensors.is_group_size(cols) and not tensors.is_group_size(rows) and tensors.layout(node) == "tiled":
+            problem = (f"groups consecutive completions, but the prompts were tiled here "
+                       f"(use `.view({tensors.code(cols)}, -1)` and reduce over dim 0)")
+        else:
+            return
+        self.report(node, expr=tensors.code(node), problem=problem)
+
+
+class GroupStatsNotBroadcast(TensorRule):
+    """
+    ## What it does
+    Reports per-group statistics (one value per prompt, `[B]`: `rewards.view(-1, G).mean(dim=1)`
+    or `.std(dim=1)`) combined with per-completion values (`[B*G]`) without bringing them
+    back to the completion axis, and statistics expanded in the wrong layout: `.repeat(G)`
+    against contiguous completions, `repeat_interleave(G)` against tiled ones. Statistics
+    kept with `keepdim=True`, `unsqueeze`d or `repeat_interleave`d correctly are fine.
+
+    ## Why is this bad?
+    `[B*G] - [B]` either raises a shape error or, when `B` happens to divide evenly or be 1,
+    broadcasts silently so that each completion is compared with another prompt's mean.
+    Expanded in the wrong layout, every completion gets the baseline of a different prompt.
+
+    ## Example
+    ```python
+    mean_grouped = rewards.view(-1, G).mean(dim=1)
+    advantages = rewards - mean_grouped
+    ```
+
+    ## Use instead
+    ```python
+    mean_grouped = rewards.view(-1, G).mean(dim=1).repeat_interleave(G)
+    advantages = rewards - mean_grouped
+    ```
+
+    ## Options
+    None.
+    """
+
+    code = "RL203"
+    name = "group-stats-not-broadcast"
+    severity = Severity.ERROR
+    message = "`{expr}` combines per-completion values with the per-group {stat} `{stats}`, {problem}"
+    triggers = ("view(", "reshape(")
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if not isinstance(node.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)):
+            return
+        if isinstance(node.left, (cst.Integer, cst.Float)) or isinstance(node.right, (cst.Integer, cst.Float)):
+            return
+        tensors = self.tensors()
+        for values, stats in ((node.left, node.right), (node.right, node.left)):
+            stat = tensors.group_stat(stats)
+            if stat is None or stat.expanded in ("broadcast", "keepdim"):
+                continue
+            if not _per_completion(tensors, values):
+                continue
+            layout = tensors.layout(node)
+            if stat.expanded is None:
+                group = tensors.code(stat.reshape.cols if stat.reshape.axis == 1 else stat.reshape.rows)
+                problem = (f"one value per prompt against one per completion: expand it first "
+                           f"(`.repeat_interleave({group})`)")
+            elif stat.expanded == "tiled" and layout == "contiguous":
+                problem = "expanded with `.repeat` (tiled) while the completions of one prompt are contiguous"
+            elif stat.expanded == "contiguous" and layout == "tiled":
+                problem = "expanded with `repeat_interleave` while the prompts were tiled"
+            else:
+                continue
+            self.report(node, expr=tensors.code(node), stat=stat.stat, stats=tensors.code(stat.call, 50),
+                        problem=problem)
+            return
+
+
+def _strip_epsilon(tensors: Tensors, expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`std + eps`, `std.clamp(min=eps)`, `torch.clamp(std, min=eps)` -> `std`."""
+    for _ in range(4):
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
+            expr = expr.left
+        elif isinstance(expr, cst.Call) and _callee(expr) in ("clamp", "clamp_min", "clip"):
+            _, operand = tensors.call_name(expr)
+            if operand is None:
+                return expr
+            expr = operand
+        else:
+            return expr
+    return expr
+
+
+class StdNormalizedAdvantages(TensorRule):
+    """
+    ## What it does
+    Reports advantages divided by the per-group standard deviation of the rewards, as in
+    the original GRPO: `(r - mean_g) / (std_g + eps)` where `std_g` is the std of each group
+    (`rewards.view(-1, G).std(dim=1)`, possibly `repeat_interleave`d, or
+    `grouped.std(dim=-1, keepdim=True)`). Batch-level whitening
+    (`(adv - adv.mean()) / (adv.std() + eps)`) is not per-group and is not reported, and
+    neither are config keys that choose the division (`norm_adv_by_std_in_grpo`,
+    `scale_rewards`).
+
+    ## Why is this bad?
+    It is a choice, not a bug: dividing by the group std up-weights prompts whose rewards
+    barely differ (too easy or too hard), amplifying noise, and biases the objective by
+    question difficulty. Dr. GRPO removes it. Make the choice knowingly.
+
+    ## Example
+    ```python
+    advantages = (rewards - mean_grouped) / (std_grouped + 1e-4)
+    ```
+
+    ## Use instead
+    ```python
+    advantages = rewards - mean_grouped  # Dr. GRPO
+    ```
+
+    ## Options
+    Off by default; turn it on with `extend-select = ["RL204"]`.
+
+    ## References
+    - Liu et al., "Understanding R1-Zero-Like Training: A Critical Perspective" (Dr. GRPO), 2025.
+    """
+
+    code = "RL204"
+    name = "std-normalized-advantages"
+    severity = Severity.INFO
+    default_enabled = False
+    message = ("`{expr}` divides by the per-group std `{std}`: prompts whose rewards barely differ get their noise "
+               "amplified (Dr. GRPO drops this division)")
+    triggers = ("std(",)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if not isinstance(node.operator, cst.Divide):
+            return
+        tensors = self.tensors()
+        stat = tensors.group_stat(_strip_epsilon(tensors, node.right))
+        if stat is not None and stat.stat in ("std", "nanstd"):
+            self.report(node, expr=tensors.code(node), std=tensors.code(stat.call, 50))
+
+
+class LengthNormalizedLoss(TensorRule):
+    """
+    ## What it does
+    Reports per-sequence length normalisation of a per-token loss in code:
+    `(loss * mask).sum(-1) / mask.sum(-1)` (also `torch.sum(..., dim=-1)` and a clamped
+    count). Only values named as losses are considered: masked means of KL or entropy for
+    logging are fine, and so are config keys that choose the aggregation
+    (`loss_agg_mode`, `loss_type`).
+
+    ## Why is this bad?
+    It is a choice, not a bug: dividing each sequence by its own length gives the tokens of
+    short completions more weight than those of long ones, so long wrong answers are
+    penalised less per token and responses drift longer. Dr. GRPO sums over tokens and
+    divides by a constant.
+
+    ## Example
+    ```python
+    loss = ((per_token_loss * completion_mask).sum(-1) / completion_mask.sum(-1)).mean()
+    ```
+
+    ## Use instead
+    ```python
+    loss = (per_token_loss * completion_mask).sum() / (completion_mask.size(0) * max_completion_length)
+    ```
+
+    ## Options
+    Off by default; turn it on with `extend-select = ["RL205"]`.
+
+    ## References
+    - Liu et al., "Understanding R1-Zero-Like Training: A Critical Perspective" (Dr. GRPO), 2025.
+    """
+
+    code = "RL205"
+    name = "length-normalized-loss"
+    severity = Severity.INFO
+    default_enabled = False
+    message = ("`{expr}` normalises each sequence's loss by its own length: tokens of long completions weigh less "
+               "(length bias; Dr. GRPO divides the token sum by a constant)")
+    triggers = ("mask",)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if not isinstance(node.operator, cst.Divide) or not isinstance(node.left, cst.Call) or \
+                _callee(node.left) not in ("sum", "nansum"):
+            return
+        tensors = self.tensors()
+        numerator = tensors.masked_sum(node.left)
+        count = tensors.mask_count(node.right)
+        if numerator is None or count is None:
+            return
+        values, mask, dim = numerator
+        if dim not in (-1, 1) or count[1] != dim or not _is_loss(tensors, values):
+            return
+        if tensors.same_mask(mask, count[0]):
+            self.report(node, expr=tensors.code(node))
+
+
+class MeanOverPadding(TensorRule):
+    """
+    ## What it does
+    Reports a masked per-token loss reduced with `.mean()`: `(per_token_loss * mask).mean()`,
+    or `per_token_loss.mean()` in a function that has a completion / response / loss /
+    action mask (a parameter or a local) and never uses it. A masked sum over `mask.sum()`,
+    a `masked_mean(x, mask)` helper and the mean of values already selected with `x[mask]`
+    are fine.
+
+    ## Why is this bad?
+    `.mean()` divides by every position, padding included. The padding zeros dilute the
+    loss and its gradient by the padding fraction, which changes from batch to batch: the
+    effective learning rate follows the length of the longest completion.
+
+    ## Example
+    ```python
+    loss = (per_token_loss * completion_mask).mean()
+    ```
+
+    ## Use instead
+    ```python
+    loss = (per_token_loss * completion_mask).sum() / completion_mask.sum().clamp(min=1)
+    ```
+
+    ## Options
+    None.
+
+    ## References
+    - UniRL #448, trl #6654.
+    """
+
+    code = "RL206"
+    name = "mean-over-padding"
+    severity = Severity.ERROR
+    message = ("`{expr}` averages a per-token loss over every position, padding included{why}: padding dilutes the "
+               "gradient; divide the masked sum by `{mask}.sum()`")
+    triggers = ("mask",)
+
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self.normalised: Set[int] = set()
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        """`(x * mask).mean() / mask.mean()` is a masked mean: remember its numerator."""
+        right = node.right
+        while isinstance(right, cst.Call) and isinstance(right.func, cst.Attribute) and \
+                right.func.attr.value in ("clamp", "clamp_min", "float"):
+            right = right.func.value
+        if isinstance(node.operator, cst.Divide) and isinstance(right, cst.Call) and _callee(right) == "mean":
+            tensors = self.tensors()
+            _, operand = tensors.call_name(right)
+            kind = tensors.kind(operand) if operand is not None else None
+            if kind is not None and kind.kind == MASK:
+                self.normalised.add(id(node.left))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if _callee(node) != "mean" or id(node) in self.normalised:
+            return
+        tensors = self.tensors()
+        op, operand = tensors.call_name(node)
+        if operand is None or node.args[1 if tensors.is_function(node.func) else 0:]:
+            return
+        if isinstance(operand, cst.BinaryOperation) and isinstance(operand.operator, cst.Multiply):
+            for values, mask in ((operand.left, operand.right), (operand.right, operand.left)):
+                kind = tensors.kind(mask)
+                if kind is not None and kind.kind == MASK and _is_loss(tensors, values):
+                    self.report(node, expr=tensors.code(node), why="", mask=tensors.code(mask, 40))
+                    return
+            return
+        if not isinstance(operand, cst.Name) or not _is_loss(tensors, operand):
+            return
+        scope = tensors.scope(node)
+        while scope is not None and not isinstance(scope.node, cst.FunctionDef):
+            scope = scope.parent
+        if scope is None:
+            return
+        for name in sorted(scope.params | set(scope.assignments)):
+            if _SEQUENCE_MASK.search(name) and scope.unused(name):
+                self.report(node, expr=tensors.code(node), why=f" while `{name}` goes unused", mask=name)
+                return
+
+
+class MismatchedMaskNormalizer(TensorRule):
+    """
+    ## What it does
+    Reports a masked sum divided by the count of a different mask:
+    `(loss * completion_mask).sum() / attention_mask.sum()`. The same mask (or an alias or
+    cast of it) above and below, and a constant divisor (Dr. GRPO), are fine.
+
+    ## Why is this bad?
+    The numerator counts one set of tokens and the denominator another (prompt tokens,
+    truncated completions): the loss is scaled by their ratio, which varies from batch to
+    batch and silently changes the effective learning rate.
+
+    ## Example
+    ```python
+    loss = (per_token_loss * completion_mask).sum() / attention_mask.sum()
+    ```
+
+    ## Use instead
+    ```python
+    loss = (per_token_loss * completion_mask).sum() / completion_mask.sum()
+    ```
+
+    ## Options
+    None.
+
+    ## References
+    - trl #6439.
+    """
+
+    code = "RL207"
+    name = "mismatched-mask-normalizer"
+    severity = Severity.WARNING
+    message = ("`{expr}` sums over `{numerator}` but divides by the count of `{denominator}`: the loss is scaled by "
+               "their ratio; divide by `{numerator}.sum()`")
+    triggers = ("mask",)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if not isinstance(node.operator, cst.Divide) or not isinstance(node.left, cst.Call) or \
+                _callee(node.left) not in ("sum", "nansum"):
+            return
+        tensors = self.tensors()
+        numerator = tensors.masked_sum(node.left)
+        count = tensors.mask_count(node.right)
+        if numerator is None or count is None:
+            return
+        _, mask, dim = numerator
+        if count[1] != dim or tensors.same_mask(mask, count[0]):
+            return
+        self.report(node, expr=tensors.code(node), numerator=tensors.code(mask, 40),
+                    denominator=tensors.code(count[0], 40))

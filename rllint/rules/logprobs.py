@@ -1,0 +1,701 @@
+"""RL1xx: log-probabilities and numerics: ratios, preference margins, gathers, casts, shifts."""
+from __future__ import annotations
+
+from typing import List, Optional, Set, Tuple
+
+import libcst as cst
+
+from rllint.analysis.tensors import (
+    CHOSEN, LOGITS, LOGPROBS, NEGLOGP, PROBS, REF_ROLE, REJECTED, TOKEN_IDS, TensorRule, Tensors, argument, int_value, last_part,
+    name_kind, number_value,
+)
+from rllint.diagnostic import Severity
+
+
+def callee(call: cst.Call) -> Optional[str]:
+    """The last name of what a call calls: `F.log_softmax(...)` -> `log_softmax`. A cheap test
+    that keeps rules from asking `Tensors` about calls that cannot matter."""
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return func.value if isinstance(func, cst.Name) else None
+
+
+class ReversedImportanceRatio(TensorRule):
+    """
+    ## What it does
+    Reports an importance ratio written with the old (behaviour, rollout) log-probs first,
+    `torch.exp(old_logps - logps)` or `(behaviour_logps - logps).exp()`, and a ratio to the
+    reference model written the same way when it is used as a ratio (clamped, or named a
+    ratio or weight).
+
+    The sign is tracked through unary minus, subtraction order, positive factors and names
+    assigned such differences. Names that hold negative log-probs (`neglogp`, `nll`)
+    reverse the polarity, so `exp(old_neglogp - neglogp)` is correct. The k3 KL estimator
+    `exp(ref - logp) - (ref - logp) - 1` is correct with the reference first, and
+    `exp(logp - logp.detach())` is not a ratio of two policies; neither is reported.
+
+    ## Why is this bad?
+    PPO and GRPO clip `pi_new / pi_old`. The inverted ratio `pi_old / pi_new` falls when
+    the policy raises a token's probability, so the surrogate pushes probability away from
+    high-advantage tokens and clipping holds the update on the wrong side. Training runs
+    without an error while the reward falls.
+
+    ## Example
+    ```python
+    ratio = torch.exp(old_per_token_logps - per_token_logps)
+    ```
+
+    ## Use instead
+    ```python
+    ratio = torch.exp(per_token_logps - old_per_token_logps)
+    ```
+
+    ## Options
+    None. Silence a deliberate inverse ratio with `# noqa: RL101`.
+
+    ## References
+    - Schulman et al., "Proximal Policy Optimization Algorithms", 2017, eq. 6.
+    """
+
+    code = "RL101"
+    name = "reversed-importance-ratio"
+    severity = Severity.ERROR
+    message = ("`{expr}` is {first}/new: the PPO ratio is inverted, so clipping keeps the policy moving "
+               "away from high-advantage tokens (use `exp(new - {first})`)")
+    triggers = ("exp(",)
+
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self.candidates: List[Tuple[cst.Call, str]] = []
+        self.kl_terms: Set[int] = set()
+        self.ratio_like: Set[int] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if callee(node) not in ("exp", "clamp", "clip", "clamp_max", "clamp_min"):
+            return
+        tensors = self.tensors()
+        op, operand = tensors.call_name(node)
+        if op in ("clamp", "clip", "clamp_max", "clamp_min") and operand is not None:
+            self.ratio_like.add(id(tensors.resolve(operand)))
+        if op != "exp" or operand is None:
+            return
+        first = self._inverted(tensors, operand)
+        if first:
+            self.candidates.append((node, first))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        target = node.targets[0].target if len(node.targets) == 1 else None
+        name = last_part(target) if isinstance(target, cst.Name) else None
+        if name and ("ratio" in name.lower() or "weight" in name.lower() or "coef" in name.lower()):
+            self.ratio_like.add(id(node.value))
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        """Marks `exp(d)` in `exp(d) - d - 1` (and `r - 1 - d` with `r = exp(d)`): the k3 KL estimator."""
+        if not isinstance(node.operator, cst.Subtract):
+            return
+        tensors = self.file.fact(Tensors)
+        terms = tensors.terms(node, depth=0)
+        if terms is None or len(terms) < 3:
+            return
+        tensors = self.tensors()
+        for position, (sign, leaf) in enumerate(terms):
+            call = tensors.resolve(leaf) if isinstance(leaf, cst.Name) else leaf
+            if not isinstance(call, cst.Call):
+                continue
+            op, operand = tensors.call_name(call)
+            if op != "exp" or operand is None:
+                continue
+            inner = tensors.terms(operand, depth=0)
+            rest = [t for i, t in enumerate(terms) if i != position]
+            if inner and all(any(s2 == -sign * s1 and l2.deep_equals(l1) for s2, l2 in rest) for s1, l1 in inner):
+                self.kl_terms.add(id(call))
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        tensors = self.tensors()
+        for call, first in self.candidates:
+            if id(call) in self.kl_terms:
+                continue
+            if first == "ref" and id(call) not in self.ratio_like:
+                continue
+            self.report(call, expr=tensors.code(call), first=first)
+
+    @staticmethod
+    def _inverted(tensors: Tensors, exponent: cst.BaseExpression) -> Optional[str]:
+        """"old" / "ref" when the exponent is (old or ref) - new in log-prob terms, else None."""
+        terms = tensors.terms(exponent)
+        if not terms or len(terms) < 2:
+            return None
+        signs = {"new": 0, "old": 0, "ref": 0}
+        for sign, leaf in terms:
+            kind = tensors.kind(leaf)
+            role = tensors.role(leaf)
+            if kind is None or kind.kind not in (LOGPROBS, NEGLOGP) or (kind.vocab and not kind.by_name) or role is None:
+                return None
+            signs[role] += -sign if kind.kind == NEGLOGP else sign
+        if signs["new"] != -1:
+            return None
+        if signs["old"] == 1 and signs["ref"] == 0:
+            return "old"
+        if signs["ref"] == 1 and signs["old"] == 0:
+            return "ref"
+        return None
+
+
+def _policy_side(pattern):
+    def accepts(leaf: cst.BaseExpression) -> bool:
+        name = last_part(leaf) if isinstance(leaf, (cst.Name, cst.Attribute, cst.Subscript)) else None
+        if not name:
+            return False
+        lowered = name.lower()
+        return bool(pattern.search(lowered)) and not REF_ROLE.search(lowered)
+    return accepts
+
+
+_IS_CHOSEN = _policy_side(CHOSEN)
+_IS_REJECTED = _policy_side(REJECTED)
+
+
+class ReversedPreferenceMargin(TensorRule):
+    """
+    ## What it does
+    Reports a DPO / IPO / SimPO-style loss that falls as the rejected response beats the
+    chosen one: `-logsigmoid(beta * (rejected - chosen))`,
+    `softplus(beta * (chosen - rejected))`, `-logsigmoid(-beta * margin)` with
+    `margin = chosen - rejected`. The sign is followed through unary minus, subtraction
+    order, positive scale factors (`beta`, literals), names assigned such expressions and
+    monotone functions. Reference log-probs (`ref_chosen_logps`) do not count as the
+    policy's side; label-smoothing terms (`... * label_smoothing`) are left alone.
+
+    ## Why is this bad?
+    Minimising such a loss raises the likelihood of the rejected responses and lowers that
+    of the chosen ones: the model is trained toward the dispreferred behaviour while the
+    loss curve looks healthy.
+
+    ## Example
+    ```python
+    losses = -F.logsigmoid(beta * (rejected_logratios - chosen_logratios))
+    ```
+
+    ## Use instead
+    ```python
+    losses = -F.logsigmoid(beta * (chosen_logratios - rejected_logratios))
+    # or, equivalently
+    losses = F.softplus(beta * (rejected_logratios - chosen_logratios))
+    ```
+
+    ## Options
+    None.
+
+    ## References
+    - Rafailov et al., "Direct Preference Optimization", 2023, eq. 7.
+    """
+
+    code = "RL102"
+    name = "reversed-preference-margin"
+    severity = Severity.ERROR
+    message = ("`{expr}` falls as the rejected response beats the chosen one: minimising it trains the "
+               "policy toward the rejected responses (the margin must be chosen - rejected)")
+    triggers = ("sigmoid", "softplus")
+
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self.smoothing: Set[int] = set()
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, cst.Multiply):
+            for factor, other in ((node.left, node.right), (node.right, node.left)):
+                other = _peel_reduction(other)
+                if isinstance(other, cst.UnaryOperation):
+                    other = _peel_reduction(other.expression)
+                if isinstance(other, cst.Call) and callee(other) in ("softplus", "logsigmoid") \
+                        and _smoothing_factor(factor):
+                    self.smoothing.add(id(other))
+
+    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+        if isinstance(node.operator, cst.Minus):
+            inner = _peel_reduction(node.expression)
+            if isinstance(inner, cst.Call) and callee(inner) == "log" and len(inner.args) == 1 and \
+                    isinstance(inner.args[0].value, cst.Call) and callee(inner.args[0].value) == "sigmoid":
+                inner = inner.args[0].value  # -log(sigmoid(z)), written out
+                self._check(node, inner, "sigmoid", expected=1)
+            else:
+                self._check(node, inner, "logsigmoid", expected=1)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._check(node, node, "softplus", expected=-1)
+
+    def _check(self, reported: cst.CSTNode, call: cst.BaseExpression, op_name: str, expected: int) -> None:
+        if not isinstance(call, cst.Call) or callee(call) != op_name or id(call) in self.smoothing:
+            return
+        tensors = self.tensors()
+        op, operand = tensors.call_name(call)
+        if op != op_name or operand is None:
+            return
+        chosen = tensors.polarity(operand, _IS_CHOSEN)
+        rejected = tensors.polarity(operand, _IS_REJECTED)
+        if chosen is None or rejected is None or (chosen == 0 and rejected == 0):
+            return
+        if chosen in (0, -expected) and rejected in (0, expected):
+            self.report(reported, expr=tensors.code(reported))
+
+
+def _smoothing_factor(expr: cst.BaseExpression) -> bool:
+    """`label_smoothing`, `(1 - label_smoothing)`, `eps`: weights of a smoothed preference loss."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name) and ("smooth" in node.value.lower() or node.value in ("eps", "ls", "epsilon")):
+            return True
+        stack.extend(node.children)
+    return False
+
+
+def _peel_reduction(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`f(x).mean()` -> `f(x)`: reductions keep the direction of a loss."""
+    while (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)
+           and expr.func.attr.value in ("mean", "sum") and not expr.args):
+        expr = expr.func.value
+    return expr
+
+
+_LOSS_MODULES = {"CrossEntropyLoss": "cross_entropy", "NLLLoss": "nll_loss"}
+_RESHAPES = ("view", "reshape", "squeeze", "view_as", "reshape_as", "float", "contiguous")
+
+
+class CrossEntropyAsLogProb(TensorRule):
+    """
+    ## What it does
+    Reports the result of `cross_entropy` or `nll_loss` with `reduction="none"` stored,
+    without a minus sign, under a log-prob name (`logp`, `log_probs`, `logprobs`,
+    `token_logps`, `per_token_logps`...).
+
+    ## Why is this bad?
+    Cross-entropy is the *negative* log-likelihood. Used as log-probs, every ratio, KL
+    term and policy-gradient weight built on it has the wrong sign: `exp(logp - old)`
+    becomes `old / new`, and a loss that should raise the likelihood of good completions
+    lowers it.
+
+    ## Example
+    ```python
+    token_logps = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
+    ```
+
+    ## Use instead
+    ```python
+    token_logps = -F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
+    # or keep the sign and say so
+    token_nll = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
+    ```
+
+    ## Options
+    None.
+    """
+
+    code = "RL103"
+    name = "cross-entropy-as-log-prob"
+    severity = Severity.ERROR
+    message = ("`{target}` holds `{op}(..., reduction=\"none\")`, a negative log-prob: negate it "
+               "(`-{op}(...)`) or every ratio and KL term built on it has the wrong sign")
+    triggers = ("cross_entropy", "nll_loss")
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
+            return
+        target = node.targets[0].target.value
+        kind = name_kind(target)
+        if kind is None or kind.kind != LOGPROBS:
+            return
+        value = node.value
+        while isinstance(value, cst.Call) and callee(value) in _RESHAPES and isinstance(value.func, cst.Attribute):
+            value = value.func.value
+        if not isinstance(value, cst.Call):
+            return
+        if isinstance(value.func, cst.Call) and callee(value.func) in _LOSS_MODULES:
+            value, op = value.func, _LOSS_MODULES[callee(value.func)]  # nn.CrossEntropyLoss(reduction="none")(x, y)
+        elif callee(value) in ("cross_entropy", "nll_loss"):
+            op = callee(value)
+            if not self.tensors().is_function(value.func):
+                return
+        else:
+            return
+        reduction = argument(value, None, "reduction")
+        if isinstance(reduction, cst.SimpleString) and reduction.evaluated_value == "none":
+            self.report(node, target=target, op=op)
+
+
+class ReversedLogSoftmax(TensorRule):
+    """
+    ## What it does
+    Reports a hand-made log-softmax with the sign reversed, `x.logsumexp(-1, keepdim=True) - x`,
+    where it is used as log-probs: stored under a log-prob name or gathered.
+
+    ## Why is this bad?
+    `logsumexp(x) - x` is the negative log-probability, always >= 0. As log-probs it turns
+    every ratio, KL term and likelihood objective upside down.
+
+    ## Example
+    ```python
+    logps = logits.logsumexp(dim=-1, keepdim=True) - logits
+    ```
+
+    ## Use instead
+    ```python
+    logps = logits - logits.logsumexp(dim=-1, keepdim=True)  # or logits.log_softmax(-1)
+    ```
+
+    ## Options
+    None. A negative log-prob stored as such (`nll = x.logsumexp(-1) - picked`) and entropy
+    (`logsumexp(x) - (p * x).sum(-1)`) are not reported.
+    """
+
+    code = "RL104"
+    name = "reversed-log-softmax"
+    severity = Severity.ERROR
+    message = "`{expr}` is logsumexp(x) - x, the negative log-softmax (>= 0), used as log-probs: use `x - logsumexp(x)`"
+    triggers = ("logsumexp",)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            kind = name_kind(node.targets[0].target.value)
+            if kind is not None and kind.kind == LOGPROBS:
+                self._check(node.value)
+
+    def visit_Return(self, node: cst.Return) -> None:
+        function = self._nesting[-1]
+        if node.value is not None and isinstance(function, cst.FunctionDef):
+            name = function.name.value.lower()
+            kind = name_kind(name)
+            if "log_softmax" in name or (kind is not None and kind.kind == LOGPROBS):
+                self._check(node.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if callee(node) not in ("gather", "take_along_dim"):
+            return
+        tensors = self.tensors()
+        gather = tensors.gather(node)
+        if gather is not None:
+            self._check(gather.source)
+
+    def _check(self, expr: cst.BaseExpression) -> None:
+        """Reports `expr` when it is logsumexp(x) - x (in any spelling of the same sum)."""
+        if not isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation)):
+            return
+        tensors = self.tensors()
+        terms = tensors.terms(expr, depth=0)
+        if not terms or len(terms) != 2:
+            return
+        for (sign, leaf), (other_sign, other) in (terms, terms[::-1]):
+            call = tensors.resolve(leaf)
+            if isinstance(call, cst.Call) and callee(call) == "logsumexp" and sign == 1 and other_sign == -1:
+                _, operand = tensors.call_name(call)
+                if operand is not None and operand.deep_equals(other):
+                    self.report(expr, expr=tensors.code(expr))
+                    return
+
+
+# Id tensors that cover the whole sequence (prompt and completion), as opposed to completion ids.
+_FULL_SEQUENCE_IDS = {"input_ids", "labels", "sequences", "seqs", "sequence_ids", "full_ids", "token_ids"}
+_SEQUENCE_ID_NAMES = ("ids", "tokens", "sequences", "seqs", "responses")
+
+
+class GatherNonFinalDim(TensorRule):
+    """
+    ## What it does
+    Reports `gather` / `torch.gather` / `take_along_dim` on a vocabulary-shaped tensor
+    (logits, log-probs or probabilities: the output of `log_softmax` / `softmax`, `.logits`,
+    `lm_head(...)`) along a dim other than the vocabulary axis: not `-1`, not `2` on a
+    `[B, T, V]` tensor known from its source, and not the dim of the softmax that produced
+    it (2-D classifier logits `log_softmax(x, dim=1).gather(1, y)` are fine). Gathers of
+    tensors without a vocabulary axis (values, rewards) are never reported.
+
+    ## Why is this bad?
+    Gathering token ids along the time or batch axis picks the probability of *some* token
+    at *another position*: the result has the right shape, the loss trains, and the
+    log-probs are garbage.
+
+    ## Example
+    ```python
+    log_probs = F.log_softmax(logits, dim=-1)     # [B, T, V]
+    token_logps = torch.gather(log_probs, 1, ids.unsqueeze(-1)).squeeze(-1)
+    ```
+
+    ## Use instead
+    ```python
+    token_logps = torch.gather(log_probs, -1, ids.unsqueeze(-1)).squeeze(-1)
+    ```
+
+    ## Options
+    None.
+    """
+
+    code = "RL105"
+    name = "gather-non-final-dim"
+    severity = Severity.ERROR
+    message = ("`{expr}` gathers along dim {dim} of a vocabulary-shaped {kind} tensor: it picks values at "
+               "other positions, not the log-prob of each token (gather along dim -1)")
+    triggers = ("gather", "take_along_dim")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if callee(node) not in ("gather", "take_along_dim"):
+            return
+        tensors = self.tensors()
+        gather = tensors.gather(node)
+        if gather is None:
+            return
+        dim = int_value(gather.dim)
+        if dim is None or dim == -1:
+            return
+        kind = tensors.is_vocab(gather.source)
+        if kind is None or kind.kind not in (LOGITS, LOGPROBS, PROBS) or dim == kind.dim:
+            return
+        rank = kind.rank
+        if rank is not None:
+            if dim == rank - 1:
+                return
+        elif dim >= 2 or (dim == 1 and not self._sequence_index(tensors, gather.index)):
+            return
+        self.report(node, expr=tensors.code(node), dim=dim, kind=kind.kind)
+
+    @staticmethod
+    def _sequence_index(tensors: Tensors, index: cst.BaseExpression) -> bool:
+        """An index of token ids with a time axis (so the gathered tensor is at least [B, T, V])."""
+        for step in tensors.history(index):
+            if isinstance(step, cst.Subscript) and any(
+                    isinstance(e.slice, cst.Slice) for e in step.slice[1:]):
+                return True
+            name = last_part(step) if isinstance(step, (cst.Name, cst.Attribute, cst.Subscript)) else None
+            if name:
+                kind = name_kind(name)
+                return bool(kind and kind.kind == TOKEN_IDS and name.lower().endswith(_SEQUENCE_ID_NAMES))
+        return False
+
+
+class GatherIndexRank(TensorRule):
+    """
+    ## What it does
+    Reports a gather on a vocabulary-shaped tensor whose index is a token-id tensor
+    (`input_ids`, `labels`, `completion_ids`, `actions`, `tokens`...) that was never given
+    its trailing axis (`.unsqueeze(-1)`, `[..., None]`).
+
+    ## Why is this bad?
+    `gather` needs an index of the same rank as the source. With `[B, T]` ids on a
+    `[B, T, V]` tensor it raises at best; with a `[B]` index on `[B, V]` or where a
+    framework broadcasts, it silently picks the wrong entries.
+
+    ## Example
+    ```python
+    token_logps = torch.gather(logps, -1, completion_ids)
+    ```
+
+    ## Use instead
+    ```python
+    token_logps = torch.gather(logps, -1, completion_ids.unsqueeze(-1)).squeeze(-1)
+    ```
+
+    ## Options
+    None.
+    """
+
+    code = "RL106"
+    name = "gather-index-rank"
+    severity = Severity.WARNING
+    message = ("`{expr}` indexes a vocabulary-shaped tensor with token ids `{index}` that lack the trailing "
+               "axis: use `{index}.unsqueeze(-1)` (and `.squeeze(-1)` after)")
+    triggers = ("gather", "take_along_dim")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if callee(node) not in ("gather", "take_along_dim"):
+            return
+        tensors = self.tensors()
+        gather = tensors.gather(node)
+        if gather is None:
+            return
+        kind = tensors.is_vocab(gather.source)
+        if kind is None or kind.kind not in (LOGITS, LOGPROBS, PROBS):
+            return
+        index_kind = tensors.kind(gather.index)
+        if index_kind is None or index_kind.kind != TOKEN_IDS or tensors.unsqueezed(gather.index):
+            return
+        self.report(node, expr=tensors.code(node), index=tensors.code(gather.index, 40))
+
+
+_LOW_PRECISION_SENSITIVE = ("log_softmax", "logsumexp", "softmax", "cross_entropy", "entropy")
+
+
+class LowPrecisionLogSoftmax(TensorRule):
+    """
+    ## What it does
+    Reports `log_softmax`, `logsumexp`, `softmax`, `cross_entropy` or `entropy` applied to a
+    tensor explicitly cast to float16 or bfloat16 (`.half()`, `.bfloat16()`,
+    `.to(torch.bfloat16)`, `dtype=torch.bfloat16`) with no `.float()` in between. Inside
+    `torch.autocast` these ops run in float32 and are not reported; casts after the op are
+    fine.
+
+    ## Why is this bad?
+    bfloat16 keeps 8 bits of mantissa. Over a 150k-token vocabulary, the normaliser and the
+    per-token log-probs lose most of their precision: importance ratios of identical
+    policies drift away from 1, and KL estimates and clipping fractions become noise.
+
+    ## Example
+    ```python
+    logps = F.log_softmax(logits.to(torch.bfloat16), dim=-1)
+    ```
+
+    ## Use instead
+    ```python
+    logps = F.log_softmax(logits.float(), dim=-1)
+    ```
+
+    ## Options
+    None.
+    """
+
+    code = "RL107"
+    name = "low-precision-log-softmax"
+    severity = Severity.WARNING
+    message = ("`{op}` runs on `{cast}`, a {dtype} tensor: log-probs lose precision over the vocabulary "
+               "(ratios of equal policies drift from 1); upcast with `.float()` first")
+    triggers = ("half", "bfloat16", "float16")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if callee(node) not in _LOW_PRECISION_SENSITIVE:
+            return
+        tensors = self.tensors()
+        op, operand = tensors.call_name(node)
+        if op not in _LOW_PRECISION_SENSITIVE or operand is None or tensors.in_autocast(node):
+            return
+        if op == "entropy" and not tensors.is_function(node.func):
+            return
+        own = tensors.cast_precision(node, op)
+        if own == "full":
+            return
+        cast = node if own == "half" else tensors.half_cast(operand)
+        if cast is None:
+            return
+        dtype = "bfloat16" if "bfloat16" in tensors.code(cast, 1000) else "float16"
+        self.report(node, op=op, cast=tensors.code(cast, 60), dtype=dtype)
+
+
+class LogOfSoftmax(TensorRule):
+    """
+    ## What it does
+    Reports `torch.log(softmax(x))`, `x.softmax(-1).log()` and `torch.log(probs + 1e-8)`
+    where `probs` came from `softmax`.
+
+    ## Why is this bad?
+    Small probabilities underflow to 0 in `softmax`, so `log` returns `-inf` (or, with the
+    epsilon, a floor of `log(1e-8)` that biases every rare token). `log_softmax` computes
+    the same thing stably and in one kernel.
+
+    ## Example
+    ```python
+    log_p = torch.log(torch.softmax(logits, dim=-1) + 1e-8)
+    ```
+
+    ## Use instead
+    ```python
+    log_p = torch.log_softmax(logits, dim=-1)
+    ```
+
+    ## Options
+    None. `log_softmax(x).exp()` and `softmax(log_softmax(x))` are fine.
+    """
+
+    code = "RL108"
+    name = "log-of-softmax"
+    severity = Severity.WARNING
+    message = "`{expr}` takes the log of a softmax: it underflows to -inf (or is floored by the epsilon); use `log_softmax`"
+    triggers = ("softmax",)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if callee(node) != "log":
+            return
+        tensors = self.tensors()
+        op, operand = tensors.call_name(node)
+        if op != "log" or operand is None:
+            return
+        while isinstance(operand, cst.BinaryOperation) and isinstance(operand.operator, cst.Add) and (
+                _constant(operand.right) or _constant(operand.left)):
+            operand = operand.left if _constant(operand.right) else operand.right
+        if tensors.origin_op(operand) == "softmax":
+            self.report(node, expr=tensors.code(node))
+
+
+def _constant(expr: cst.BaseExpression) -> bool:
+    """A literal or an epsilon name (`eps`, `self.epsilon`, `EPS`)."""
+    name = last_part(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+    return number_value(expr) is not None or bool(name and name.lower().strip("_") in ("eps", "epsilon", "tiny"))
+
+
+class UnshiftedLogprobGather(TensorRule):
+    """
+    ## What it does
+    Reports token log-probs gathered from causal-LM logits at the same positions as the ids
+    they score, `log_softmax(model(ids).logits).gather(-1, input_ids.unsqueeze(-1))`, where
+    the index is a full-sequence id tensor (`input_ids`, `labels`, `sequences`, `seqs`, or
+    the very ids the model was called on) and neither it nor the logits was shifted
+    (`[:, :-1]`, `[:, 1:]`, a shift helper) or cut to the completion window in the function. Only logits whose model call is visible in the
+    function are considered; an index holding completion, target or action ids is taken as
+    already aligned.
+
+    ## Why is this bad?
+    The logits at position t predict token t+1. Gathered at token t, each token is scored by
+    its own position's prediction: the log-probs look plausible, but the policy gradient and
+    the KL are computed for the wrong tokens.
+
+    ## Example
+    ```python
+    logits = model(input_ids=input_ids).logits
+    logps = F.log_softmax(logits, dim=-1).gather(-1, input_ids.unsqueeze(-1)).squeeze(-1)
+    ```
+
+    ## Use instead
+    ```python
+    logits = model(input_ids=input_ids).logits[:, :-1]
+    logps = F.log_softmax(logits, dim=-1).gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+    ```
+
+    ## Options
+    None.
+    """
+
+    code = "RL109"
+    name = "unshifted-logprob-gather"
+    severity = Severity.WARNING
+    message = ("`{expr}` scores `{ids}` with the logits of the same positions, but logits at t predict token "
+               "t+1: shift them (`logits[:, :-1]` with `{ids}[:, 1:]`)")
+    triggers = ("gather", "take_along_dim")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if callee(node) not in ("gather", "take_along_dim"):
+            return
+        tensors = self.tensors()
+        gather = tensors.gather(node)
+        if gather is None:
+            return
+        dim = int_value(gather.dim)
+        kind = tensors.is_vocab(gather.source)
+        if kind is None or kind.kind not in (LOGITS, LOGPROBS, PROBS) or kind.dim not in (None, -1):
+            return
+        if dim != -1 and not (dim == 2 and kind.rank in (None, 3)):
+            return
+        model_call = tensors.model_logits(gather.source)
+        if model_call is None:
+            return
+        ids = self._full_sequence_ids(tensors, gather.index, model_call)
+        if ids is None or tensors.shifted(gather.index) or tensors.shifted(gather.source):
+            return
+        self.report(node, expr=tensors.code(node), ids=ids)
+
+    @staticmethod
+    def _full_sequence_ids(tensors: Tensors, index: cst.BaseExpression, model_call: cst.Call) -> Optional[str]:
+        """The name of the index when it holds whole sequences: a full-sequence name, or the very
+        ids the model was called on."""
+        inputs = {tensors.code(arg.value, 1000) for arg in model_call.args
+                  if arg.keyword is None or arg.keyword.value == "input_ids"}
+        for step in tensors.history(index):
+            name = last_part(step) if isinstance(step, (cst.Name, cst.Attribute, cst.Subscript)) else None
+            if name:
+                return name if name in _FULL_SEQUENCE_IDS or tensors.code(step, 1000) in inputs else None
+        return None

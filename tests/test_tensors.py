@@ -1,0 +1,396 @@
+"""Unit tests of the tensor facts: kinds, polarity, casts, shift, layout, groups and masks."""
+import ast
+import textwrap
+
+import libcst as cst
+import pytest
+
+from rllint.analysis.tensors import LOGITS, LOGPROBS, MASK, NEGLOGP, PROBS, REWARDS, TOKEN_IDS, Tensors, name_kind
+from rllint.runner import FileContext
+from rllint.settings import Settings
+
+
+class Source:
+    """A parsed snippet and its Tensors, with expressions looked up by their code."""
+
+    def __init__(self, text: str) -> None:
+        text = textwrap.dedent(text)
+        self.module = cst.parse_module(text)
+        self.file = FileContext("snippet.py", text, self.module, ast.parse(text), Settings(select=["RL"]))
+        self.tensors = self.file.fact(Tensors)
+        functions = [n for n in self.module.body if isinstance(n, cst.FunctionDef)]
+        for function in functions:
+            self.tensors.enter([self.module, function])
+        self.tensors.enter([self.module])
+
+    def find(self, code: str, nth: int = 0, kind: type = cst.BaseExpression) -> cst.CSTNode:
+        found = []
+        module = self.module
+
+        class Finder(cst.CSTVisitor):
+            def on_visit(self, node):
+                if isinstance(node, kind) and module.code_for_node(node).strip() == code:
+                    found.append(node)
+                return True
+
+        module.visit(Finder())
+        assert len(found) > nth, f"{code!r} not found"
+        return found[nth]
+
+
+IMPORTS = "import torch\nimport torch.nn.functional as F\n"
+
+
+def kind_of(body: str, code: str, nth: int = 0):
+    source = Source(IMPORTS + body)
+    return source.tensors.kind(source.find(code, nth))
+
+
+# ---- kinds -------------------------------------------------------------------------
+
+def test_log_softmax_of_model_logits_is_vocab_log_probs_with_its_dim():
+    found = kind_of("""
+def f(model, ids):
+    logits = model(ids).logits[:, :-1]
+    logps = F.log_softmax(logits.float(), dim=-1)
+    return logps
+""", "logps", 1)
+    assert (found.kind, found.vocab, found.dim, found.rank, found.by_name) == (LOGPROBS, True, -1, 3, False)
+
+
+def test_classifier_softmax_dim_is_recorded():
+    found = kind_of("def f(x):\n    p = x.softmax(1)\n    return p\n", "p", 1)
+    assert (found.kind, found.dim) == (PROBS, 1)
+
+
+def test_gathered_log_probs_are_per_token():
+    found = kind_of("""
+def f(logits, ids):
+    picked = logits.log_softmax(-1).gather(-1, ids.unsqueeze(-1))
+    return picked
+""", "picked", 1)
+    assert (found.kind, found.vocab) == (LOGPROBS, False)
+
+
+def test_source_beats_name_cross_entropy_stored_as_logps():
+    found = kind_of("""
+def f(logits, y):
+    token_logps = F.cross_entropy(logits, y, reduction="none")
+    return token_logps
+""", "token_logps", 1)
+    assert found.kind == NEGLOGP and not found.by_name
+
+
+def test_negation_flips_neglogp_to_logprobs():
+    found = kind_of("def f(logits, y):\n    lp = -F.cross_entropy(logits, y, reduction='none')\n    return lp\n",
+                    "lp", 1)
+    assert found.kind == LOGPROBS
+
+
+def test_lm_head_output_and_model_attribute_are_logits():
+    assert kind_of("def f(self, h):\n    return self.lm_head(h)\n", "self.lm_head(h)").kind == LOGITS
+    assert kind_of("def f(out):\n    return out.logits\n", "out.logits").vocab is True
+
+
+def test_comparisons_and_products_of_masks_are_masks():
+    assert kind_of("def f(ids, pad):\n    m = ids != pad\n    return m\n", "m", 1).kind == MASK
+    assert kind_of("def f(response_mask, attention_mask):\n    v = response_mask * attention_mask\n    return v\n",
+                   "v", 1).kind == MASK
+
+
+def test_torch_tensor_keeps_the_kind_of_its_data():
+    assert kind_of("def f(rewards):\n    r = torch.tensor(rewards)\n    return r\n", "r", 1).kind == REWARDS
+
+
+@pytest.mark.parametrize("name, kind", [
+    ("per_token_logps", LOGPROBS), ("old_log_probs", LOGPROBS), ("logprobs_old", LOGPROBS), ("neglogp", NEGLOGP),
+    ("old_neglogp", NEGLOGP), ("nll", NEGLOGP), ("completion_ids", TOKEN_IDS), ("labels", TOKEN_IDS),
+    ("attention_mask", MASK), ("kept_mask", MASK), ("scores", REWARDS), ("logits", LOGITS), ("probs", PROBS),
+])
+def test_name_evidence(name, kind):
+    assert name_kind(name).kind == kind
+
+
+@pytest.mark.parametrize("name", ["masked_logits", "loss", "values", "log_ratio", "ratio", "index"])
+def test_names_that_say_nothing(name):
+    found = name_kind(name)
+    assert found is None or found.kind not in (LOGPROBS, NEGLOGP, MASK, TOKEN_IDS)
+
+
+def test_vocab_by_name_only_for_whole_distributions():
+    assert name_kind("logps").vocab is True
+    assert name_kind("per_token_logps").vocab is False
+
+
+# ---- names ---------------------------------------------------------------------------
+
+def test_a_name_stands_for_its_latest_assignment_before_the_use():
+    source = Source(IMPORTS + """
+def f(logits):
+    x = logits.softmax(-1)
+    y = x
+    x = logits.log_softmax(-1)
+    return x, y
+""")
+    assert source.tensors.kind(source.find("y", 1)).kind == PROBS
+    assert source.tensors.kind(source.find("x", 3)).kind == LOGPROBS
+
+
+def test_self_assignment_reads_the_previous_value():
+    source = Source(IMPORTS + """
+def f(model, ids):
+    logits = model(ids).logits
+    logits = logits[:, :-1].float()
+    return logits
+""")
+    found = source.tensors.kind(source.find("logits", 4))
+    assert (found.kind, found.rank) == (LOGITS, 3)
+
+
+def test_unused_parameter():
+    source = Source("def f(loss, response_mask, completion_mask):\n    return (loss * completion_mask).mean()\n")
+    scope = source.tensors.scope(source.find("loss", 1))
+    assert scope.unused("response_mask") and not scope.unused("completion_mask") and not scope.unused("loss")
+
+
+# ---- polarity ------------------------------------------------------------------------
+
+def is_named(word):
+    return lambda leaf: isinstance(leaf, cst.Name) and word in leaf.value
+
+
+@pytest.mark.parametrize("code, chosen, rejected", [
+    ("beta * (chosen - rejected)", 1, -1),
+    ("beta * (rejected - chosen)", -1, 1),
+    ("-beta * (chosen - rejected)", -1, 1),
+    ("-(chosen - rejected) / temperature", -1, 1),
+    ("torch.sigmoid(2.0 * (chosen - rejected))", 1, -1),
+    ("-beta * margin - gamma", -1, 1),
+    ("chosen * rejected", None, None),
+    ("other + 1", 0, 0),
+])
+def test_polarity(code, chosen, rejected):
+    source = Source(IMPORTS + f"def f(chosen, rejected, beta, gamma, temperature, other):\n"
+                              f"    margin = chosen - rejected\n    return {code}\n")
+    expr = source.find(code)
+    assert source.tensors.polarity(expr, is_named("chosen")) == chosen
+    assert source.tensors.polarity(expr, is_named("rejected")) == rejected
+
+
+def test_terms_see_through_names_and_clamp():
+    source = Source(IMPORTS + "def f(old, new):\n    d = old - new\n    return torch.clamp(d, -20, 20)\n")
+    terms = source.tensors.terms(source.find("torch.clamp(d, -20, 20)"))
+    assert [(sign, source.module.code_for_node(leaf)) for sign, leaf in terms] == [(1, "old"), (-1, "new")]
+
+
+def test_roles():
+    source = Source("def f(old_logps, ref_logps, logps, batch):\n    return old_logps, ref_logps, logps.detach(), "
+                    "batch['behaviour_logprobs']\n")
+    roles = [source.tensors.role(source.find(code)) for code in
+             ("old_logps", "ref_logps", "logps.detach()", "batch['behaviour_logprobs']")]
+    assert roles == ["old", "ref", "new", "old"]
+
+
+# ---- casts ---------------------------------------------------------------------------
+
+def test_half_cast_along_the_history():
+    source = Source(IMPORTS + """
+def f(logits, lm_head, h):
+    a = logits.half()
+    b = a.view(-1, 8)
+    c = logits.bfloat16().float()
+    d = lm_head(h).to(dtype=torch.bfloat16)
+    e = logits.to(torch.float32)
+    return b, c, d, e
+""")
+    t = source.tensors
+    assert source.module.code_for_node(t.half_cast(source.find("b", 1))) == "logits.half()"
+    assert t.half_cast(source.find("c", 1)) is None
+    assert source.module.code_for_node(t.half_cast(source.find("d", 1))) == "lm_head(h).to(dtype=torch.bfloat16)"
+    assert t.half_cast(source.find("e", 1)) is None
+
+
+def test_dtype_argument_of_the_op_itself():
+    source = Source(IMPORTS + "def f(x):\n    return F.log_softmax(x, -1, dtype=torch.float32)\n")
+    call = source.find("F.log_softmax(x, -1, dtype=torch.float32)")
+    assert source.tensors.cast_precision(call, "log_softmax") == "full"
+
+
+def test_autocast_regions():
+    source = Source(IMPORTS + """
+def f(x):
+    with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+        a = torch.log_softmax(x, -1)
+    with torch.autocast("cuda", enabled=False):
+        b = torch.softmax(x, -1)
+    c = torch.softmax(x, 0)
+""")
+    t = source.tensors
+    assert t.in_autocast(source.find("torch.log_softmax(x, -1)"))
+    assert not t.in_autocast(source.find("torch.softmax(x, -1)"))
+    assert not t.in_autocast(source.find("torch.softmax(x, 0)"))
+
+
+# ---- shift ---------------------------------------------------------------------------
+
+def test_shift():
+    source = Source(IMPORTS + """
+def f(model, input_ids, n):
+    logits = model(input_ids).logits
+    window = logits[:, -n - 1:-1]
+    kept = model(input_ids, logits_to_keep=n).logits
+    shift_labels = input_ids
+    return logits, window, input_ids[:, 1:], input_ids, kept, shift_labels, logits[0]
+""")
+    t = source.tensors
+    shifted = [t.shifted(source.find(code, nth)) for code, nth in (
+        ("logits", 2), ("window", 1), ("input_ids[:, 1:]", 0), ("input_ids", 4), ("kept", 1),
+        ("shift_labels", 1), ("logits[0]", 0))]
+    assert shifted == [False, True, True, False, True, True, False]
+    assert source.module.code_for_node(t.model_logits(source.find("window", 1))) == "model(input_ids)"
+
+
+# ---- gathers -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("code, dim, index", [
+    ("torch.gather(x, 1, idx)", "1", "idx"),
+    ("x.gather(-1, idx)", "-1", "idx"),
+    ("x.gather(dim=0, index=idx)", "0", "idx"),
+    ("torch.take_along_dim(x, idx, dim=2)", "2", "idx"),
+])
+def test_gather_parse(code, dim, index):
+    source = Source(IMPORTS + f"def f(x, idx):\n    return {code}\n")
+    gather = source.tensors.gather(source.find(code))
+    code_of = source.module.code_for_node
+    assert (code_of(gather.source), code_of(gather.dim), code_of(gather.index)) == ("x", dim, index)
+
+
+def test_unsqueezed_index():
+    source = Source("def f(ids):\n    i = ids.unsqueeze(-1)\n    return i, ids[..., None], ids\n")
+    t = source.tensors
+    assert t.unsqueezed(source.find("i", 1)) and t.unsqueezed(source.find("ids[..., None]"))
+    assert not t.unsqueezed(source.find("ids", 2))
+
+
+# ---- layout and groups -----------------------------------------------------------------
+
+def layout_in(body: str, imports: str = IMPORTS) -> str:
+    source = Source(imports + body)
+    return source.tensors.layout(source.find("rewards", 1))
+
+
+def test_layout_evidence_per_function():
+    assert layout_in("def f(ids, rewards, G):\n    ids.repeat_interleave(G, dim=0)\n    rewards\n") == "contiguous"
+    assert layout_in("def f(ids, rewards, G):\n    ids.repeat(G, 1)\n    rewards\n") == "tiled"
+    assert layout_in("def f(prompts, rewards, num_generations):\n    b = prompts * num_generations\n    rewards\n") \
+        == "tiled"
+    assert layout_in("def f(prompts, rewards, G):\n    b = [p for p in prompts for _ in range(G)]\n    rewards\n") \
+        == "contiguous"
+    assert layout_in("def f(prompts, rewards, G):\n    b = [p for _ in range(G) for p in prompts]\n    rewards\n") \
+        == "tiled"
+
+
+def test_layout_falls_back_to_the_file_then_the_framework():
+    body = "def g(ids, args):\n    ids.repeat_interleave(args.group_size)\n\ndef f(rewards):\n    rewards\n"
+    assert layout_in(body) == "contiguous"
+    mixed = body + "\ndef h(ids, G):\n    ids.repeat(G)\n"
+    assert layout_in(mixed) is None
+    assert layout_in("def f(rewards):\n    rewards\n") is None
+    assert layout_in("def f(rewards):\n    rewards\n", imports="from trl import GRPOTrainer\n") == "contiguous"
+
+
+def test_group_size_and_batch_size_names():
+    source = Source("def f(cfg, G, self, per_device_batch_size):\n"
+                    "    return cfg.rollout.n, G, self.num_generations, per_device_batch_size, cfg.n\n")
+    t = source.tensors
+    assert [t.is_group_size(source.find(c)) for c in ("cfg.rollout.n", "G", "self.num_generations", "cfg.n")] == \
+        [True, True, True, False]
+    assert t.is_batch_size(source.find("per_device_batch_size", 1))
+
+
+def test_group_stats_and_their_expansion():
+    source = Source(IMPORTS + """
+def f(rewards, G):
+    a = rewards.view(-1, G).mean(dim=1)
+    b = a.repeat_interleave(G)
+    c = rewards.view(-1, G).std(-1, keepdim=True) + 1e-6
+    d = rewards.view(G, -1).mean(dim=0).repeat(G)
+    e = rewards.view(-1, G).mean(dim=0)
+    f = rewards.mean()
+    return a, b, c, d, e, f
+""")
+    t = source.tensors
+    stats = [t.group_stat(source.find(name, 1)) for name in "abcdef"]
+    assert [(s.stat, s.reshape.axis, s.expanded) if s else None for s in stats] == [
+        ("mean", 1, None), ("mean", 1, "contiguous"), ("std", 1, "keepdim"), ("mean", 0, "tiled"), None, None]
+
+
+def test_masked_sums_counts_and_aliases():
+    source = Source(IMPORTS + """
+def f(loss, completion_mask, attention_mask, trunc):
+    mask = completion_mask.float()
+    kept = completion_mask * ~trunc
+    n = attention_mask.sum()
+    return (loss * mask).sum(-1), torch.sum(loss * kept), n, completion_mask.sum(-1).clamp(min=1)
+""")
+    t = source.tensors
+    code = source.module.code_for_node
+    values, mask, dim = t.masked_sum(source.find("(loss * mask).sum(-1)"))
+    assert (code(values), code(mask), dim) == ("loss", "mask", -1)
+    assert t.masked_sum(source.find("torch.sum(loss * kept)"))[2] is None
+    count, dim = t.mask_count(source.find("n", 1))
+    assert (code(count), dim) == ("attention_mask", None)
+    count, dim = t.mask_count(source.find("completion_mask.sum(-1).clamp(min=1)"))
+    assert (code(count), dim) == ("completion_mask", -1)
+    assert t.same_mask(source.find("mask", 1), count)
+    assert not t.same_mask(source.find("kept", 1), count)
+
+
+def test_layout_from_called_helpers_and_sibling_methods():
+    helper = ("def expand(prompts, G):\n    return [p for _ in range(G) for p in prompts]\n\n"
+              "def f(prompts, rewards, G):\n    expand(prompts, G)\n    rewards\n\n"
+              "def g(ids, G):\n    return ids.repeat_interleave(G)\n")
+    assert layout_in(helper) == "tiled"
+    trainer = ("class T:\n    def gen(self, prompt_ids):\n        return prompt_ids.repeat_interleave(self.num_generations)\n"
+               "\n    def adv(self, rewards):\n        rewards\n\n"
+               "def h(ids, G):\n    return ids.repeat(G)\n")
+    source = Source(IMPORTS + trainer)
+    method = [n for n in source.module.body if isinstance(n, cst.ClassDef)][0].body.body[1]
+    source.tensors.enter([source.module, method])
+    assert source.tensors.layout(source.find("rewards", 1)) == "contiguous"
+
+
+def test_repeating_statistics_is_not_layout_evidence():
+    assert layout_in("def f(rewards, G):\n    m = rewards.view(-1, G).mean(1).repeat(G)\n    rewards\n") is None
+
+
+def test_repeats_that_keep_completions_contiguous():
+    assert layout_in("import numpy as np\ndef f(prompts, rewards, G):\n    np.repeat(prompts, G)\n    rewards\n") \
+        == "contiguous"
+    assert layout_in("def f(batch, rewards, cfg):\n    batch.repeat(repeat_times=cfg.rollout.n, interleave=True)\n"
+                     "    rewards\n") == "contiguous"
+    assert layout_in("def f(batch, rewards, cfg):\n    batch.repeat(repeat_times=cfg.rollout.n, interleave=False)\n"
+                     "    rewards\n") == "tiled"
+
+
+def test_mask_count_through_an_epsilon():
+    source = Source("def f(mask):\n    return mask.sum(-1) + 1e-8\n")
+    count, dim = source.tensors.mask_count(source.find("mask.sum(-1) + 1e-8"))
+    assert (source.module.code_for_node(count), dim) == ("mask", -1)
+
+
+def test_masking_and_summing_keep_log_probs():
+    source = Source("def f(old_logprobs, mask, attention_mask):\n"
+                    "    a = (old_logprobs * mask).sum(-1)\n    b = attention_mask.sum(-1)\n    return a, b\n")
+    assert source.tensors.kind(source.find("(old_logprobs * mask).sum(-1)")).kind == LOGPROBS
+    assert source.tensors.role(source.find("(old_logprobs * mask).sum(-1)")) == "old"
+    assert source.tensors.kind(source.find("b", 1)) is None  # a count of tokens is not a mask
+
+
+def test_a_centred_score_is_still_one_score_per_completion():
+    source = Source("def f(rewards, baseline, G):\n    a = rewards - rewards.mean()\n    b = rewards.view(-1, G) - 1\n"
+                    "    c = rewards - baseline\n    return a, b, c\n")
+    a = source.tensors.kind(source.find("a", 1))
+    b = source.tensors.kind(source.find("b", 1))
+    assert (a.kind, a.rank) == (REWARDS, None) and (b.kind, b.rank) == (REWARDS, 2)
+    assert source.tensors.kind(source.find("c", 1)) is None  # the baseline's source is not visible
