@@ -30,6 +30,7 @@ def decode_source(data: bytes) -> str:
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?", re.IGNORECASE)
 _IGNORE = re.compile(r"#\s*rllint:\s*ignore\[(?P<selectors>[^\]]*)\]", re.IGNORECASE)
+_MENTIONS = re.compile(r"noqa|rllint", re.IGNORECASE)  # a file without these words has no suppression
 _FILE_NOQA = re.compile(r"^\s*#\s*rllint:\s*noqa(?::\s*(?P<selectors>[\w\-, ]+))?\s*$", re.IGNORECASE)
 
 
@@ -80,10 +81,19 @@ class Suppressions:
 
     @classmethod
     def parse(cls, text: str, tree: Optional[ast.Module]) -> "Suppressions":
+        """Suppressions of a Python file (`tree` given) or of a YAML / shell file (`tree` None).
+
+        In Python, comments are found by tokenizing, so a `# noqa` inside a string does not
+        count; in configs, by scanning lines. An ignore comment on a line of its own covers
+        the next statement of Python code, or the next line of a config.
+        """
         comments: List[SuppressionComment] = []
         file_selectors: Optional[Tuple[str, ...]] = None
-        statement_ends = _statement_extents(tree) if tree is not None else {}
-        for line, column, own_line, comment in _comments(text):
+        if not _MENTIONS.search(text):
+            return cls(comments, file_selectors)
+        statement_ends: Optional[Dict[int, int]] = None  # built only for an ignore comment on its own line
+        found = _comments(text) if tree is not None else _line_comments(text)
+        for line, column, own_line, comment in found:
             file_level = _FILE_NOQA.match(comment)
             if file_level and own_line:
                 found = _split(file_level.group("selectors") or "")
@@ -101,6 +111,8 @@ class Suppressions:
                     continue
                 covered = (line, line)
                 if own_line:  # a comment on a line of its own covers the next statement
+                    if statement_ends is None:
+                        statement_ends = _statement_extents(tree) if tree is not None else _code_lines(text)
                     covered = _next_statement(line, statement_ends) or covered
                 comments.append(SuppressionComment(line, column, selectors, covered))
         return cls(comments, file_selectors)
@@ -117,8 +129,6 @@ def _comments(text: str) -> Iterable[Tuple[int, int, bool, str]]:
     inside string literals from counting; a file that does not tokenize falls back
     to a plain scan of its lines.
     """
-    if "#" not in text:
-        return []
     found = []
     try:
         for token in tokenize.generate_tokens(io.StringIO(text).readline):
@@ -127,12 +137,23 @@ def _comments(text: str) -> Iterable[Tuple[int, int, bool, str]]:
                 found.append((row, col + 1, not token.line[:col].strip(), token.string))
         return found
     except (tokenize.TokenError, SyntaxError, IndentationError):
-        found = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            index = line.find("#")
-            if index >= 0:
-                found.append((number, index + 1, not line[:index].strip(), line[index:]))
-        return found
+        return _line_comments(text)
+
+
+def _line_comments(text: str) -> List[Tuple[int, int, bool, str]]:
+    """Comments found by scanning lines for `#`: for configs, and Python that does not tokenize."""
+    found = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        index = line.find("#")
+        if index >= 0:
+            found.append((number, index + 1, not line[:index].strip(), line[index:]))
+    return found
+
+
+def _code_lines(text: str) -> Dict[int, int]:
+    """Each line of a config that holds more than a comment covers itself alone."""
+    return {number: number for number, line in enumerate(text.splitlines(), start=1)
+            if line.strip() and not line.lstrip().startswith("#")}
 
 
 def _statement_extents(tree: ast.Module) -> Dict[int, int]:

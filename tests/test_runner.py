@@ -236,6 +236,8 @@ def config_probe(monkeypatch):
 def test_launch_configs_are_judged_from_their_entries(config_probe):
     yaml_text = "actor:\n  marker: 3e-5  # noqa: RL997\n  other:\n    marker: 1\n"
     assert spots(lint_text(yaml_text, "grpo.yaml", config_probe)) == [(4, 13, "RL997")]
+    ignored = "a:\n  # rllint: ignore[config-probe]\n\n  marker: 1\n  b:\n    marker: 2\n"
+    assert spots(lint_text(ignored, "grpo.yaml", config_probe)) == [(6, 13, "RL997")]
     shell = "python -m verl.trainer.main_ppo \\\n    a.marker=2 \\\n    b.c=1\n"
     result = lint_text(shell, "run.sh", config_probe)
     assert [(d.line, d.column, d.message) for d in result.diagnostics] == [(2, 14, "marker set to 2")]
