@@ -1,0 +1,216 @@
+"""Reward functions of a file: which functions they are, whether they score a batch or one
+completion, and which values they can produce.
+
+A reward function is known by its signature (TRL's `completions` with `**kwargs`, verl's
+`compute_score(data_source, solution_str, ground_truth, ...)`), by how it is registered
+(`reward_funcs=[...]`, a reward dict, a registering decorator) or by its name
+(`*reward*`, `*_score`, `compute_score`).
+"""
+from __future__ import annotations
+
+import ast
+from typing import Dict, List, Optional, Set
+
+import libcst as cst
+
+from rllint.analysis.text import Scope, Scopes, call_tail, number, walk, words
+
+_REGISTER_KEYWORDS = {"reward_funcs", "reward_fns", "reward_fn", "reward_func", "reward_function",
+                      "reward_functions", "reward_fn_list", "score_fn", "scoring_fn"}
+# words that make a `*reward*` name a thing around rewards rather than a reward function
+_NOT_REWARD_WORDS = {"model", "models", "tokenizer", "manager", "config", "cfg", "dataset", "worker", "trainer",
+                     "loader", "server", "client", "registry", "register", "type", "types", "stats", "metrics",
+                     "log", "logs", "print", "init", "spec", "specs", "class", "cls", "name", "names", "weights",
+                     "weight", "normalizer", "scaler", "whiten", "head", "buffer", "shaping", "std", "mean",
+                     "advantages", "advantage", "kl", "processor", "actor", "critic", "group", "groups", "hook",
+                     "fns", "funcs", "functions", "key", "keys", "device", "dataloader"}
+_BATCH_PARAMS = {"completions", "responses", "solution_strs", "samples", "batch", "texts", "outputs", "generations",
+                 "completion_texts", "response_texts", "predictions", "completion_contents", "data"}
+_SINGLE_PARAMS = {"completion", "response", "solution_str", "text", "output", "generation", "prediction",
+                  "completion_text", "response_text", "answer_str", "predict_str", "sample", "model_output"}
+
+
+def _decorator_names(decorator: ast.expr) -> List[str]:
+    """`register_reward`, `rewards.register` -> their dotted parts, without unparsing."""
+    node = decorator.func if isinstance(decorator, ast.Call) else decorator
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    if isinstance(decorator, ast.Call):
+        parts.extend(a.value for a in decorator.args if isinstance(a, ast.Constant) and isinstance(a.value, str))
+    return parts
+
+
+def _registered_names(tree: ast.Module) -> Set[str]:
+    """Function names passed as `reward_funcs=`, put in a reward dict or list, or decorated
+    by a reward registry."""
+    names: Set[str] = set()
+    lists: Dict[str, List[ast.expr]] = {}
+    roots: List[ast.expr] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            if isinstance(node.value, (ast.List, ast.Tuple, ast.Dict)):
+                elements = node.value.values if isinstance(node.value, ast.Dict) else node.value.elts
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        lists.setdefault(target.id, []).extend(elements)
+            if any(isinstance(t, ast.Name) and "reward" in t.id.lower() for t in node.targets):
+                roots.append(node.value)
+        elif isinstance(node, ast.keyword) and node.arg in _REGISTER_KEYWORDS:
+            roots.append(node.value)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                "append", "extend") and isinstance(node.func.value, ast.Name) and "reward" in node.func.value.id.lower():
+            roots.extend(node.args)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.decorator_list:
+            spelled = " ".join(p for d in node.decorator_list for p in _decorator_names(d)).lower()
+            if "reward" in spelled or "score" in spelled:
+                names.add(node.name)
+    while roots:
+        value = roots.pop()
+        if isinstance(value, ast.Name):
+            names.add(value.id)
+            roots.extend(lists.pop(value.id, []))
+        elif isinstance(value, (ast.List, ast.Tuple, ast.Set)):
+            roots.extend(value.elts)
+        elif isinstance(value, ast.Dict):
+            roots.extend(value.values)
+        elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "partial":
+            roots.extend(value.args[:1])
+    return names
+
+
+def param_names(fn: cst.FunctionDef) -> List[str]:
+    p = fn.params
+    return [param.name.value for param in list(p.posonly_params) + list(p.params) + list(p.kwonly_params)]
+
+
+class RewardFunctions:
+    """`is_reward(fn)`, `takes_batch(fn)` and `values(fn)` for the functions of a file."""
+
+    def __init__(self, file) -> None:
+        self.file = file
+        self.scopes: Scopes = file.fact(Scopes)
+        text = file.text
+        self.registered = _registered_names(file.tree) if "reward" in text or "score" in text else set()
+        self._defines_any: Optional[bool] = None
+
+    def is_reward(self, fn: cst.FunctionDef) -> bool:
+        return self._is_reward(fn.name.value, param_names(fn), fn.params.star_kwarg is not None)
+
+    def _is_reward(self, name: str, params: List[str], star_kwargs: bool) -> bool:
+        params = set(params) - {"self", "cls"}
+        if name in self.registered:
+            return True
+        if "completions" in params and star_kwargs:
+            return True  # TRL's reward-function signature
+        if {"solution_str", "ground_truth"} <= params:
+            return True  # verl's compute_score
+        parts = set(words(name))
+        if parts & _NOT_REWARD_WORDS or name.startswith("__"):
+            return False
+        if "reward" in parts or "rewards" in parts or name.lower().endswith("_reward"):
+            return bool(params)
+        return (name == "compute_score" or name.endswith("_score")) and bool(params & (_BATCH_PARAMS | _SINGLE_PARAMS))
+
+    @property
+    def defines_any(self) -> bool:
+        """The file defines at least one reward function."""
+        if self._defines_any is None:
+            self._defines_any = any(
+                self._is_reward(node.name, [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs],
+                                node.args.kwarg is not None)
+                for node in ast.walk(self.file.tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        return self._defines_any
+
+    def takes_batch(self, fn: cst.FunctionDef) -> bool:
+        """It receives every completion of a step (a list), not one completion."""
+        params = param_names(fn)
+        for param in list(fn.params.params) + list(fn.params.posonly_params) + list(fn.params.kwonly_params):
+            annotation = param.annotation.annotation if param.annotation else None
+            if isinstance(annotation, cst.Name) and annotation.value == "str":
+                if param.name.value in _BATCH_PARAMS:
+                    return False
+        return any(p in _BATCH_PARAMS for p in params)
+
+    def values(self, fn: cst.FunctionDef) -> Optional[Set[float]]:
+        """The scores this function can give one completion, when each is a literal (or a
+        bool); None when any of them is computed."""
+        scope = self.scopes.of(fn)
+        found: Set[float] = set()
+        returns = [r.value for r in scope.returns if r.value is not None
+                   and not (isinstance(r.value, cst.Name) and r.value.value == "None")]
+        if not returns:
+            return None
+        for value in returns:
+            leaves = self._leaves(value, scope, 0, set())
+            if leaves is None:
+                return None
+            found |= leaves
+        return found
+
+    def _leaves(self, expr: cst.BaseExpression, scope: Scope, depth: int, seen: Set[str]) -> Optional[Set[float]]:
+        if depth > 8:
+            return None
+        value = number(expr)
+        if value is not None:
+            return {value}
+        if isinstance(expr, cst.IfExp):
+            body = self._leaves(expr.body, scope, depth + 1, seen)
+            orelse = self._leaves(expr.orelse, scope, depth + 1, seen)
+            return None if body is None or orelse is None else body | orelse
+        if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+            return self._leaves(expr.elt, scope, depth + 1, seen)
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            found: Set[float] = set()
+            for element in expr.elements:
+                leaves = self._leaves(element.value, scope, depth + 1, seen)
+                if leaves is None:
+                    return None
+                found |= leaves
+            return found
+        if isinstance(expr, (cst.Comparison, cst.UnaryOperation)) and (
+                isinstance(expr, cst.Comparison) or isinstance(expr.operator, cst.Not)):
+            return {0.0, 1.0}
+        if isinstance(expr, cst.Call) and call_tail(expr) in ("float", "int", "bool") and isinstance(
+                expr.func, cst.Name) and len(expr.args) == 1:
+            inner = expr.args[0].value
+            if isinstance(inner, cst.Comparison) or (
+                    isinstance(inner, cst.UnaryOperation) and isinstance(inner.operator, cst.Not)):
+                return {0.0, 1.0}
+            return self._leaves(inner, scope, depth + 1, seen)
+        if isinstance(expr, cst.Name) and expr.value not in seen:
+            return self._name_leaves(expr.value, scope, depth, seen | {expr.value})
+        return None
+
+    def _name_leaves(self, name: str, scope: Scope, depth: int, seen: Set[str]) -> Optional[Set[float]]:
+        if name in scope.params or name in scope.iterated or name in scope.unpacked or name not in scope.assigned:
+            return None
+        found: Set[float] = set()
+        for value in scope.assigned[name]:
+            leaves = self._leaves(value, scope, depth + 1, seen)
+            if leaves is None:
+                return None
+            found |= leaves
+        for call in scope.calls:
+            func = call.func
+            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == name:
+                if func.attr.value == "append" and len(call.args) == 1:
+                    leaves = self._leaves(call.args[0].value, scope, depth + 1, seen)
+                elif func.attr.value in ("extend", "insert", "__setitem__"):
+                    leaves = None
+                else:
+                    continue
+                if leaves is None:
+                    return None
+                found |= leaves
+        for node in walk(scope.node.body if isinstance(scope.node, cst.FunctionDef) else scope.node):
+            if isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name) and node.target.value == name:
+                return None
+            if isinstance(node, cst.Assign) and any(
+                    isinstance(t.target, cst.Subscript) and isinstance(t.target.value, cst.Name)
+                    and t.target.value.value == name for t in node.targets):
+                return None
+        return found

@@ -1,0 +1,1311 @@
+"""RL3xx: generation and decoding (reasoning markers, decoding, chat templates, sampling settings)."""
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from rllint.analysis.context import RLContext
+from rllint.analysis.imports import Imports
+from rllint.analysis.rewards import RewardFunctions
+from rllint.analysis.text import (
+    GEN_IDS, PROMPT, PROMPTS, RE_FUNCTIONS, TEXT, MarkerChecks, Scope, Scopes, TextRoles, call_tail, extraction,
+    is_answer_marker, may_extract,
+    is_reasoning_close, keyword, literal_text, dotted, words, attr_tail, number, positional, regex_of, REASONING_MARKER, walk,
+)
+from rllint.analysis.tokenizer import TokenizerFacts
+from rllint.analysis.values import Values
+from rllint.diagnostic import Severity
+from rllint.registry import CSTRule, Option
+
+MIN_GENERATION_TOKENS = Option(
+    "min-generation-tokens", int, 512,
+    "RL306: the smallest rollout length limit (`max_new_tokens`, `max_completion_length`, ...) "
+    "that is not reported in RL code.",
+)
+
+
+class FunctionRule(CSTRule):
+    """A rule that needs to know the function it is in: `self.scope` is the innermost
+    function's `Scope` (the module's at top level), `self.function` its node."""
+
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self._functions: List[cst.FunctionDef] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._functions.append(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._functions.pop()
+
+    @property
+    def function(self) -> Optional[cst.FunctionDef]:
+        return self._functions[-1] if self._functions else None
+
+    @property
+    def scope(self) -> Scope:
+        return self.file.fact(Scopes).of(self.function or self.file.module)
+
+    def source(self, node: cst.CSTNode, limit: int = 60) -> str:
+        text = " ".join(self.file.module.code_for_node(node).split())
+        return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_DISPLAY_WORDS = {"log", "logged", "preview", "snippet", "display", "excerpt", "short", "shown", "head", "peek"}
+_DISPLAY_CALLS = {"print", "pprint", "info", "debug", "warning", "warn", "error", "exception", "critical", "log",
+                  "add_text", "set_description", "set_postfix", "print_exc", "warn"}
+
+
+def is_display_call(call: cst.Call) -> bool:
+    """print / logging / progress-bar calls: text there is only shown, never scored."""
+    tail = call_tail(call)
+    if tail in _DISPLAY_CALLS:
+        return True
+    if tail == "write" and isinstance(call.func, cst.Attribute):
+        target = call.func.value
+        name = target.attr.value if isinstance(target, cst.Attribute) else getattr(target, "value", "")
+        return name in ("stdout", "stderr", "tqdm", "console")
+    return False
+
+
+class FragileThinkSplit(FunctionRule):
+    """
+    ## What it does
+    Reports answer extraction after a closing reasoning marker (`</think>`,
+    `</reasoning>`, `<|end_of_thought|>`...) that breaks one of the three cases a
+    completion can be in: `split("</think>")[1]`, `split("</think>")[-1]`,
+    `rsplit(...)`, `partition(...)[2]`, `rpartition(...)[2]`, or slicing from a
+    `find`/`index` of the marker, in a function that never checks for the opening
+    marker.
+
+    ## Why is this bad?
+    A completion is plain text (no reasoning: keep it), closed reasoning
+    (`<think>..</think>answer`: keep what follows the first closing marker) or
+    unclosed reasoning (`<think>...` cut off by the length limit: there is no
+    answer). `split(...)[1]` raises IndexError on plain text; `[-1]`, `rpartition`
+    and `find` return the whole unfinished reasoning as the "answer" when the
+    marker is missing, so a truncated chain of thought that happens to mention the
+    right number is rewarded; `partition(...)[2]` scores plain answers as empty.
+
+    ## Example
+    ```python
+    def extract_answer(completion: str) -> str:
+        return completion.split("</think>")[-1].strip()
+    ```
+
+    ## Use instead
+    ```python
+    def extract_answer(completion: str) -> str:
+        if "</think>" not in completion:
+            return "" if "<think>" in completion else completion.strip()
+        return completion.split("</think>", 1)[1].strip()
+    ```
+
+    ## Options
+    None.
+    """
+
+    code = "RL301"
+    name = "fragile-think-split"
+    severity = Severity.WARNING
+    message = "`{expr}` takes the text after `{marker}` without handling {case}: {consequence}"
+    triggers = ("think>", "reasoning>", "_of_thought", "thought>")
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if not may_extract(node):
+            return
+        found = extraction(node, self.file.fact(Scopes), self.scope)
+        if found is None or not is_reasoning_close(found.marker):
+            return
+        if self.file.fact(MarkerChecks).checks_reasoning_open(self.scope):
+            return
+        if found.kind == "split" and found.index == 1:
+            case, consequence = "plain text", "a completion without the marker raises IndexError"
+        elif found.kind == "partition":
+            case, consequence = "plain text", "a completion without reasoning is scored as empty"
+        else:
+            case = "unclosed reasoning"
+            consequence = "a completion cut off inside its reasoning is scored on that reasoning"
+        self.report(node, expr=self.source(node), marker=found.marker, case=case, consequence=consequence)
+
+
+class ThinkRegexWithoutDotall(FunctionRule):
+    """
+    ## What it does
+    Reports a regular expression over reasoning markers (`<think>`, `<reasoning>`,
+    `<|begin_of_thought|>`...) that uses `.*`, `.+` or `.*?` without `re.DOTALL`
+    (`re.S`, `(?s)`).
+
+    ## Why is this bad?
+    Without DOTALL, `.` does not match a newline, and reasoning is almost always
+    several lines long: the pattern matches nothing, so a format reward scores every
+    real completion 0 and the extractor finds no answer (open-r1 #237).
+
+    ## Example
+    ```python
+    FORMAT = re.compile(r"^<think>.*?</think>\\s*<answer>.*?</answer>$")
+    ```
+
+    ## Use instead
+    ```python
+    FORMAT = re.compile(r"^<think>.*?</think>\\s*<answer>.*?</answer>$", re.DOTALL)
+    ```
+    or `[\\s\\S]*?` in place of `.*?`.
+
+    ## Options
+    None.
+    """
+
+    code = "RL302"
+    name = "think-regex-without-dotall"
+    severity = Severity.ERROR
+    message = "pattern {pattern} uses `.` across reasoning markers without re.DOTALL: multi-line reasoning never matches"
+    triggers = ("think>", "reasoning>", "_of_thought", "thought>")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        imports = self.file.fact(Imports)
+        if call_tail(node) not in RE_FUNCTIONS and not (
+                isinstance(node.func, cst.Name) and node.func.value in imports.aliases):
+            return
+        # depth=1: a compiled pattern is reported where it is compiled, not at each `.match` of it
+        found = regex_of(node, imports, self.file.fact(Scopes), self.scope, depth=1)
+        if found is None or found.dotall is not False or not REASONING_MARKER.search(found.pattern):
+            return
+        if found.wildcard():
+            shown = found.pattern if len(found.pattern) <= 50 else found.pattern[:47] + "..."
+            self.report(node, pattern=repr(shown))
+
+
+class DecodeKeepsPadding(FunctionRule):
+    """
+    ## What it does
+    Reports `decode` / `batch_decode` of generated or completion ids without
+    `skip_special_tokens=True` whose text goes on (returned, appended to a list of
+    completions, passed to a reward or scoring function) and is never stripped of the
+    pad and EOS tokens in the function. Ids cut to their real length or filtered by a
+    mask before decoding are not reported.
+
+    ## Why is this bad?
+    Batched generation pads every completion to the longest one, and a finished
+    completion ends with EOS. Decoded without skipping special tokens, completions
+    end in `<|endoftext|><|endoftext|>...`: exact-match and format rewards anchored
+    at the end (`$`, `endswith`) fail, and length rewards count the padding.
+
+    ## Example
+    ```python
+    completions = tokenizer.batch_decode(completion_ids)
+    rewards = reward_fn(completions)
+    ```
+
+    ## Use instead
+    ```python
+    completions = tokenizer.batch_decode(completion_ids, skip_special_tokens=True)
+    ```
+    or strip them: `text.replace(tokenizer.pad_token, "")`.
+
+    ## Options
+    None.
+    """
+
+    code = "RL303"
+    name = "decode-keeps-padding"
+    severity = Severity.WARNING
+    message = "`{expr}` decodes generated ids with their padding and EOS tokens, and the text goes on to {where}"
+    triggers = ("decode(",)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if call_tail(node) not in ("decode", "batch_decode") or not isinstance(node.func, cst.Attribute):
+            return
+        skip = keyword(node, "skip_special_tokens")
+        if skip is not None and number(skip.value) != 0.0:
+            return
+        ids = positional(node, 0)
+        if ids is None or any(a.star for a in node.args):
+            return
+        scope = self.scope
+        if self.file.fact(TextRoles).role(ids, scope) != GEN_IDS or _trimmed(ids, scope):
+            return
+        where = _onward_use(node, scope)
+        if where is None or _strips_special_tokens(scope):
+            return
+        self.report(node, expr=self.source(node), where=where)
+
+
+def _strips_special_tokens(scope: Scope) -> bool:
+    """The function removes pad / EOS tokens from text somewhere (`replace`, `strip`, `split`)."""
+    for call in scope.calls:
+        if call_tail(call) in ("replace", "strip", "rstrip", "removesuffix", "split", "sub") and any(
+                isinstance(n, cst.Attribute) and n.attr.value in ("pad_token", "eos_token", "all_special_tokens")
+                for arg in call.args for n in walk(arg.value)):
+            return True
+    return False
+
+
+def _trimmed(ids: cst.BaseExpression, scope: Scope) -> bool:
+    """The ids were cut to their real length or filtered by a mask before decoding
+    (`ids[:length]`, `ids[mask]`, `ids[ids != pad]`): no padding is left to decode."""
+    if isinstance(ids, cst.Name) and isinstance(scope.node, cst.FunctionDef):
+        param = scope.params.get(ids.value)
+        if param is not None and param.annotation is not None and _one_sequence(param.annotation.annotation):
+            return True  # `ids: list[int]`: one sequence as generated, not a padded batch row
+    pending, seen = [ids], set()
+    while pending:
+        for node in walk(pending.pop()):
+            if isinstance(node, cst.Subscript):
+                for element in node.slice:
+                    key = element.slice
+                    if isinstance(key, cst.Slice) and key.upper is not None and number(key.upper) is None:
+                        return True
+                    if isinstance(key, cst.Index) and isinstance(key.value, (cst.Comparison, cst.Call)):
+                        return True
+                    if isinstance(key, cst.Index) and isinstance(key.value, cst.Name) and "mask" in key.value.value:
+                        return True
+            if isinstance(node, cst.Name) and node.value not in seen:
+                seen.add(node.value)
+                pending.extend(scope.assigned.get(node.value, ()))
+    return False
+
+
+def _one_sequence(annotation: cst.BaseExpression) -> bool:
+    """`list[int]`, `List[int]`, `Sequence[int]`."""
+    return isinstance(annotation, cst.Subscript) and attr_tail(annotation.value) in ("list", "List", "Sequence") \
+        and len(annotation.slice) == 1 and isinstance(annotation.slice[0].slice, cst.Index) \
+        and isinstance(annotation.slice[0].slice.value, cst.Name) and annotation.slice[0].slice.value.value == "int"
+
+
+_SCORING_WORDS = ("reward", "score", "judge", "grade", "verify", "verifier", "evaluate")
+
+
+def _onward_use(decode: cst.Call, scope: Scope) -> Optional[str]:
+    """Where the decoded text goes: returned, collected in a list, or given to a scorer."""
+    for ret in scope.returns:
+        if ret.value is not None and any(n is decode for n in walk(ret.value)):
+            return "the caller"
+    names = [name for name, values in scope.assigned.items() if any(any(n is decode for n in walk(v)) for v in values)]
+    for call in scope.calls:
+        if is_display_call(call):
+            continue
+        for arg in call.args:
+            direct = arg.value is decode or (isinstance(arg.value, cst.Name) and arg.value.value in names)
+            if direct and call_tail(call) in ("append", "extend"):
+                return "a list of completions"
+            tail = (call_tail(call) or "").lower()
+            if direct and any(w in tail for w in _SCORING_WORDS):
+                return f"`{call_tail(call)}`"
+    for ret in scope.returns:
+        if ret.value is not None and any(isinstance(n, cst.Name) and n.value in names for n in walk(ret.value)):
+            return "the caller"
+    return None
+
+
+class SkipSpecialTokensStripsCustom(FunctionRule):
+    """
+    ## What it does
+    Reports `decode` / `batch_decode(..., skip_special_tokens=True)` of completions in a
+    file that registers its own special tokens
+    (`add_special_tokens({"additional_special_tokens": [...]})`,
+    `add_tokens([...], special_tokens=True)`). Chat control and padding tokens
+    (`<|im_start|>`, `<pad>`) do not count.
+
+    ## Why is this bad?
+    `skip_special_tokens=True` removes every special token, the registered tags
+    included: the `<answer>` or `<tool_call>` markers the reward parser looks for are
+    gone from the decoded text, and every completion scores as unformatted.
+
+    ## Example
+    ```python
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<answer>", "</answer>"]})
+    texts = tokenizer.batch_decode(completion_ids, skip_special_tokens=True)
+    ```
+
+    ## Use instead
+    ```python
+    texts = tokenizer.batch_decode(completion_ids, skip_special_tokens=False)
+    texts = [t.replace(tokenizer.pad_token, "").replace(tokenizer.eos_token, "") for t in texts]
+    ```
+
+    ## Options
+    None.
+    """
+
+    code = "RL304"
+    name = "skip-special-tokens-strips-custom"
+    severity = Severity.WARNING
+    message = "`{expr}` removes the registered special tokens {tokens} from the text the rewards parse"
+    triggers = ("additional_special_tokens", "special_tokens=True")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if call_tail(node) not in ("decode", "batch_decode") or not isinstance(node.func, cst.Attribute):
+            return
+        skip = keyword(node, "skip_special_tokens")
+        if skip is None or number(skip.value) != 1.0:
+            return
+        tokens = self.file.fact(TokenizerFacts).custom_tokens
+        ids = positional(node, 0)
+        if not tokens or ids is None:
+            return
+        if self.file.fact(TextRoles).role(ids, self.scope) in (PROMPT, PROMPTS):
+            return
+        shown = ", ".join(tokens[:3]) + (", ..." if len(tokens) > 3 else "")
+        self.report(node, expr=self.source(node), tokens=shown)
+
+
+class CompletionStringSlice(FunctionRule):
+    """
+    ## What it does
+    Reports constant-bound slicing of completion text (`completion[:3000]`,
+    `text[-500:]`, `resp[:MAX_CHARS]`) on its way to a reward, a judge, a dataset or a
+    saved rollout. Completion text is a string decoded from generated ids or received
+    as the completion/response argument of a reward or scoring function, including
+    verl's `compute_score(data_source, solution_str, ...)`. Slices inside `print`,
+    logging calls and f-strings (display) and slices of ids, masks and tensors are
+    not reported.
+
+    ## Why is this bad?
+    Reasoning models put the answer at the end. Cutting the completion to its first
+    N characters scores a different text than the model wrote: long correct
+    completions get 0, and the policy learns to be short for the wrong reason;
+    keeping only the last N characters hides a format violation earlier on (verl
+    #7274).
+
+    ## Example
+    ```python
+    def judge_reward(prompts, completions, **kwargs):
+        return [judge(JUDGE.format(q=p, response=c[:3000])) for p, c in zip(prompts, completions, strict=True)]
+    ```
+
+    ## Use instead
+    Limit the length in tokens at generation time (`max_completion_length`), and
+    give the scorer the whole completion; if a judge has a context limit, count
+    truncation as a failure explicitly.
+
+    ## Options
+    None.
+    """
+
+    code = "RL305"
+    name = "completion-string-slice"
+    severity = Severity.WARNING
+    message = "`{expr}` truncates the completion before {user}: {lost} is lost"
+    triggers = ("completion", "response", "decode", "solution_str", "generat", "reward", "score")
+
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self._display = 0
+        self._equality: Set[int] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if is_display_call(node):
+            self._display += 1
+
+    def leave_Call(self, original_node: cst.Call) -> None:
+        if is_display_call(original_node):
+            self._display -= 1
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        self._display += 1
+
+    def leave_FormattedString(self, original_node: cst.FormattedString) -> None:
+        self._display -= 1
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        if any(isinstance(c.operator, (cst.Equal, cst.NotEqual)) for c in node.comparisons):
+            self._equality.update(id(n) for n in [node.left] + [c.comparator for c in node.comparisons])
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, cst.Add) and any(
+                (literal_text(side) or "").strip() in ("...", "\u2026", "[...]", "(truncated)") for side in (node.left, node.right)):
+            self._equality.update((id(node.left), id(node.right)))  # `text[:200] + "..."`: a preview
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            if isinstance(target.target, cst.Name) and set(words(target.target.value)) & _DISPLAY_WORDS:
+                self._equality.add(id(node.value))
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if self._display or id(node) in self._equality or len(node.slice) != 1:
+            return
+        key = node.slice[0].slice
+        if not isinstance(key, cst.Slice) or key.step is not None:
+            return
+        if not isinstance(node.value, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
+            return
+        bounds = [b for b in (key.lower, key.upper) if b is not None]
+        if len(bounds) != 1 or not isinstance(bounds[0], (cst.Integer, cst.UnaryOperation, cst.Name, cst.Attribute)):
+            return
+        if self.file.fact(TextRoles).role(node.value, self.scope) != TEXT:
+            return
+        bound = self._truncation(key)
+        if bound is None:
+            return
+        function = self.function
+        if function is not None and self.file.fact(RewardFunctions).is_reward(function):
+            user = f"`{function.name.value}` scores it"
+        else:
+            user = "it is used"
+        lost = f"text past character {bound}" if bound > 0 else f"everything before the last {-bound} characters"
+        self.report(node, expr=self.source(node), user=user, lost=lost)
+
+    def _truncation(self, key: cst.Slice) -> Optional[int]:
+        """N of `[:N]` (N > 1) or `[-N:]` when N is a constant the source shows."""
+        if key.lower is None and key.upper is not None:
+            value = self._constant(key.upper)
+            return int(value) if value is not None and value > 1 else None
+        if key.upper is None and key.lower is not None:
+            value = self._constant(key.lower)
+            return int(value) if value is not None and value < -1 else None
+        return None
+
+    def _constant(self, expr: cst.BaseExpression) -> Optional[float]:
+        value = number(expr)
+        if value is not None:
+            return value
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            resolved = self.file.fact(Values).of(expr)
+            return None if resolved is None else float(resolved.number)
+        return None
+
+
+# Chat-template control tokens that only a template should write.
+_CHAT_TOKENS = ("<|im_start|>", "<|im_end|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", "[INST]",
+                "[/INST]", "<start_of_turn>", "<end_of_turn>", "<|user|>", "<|assistant|>", "<|system|>")
+_EMPTY_THINK = re.compile(r"<think>[ \t]*(?:\n|\\n)(?:\s|\\n)*</think>")
+# Calls whose string arguments name tokens or parse output: tokenizer set-up, stop strings, parsing.
+_TOKEN_CALLS = {"add_special_tokens", "add_tokens", "convert_tokens_to_ids", "token_to_id", "encode", "split",
+                "rsplit", "replace", "strip", "rstrip", "lstrip", "endswith", "startswith", "count", "find", "rfind",
+                "index", "rindex", "partition", "rpartition", "removesuffix", "removeprefix", "sub", "search",
+                "match", "findall", "fullmatch", "compile", "escape", "get", "apply_chat_template", "get_vocab"}
+_TOKEN_KEYWORDS = {"stop", "stop_strings", "stop_sequences", "stop_words", "eos_token", "pad_token", "bos_token",
+                   "chat_template", "additional_special_tokens", "stop_token", "stop_tokens", "end_token"}
+
+
+def _chat_tokens(text: str) -> List[str]:
+    found = [t for t in _CHAT_TOKENS if t in text]
+    if _EMPTY_THINK.search(text):
+        found.append("<think></think>")
+    return found
+
+
+def _only_tokens(text: str) -> bool:
+    if _EMPTY_THINK.search(text):
+        return False  # an empty reasoning block is prompt text, not a token name
+    for token in _CHAT_TOKENS:
+        text = text.replace(token, "")
+    return not text.replace("\\n", "").strip()
+
+
+def _defines_template(node: cst.ClassDef) -> bool:
+    """A renderer or chat-template class: its job is to write the control tokens."""
+    names = [node.name.value] + [b.value.attr.value if isinstance(b.value, cst.Attribute) else
+                                 getattr(b.value, "value", "") for b in node.bases]
+    return any("render" in n.lower() or "template" in n.lower() for n in names if isinstance(n, str))
+
+
+class HandWrittenChatTemplate(CSTRule):
+    """
+    ## What it does
+    Reports string literals that write chat-template control tokens (`<|im_start|>`,
+    `<|im_end|>`, `<|start_header_id|>`, `<|eot_id|>`, `[INST]`, `<start_of_turn>`,
+    `<|user|>`, `<|assistant|>`, an empty `<think>\\n\\n</think>`) into prompt text.
+    Token names in tokenizer set-up (`add_special_tokens`, `convert_tokens_to_ids`),
+    stop strings, `split`/`replace` on model output, messages of `assert`, `raise`
+    and logging, Jinja chat-template definitions and renderer or template classes
+    (whose job is to write these tokens) are not reported.
+
+    ## Why is this bad?
+    A hand-written template drifts from the model's own: a missing newline, a system
+    prompt the model was not trained with, a BOS added twice or a `<think>` block the
+    template would have added. The policy then trains on prompts it never sees at
+    inference, and a mismatch in the token boundaries changes the log-probs.
+
+    ## Example
+    ```python
+    prompt = f"<|im_start|>user\\n{question}<|im_end|>\\n<|im_start|>assistant\\n"
+    ```
+
+    ## Use instead
+    ```python
+    prompt = tokenizer.apply_chat_template(
+        [{"role": "user", "content": question}], tokenize=False, add_generation_prompt=True)
+    ```
+
+    ## Options
+    None.
+    """
+
+    code = "RL307"
+    name = "hand-written-chat-template"
+    severity = Severity.WARNING
+    message = "string literal writes the chat-template tokens {tokens} by hand: use tokenizer.apply_chat_template"
+    triggers = _CHAT_TOKENS + ("<think>",)
+
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self._quiet = 0  # inside token set-up, parsing calls, comparisons, token assignments, docstrings
+        self._assembling = 0  # inside `+`, `%` or `.format` that builds text
+        self._quiet_args: Set[int] = set()
+        self._reported_statement: Optional[cst.CSTNode] = None  # one finding per statement
+        self._statement: Optional[cst.CSTNode] = None
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self._statement = node
+        if len(node.body) == 1 and isinstance(node.body[0], cst.Expr) and literal_text(node.body[0].value) is not None:
+            self._quiet += 1  # a docstring or a bare string statement
+
+    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine) -> None:
+        body = original_node.body
+        if len(body) == 1 and isinstance(body[0], cst.Expr) and literal_text(body[0].value) is not None:
+            self._quiet -= 1
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if call_tail(node) in _TOKEN_CALLS or is_display_call(node):
+            self._quiet_args.update(id(a) for a in node.args)
+        if call_tail(node) == "format" and isinstance(node.func, cst.Attribute) and literal_text(node.func.value):
+            self._check(node.func.value, assembling=True)
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if id(node) in self._quiet_args or (node.keyword is not None and node.keyword.value in _TOKEN_KEYWORDS):
+            self._quiet += 1
+
+    def leave_Arg(self, original_node: cst.Arg) -> None:
+        if id(original_node) in self._quiet_args or (
+                original_node.keyword is not None and original_node.keyword.value in _TOKEN_KEYWORDS):
+            self._quiet -= 1
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        self._quiet += 1
+
+    def leave_Comparison(self, original_node: cst.Comparison) -> None:
+        self._quiet -= 1
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self._quiet += 1
+
+    def leave_Assert(self, original_node: cst.Assert) -> None:
+        self._quiet -= 1
+
+    def visit_Raise(self, node: cst.Raise) -> None:
+        self._quiet += 1
+
+    def leave_Raise(self, original_node: cst.Raise) -> None:
+        self._quiet -= 1
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if _defines_template(node):
+            self._quiet += 1
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        if _defines_template(original_node):
+            self._quiet -= 1
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if self._token_target(node.targets):
+            self._quiet += 1
+
+    def leave_Assign(self, original_node: cst.Assign) -> None:
+        if self._token_target(original_node.targets):
+            self._quiet -= 1
+
+    @staticmethod
+    def _token_target(targets) -> bool:
+        for target in targets:
+            node = target.target
+            name = node.attr.value if isinstance(node, cst.Attribute) else node.value if isinstance(node, cst.Name) else ""
+            lowered = name.lower()
+            if any(w in lowered for w in ("token", "template", "stop", "eos", "special", "marker", "tag")) and not any(
+                    w in lowered for w in ("prompt", "user", "assistant", "system", "format", "turn", "header")):
+                return True
+            if any(w in lowered for w in ("response", "completion", "output", "generation")) and "prompt" not in lowered:
+                return True  # a model's output (a test fixture, a parsed reply), not a prompt
+        return False
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, (cst.Add, cst.Modulo)):
+            self._assembling += 1
+
+    def leave_BinaryOperation(self, original_node: cst.BinaryOperation) -> None:
+        if isinstance(original_node.operator, (cst.Add, cst.Modulo)):
+            self._assembling -= 1
+
+    def visit_ConcatenatedString(self, node: cst.ConcatenatedString) -> bool:
+        self._check(node, self._assembling > 0)
+        return False
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self._check(node, self._assembling > 0)
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> bool:
+        self._check(node, True)
+        return False
+
+    def _check(self, node: cst.BaseExpression, assembling: bool) -> None:
+        if self._quiet or (self._statement is not None and self._reported_statement is self._statement):
+            return
+        text = literal_text(node)
+        if not text or "{%" in text or "{{" in text:
+            return  # a Jinja chat template is the right place for these tokens
+        tokens = _chat_tokens(text)
+        if not tokens:
+            return
+        if _only_tokens(text) and not assembling:
+            return  # a token name on its own, not prompt text
+        self._reported_statement = self._statement
+        self.report(node, tokens=", ".join(dict.fromkeys(tokens)))
+
+
+class DoubleThinkPrefill(FunctionRule):
+    """
+    ## What it does
+    Reports `"<think>"` appended to the text of
+    `apply_chat_template(..., tokenize=False, add_generation_prompt=True)` without
+    checking whether the rendered prompt already ends with it.
+
+    ## Why is this bad?
+    The chat templates of several reasoning models (Qwen3 with thinking on,
+    DeepSeek-R1 distills) already end the generation prompt with `<think>\\n`. Appending
+    another gives `<think>\\n<think>\\n`: the model sees a prompt unlike its training,
+    and format rewards that expect one opening marker fail.
+
+    ## Example
+    ```python
+    prompt = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    prompt += "<think>\\n"
+    ```
+
+    ## Use instead
+    ```python
+    if not prompt.rstrip().endswith("<think>"):
+        prompt += "<think>\\n"
+    ```
+
+    ## Options
+    None.
+    """
+
+    code = "RL308"
+    name = "double-think-prefill"
+    severity = Severity.WARNING
+    message = "`<think>` is appended to a generation prompt rendered by `{template}` without checking that the template did not already add it"
+    triggers = ("<think>",)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, cst.Add) and _starts_think(node.right):
+            self._check(node, node.left)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.operator, cst.AddAssign) and _starts_think(node.value):
+            self._check(node, node.target)
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        parts = node.parts
+        for first, second in zip(parts, parts[1:]):
+            if isinstance(first, cst.FormattedStringExpression) and isinstance(second, cst.FormattedStringText) \
+                    and second.value.lstrip().startswith("<think>"):
+                self._check(node, first.expression)
+
+    def _check(self, node: cst.CSTNode, base: cst.BaseExpression) -> None:
+        scope = self.scope
+        call = self.file.fact(TokenizerFacts).rendered(base, scope)
+        if call is None:
+            return
+        generation = keyword(call, "add_generation_prompt")
+        if generation is None or number(generation.value) != 1.0:
+            return
+        if any("<think>" in text for text in self.file.fact(MarkerChecks).checked(scope)):
+            return
+        self.report(node, template="apply_chat_template(..., add_generation_prompt=True)")
+
+
+def _starts_think(node: cst.BaseExpression) -> bool:
+    text = literal_text(node)
+    return text is not None and text.lstrip().startswith("<think>")
+
+
+_GOLD_KEYS = {"answer", "answers", "solution", "solutions", "ground_truth", "gold", "label", "target", "reference"}
+
+
+def _gold_field(node: cst.Subscript) -> bool:
+    """`row["answer"].split("####")[-1]`: a dataset's gold answer, not a completion."""
+    call = node.value
+    text = call.func.value if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) else None
+    if isinstance(text, cst.Subscript) and len(text.slice) == 1 and isinstance(text.slice[0].slice, cst.Index):
+        return (literal_text(text.slice[0].slice.value) or "").lower() in _GOLD_KEYS
+    return False
+
+
+class AnswerExtractionFallback(FunctionRule):
+    """
+    ## What it does
+    Reports answer extraction that returns the whole text when its marker is
+    missing: `text.split("####")[-1]`, `text.split("<answer>")[1]`,
+    `rpartition("<answer>")[2]`, or a `re.search` for the answer whose fallback is
+    `return text`, in a function that never checks that the marker is there.
+    Reasoning end markers (`</think>`) are RL301's.
+
+    ## Why is this bad?
+    A completion without the marker is then scored on everything it says: a model
+    that lists several candidate numbers, or restates the question's numbers, is
+    rewarded whenever the gold answer appears among them. The policy learns to omit
+    the format and spray answers: reward hacking (verifiers #1028, prime-rl #475).
+
+    ## Example
+    ```python
+    def extract(completion: str) -> str:
+        return completion.split("####")[-1].strip()
+    ```
+
+    ## Use instead
+    ```python
+    def extract(completion: str) -> str:
+        if "####" not in completion:
+            return ""
+        return completion.split("####")[-1].strip()
+    ```
+
+    ## Options
+    None.
+    """
+
+    code = "RL310"
+    name = "answer-extraction-fallback"
+    severity = Severity.WARNING
+    message = "{what}: a completion without the answer marker is scored on its whole text"
+    triggers = ("####", "answer", "boxed", "solution>", "Answer")
+
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self._searched: Optional[tuple] = None
+        self._searches: Optional[bool] = None  # does the file search text with a regex at all?
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if not may_extract(node):
+            return
+        found = extraction(node, self.file.fact(Scopes), self.scope)
+        if found is None or found.kind not in ("split", "rsplit", "rpartition") or not is_answer_marker(found.marker):
+            return
+        if self.file.fact(MarkerChecks).checks(self.scope, found.marker) or _gold_field(found.node):
+            return
+        self.report(node, what=f"`{self.source(node)}` keeps the text after {found.marker!r} without checking for it")
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if self.function is None or not isinstance(node.value, (cst.IfExp, cst.Name, cst.Call)):
+            return
+        if self._searches is None:
+            self._searches = any(f".{name}(" in self.file.text for name in ("search", "match", "findall", "fullmatch"))
+        if not self._searches:
+            return
+        scope = self.scope
+        searched = self._searched_texts(scope)
+        if not searched:
+            return
+        value = node.value
+        candidates = [value.orelse, value.body] if isinstance(value, cst.IfExp) else [value]
+        if not isinstance(value, cst.IfExp) and len(scope.returns) < 2:
+            return
+        for candidate in candidates:
+            while isinstance(candidate, cst.Call) and call_tail(candidate) in ("strip", "lower", "rstrip", "lstrip") \
+                    and isinstance(candidate.func, cst.Attribute):
+                candidate = candidate.func.value
+            if isinstance(candidate, cst.Name) and candidate.value in searched:
+                self.report(node, what=f"`{self.source(node)}` falls back to the text the answer pattern searched")
+                return
+
+    def _searched_texts(self, scope: Scope) -> Set[str]:
+        """Names of the text given to an answer-pattern search in this function."""
+        if self._searched is not None and self._searched[0] is scope:
+            return self._searched[1]
+        imports, scopes = self.file.fact(Imports), self.file.fact(Scopes)
+        names: Set[str] = set()
+        self._searched = (scope, names)
+        for call in scope.calls:
+            if call_tail(call) not in ("search", "match", "fullmatch", "findall", "finditer"):
+                continue
+            found = regex_of(call, imports, scopes, scope)
+            if found is None or not is_answer_marker(found.pattern):
+                continue
+            compiled = not (imports.qualified(call.func) or "").startswith(("re.", "regex."))
+            text = positional(call, 0 if compiled else 1)
+            if isinstance(text, cst.Name):
+                names.add(text.value)
+        return names
+
+
+class PadEqualsEosMask(FunctionRule):
+    """
+    ## What it does
+    Reports a comparison of token ids with the pad id (`ids != tokenizer.pad_token_id`,
+    `labels == pad_id`) in a file that sets `tokenizer.pad_token = tokenizer.eos_token`
+    (or `pad_token_id = eos_token_id`).
+
+    ## Why is this bad?
+    With padding equal to EOS, a mask built from the pad id also hides every real
+    EOS token: the model is never trained to emit EOS, completions stop ending, and
+    they all run to the length limit (trl #4970, #6357).
+
+    ## Example
+    ```python
+    tokenizer.pad_token = tokenizer.eos_token
+    completion_mask = (completion_ids != tokenizer.pad_token_id).long()
+    ```
+
+    ## Use instead
+    Build the mask from the first EOS position (keeping it) or from the lengths:
+    ```python
+    is_eos = completion_ids == tokenizer.eos_token_id
+    first = torch.where(is_eos.any(1), is_eos.int().argmax(1), is_eos.size(1))
+    completion_mask = (torch.arange(is_eos.size(1))[None] <= first[:, None]).long()
+    ```
+    or give the tokenizer a pad token of its own.
+
+    ## Options
+    None.
+    """
+
+    code = "RL311"
+    name = "pad-equals-eos-mask"
+    severity = Severity.WARNING
+    message = "`{expr}` compares ids with the pad id, which is the EOS id here: the real EOS is masked too and the model never learns to stop"
+    triggers = ("pad_token",)
+
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self._targets = 0
+        self._filters: Set[int] = set()
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._targets += 1
+
+    def leave_AssignTarget(self, original_node: cst.AssignTarget) -> None:
+        self._targets -= 1
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if not self._targets:  # `ids[ids != pad]` read: dropping padding before decoding, not a mask
+            self._filters.update(id(e.slice.value) for e in node.slice if isinstance(e.slice, cst.Index))
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        if len(node.comparisons) != 1 or not isinstance(node.comparisons[0].operator, (cst.Equal, cst.NotEqual)):
+            return
+        if id(node) in self._filters:
+            return
+        left, right = node.left, node.comparisons[0].comparator
+        self._check(node, left, right)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if call_tail(node) in ("eq", "ne") and isinstance(node.func, cst.Attribute) and len(node.args) == 1:
+            self._check(node, node.func.value, node.args[0].value)
+
+    def _check(self, node: cst.CSTNode, left: cst.BaseExpression, right: cst.BaseExpression) -> None:
+        if not self.file.fact(TokenizerFacts).pad_is_eos:
+            return
+        for ids, pad in ((left, right), (right, left)):
+            if self._is_pad_id(pad):
+                if not self._is_prompt(ids) and not self._handles_eos():
+                    self.report(node, expr=self.source(node))
+                return
+
+    def _handles_eos(self) -> bool:
+        """The function looks for EOS itself (`ids == eos_token_id`): it knows pad is EOS."""
+        for node in walk(self.scope.node):
+            if isinstance(node, cst.Attribute) and node.attr.value in ("eos_token_id", "eos_token_ids"):
+                return True
+            if isinstance(node, cst.Name) and "eos" in node.value.lower():
+                return True
+        return False
+
+    def _is_pad_id(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.Attribute):
+            return expr.attr.value == "pad_token_id"
+        if isinstance(expr, cst.Name) and "pad" in expr.value.lower():
+            for scope in (self.scope, self.file.fact(Scopes).module):
+                values = scope.assigned.get(expr.value)
+                if values:
+                    return len(values) == 1 and isinstance(values[0], cst.Attribute) \
+                        and values[0].attr.value == "pad_token_id"
+        return False
+
+    def _is_prompt(self, expr: cst.BaseExpression) -> bool:
+        """Prompt ids: their padding is on the left and holds no EOS to lose."""
+        base = expr
+        while isinstance(base, cst.Subscript) or (isinstance(base, cst.Call) and isinstance(base.func, cst.Attribute)):
+            base = base.value if isinstance(base, cst.Subscript) else base.func.value
+        name = dotted(base) or ""
+        if any(w in words(name.replace(".", "_")) for w in ("prompt", "prompts", "query", "queries")):
+            return True
+        return self.file.fact(TextRoles).role(expr, self.scope) in (PROMPT, PROMPTS)
+
+
+class DoubleBos(FunctionRule):
+    """
+    ## What it does
+    Reports text rendered by `apply_chat_template(..., tokenize=False)` that is
+    tokenized again with the default `add_special_tokens=True`: `tokenizer(text)`,
+    `tokenizer.encode(text)`.
+
+    ## Why is this bad?
+    The rendered template already starts with the BOS token; tokenizing it with special
+    tokens adds a second one (Llama, Gemma, Mistral tokenizers). The policy is trained
+    and sampled on `<bos><bos>...` prompts, which it never saw in instruction tuning,
+    and its log-probs shift.
+
+    ## Example
+    ```python
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    ids = tokenizer(text, return_tensors="pt").input_ids
+    ```
+
+    ## Use instead
+    ```python
+    ids = tokenizer(text, return_tensors="pt", add_special_tokens=False).input_ids
+    ```
+    or `apply_chat_template(messages, tokenize=True, ...)`.
+
+    ## Options
+    None.
+    """
+
+    code = "RL312"
+    name = "double-bos"
+    severity = Severity.WARNING
+    message = "`{expr}` tokenizes a rendered chat template with add_special_tokens=True: the prompt gets a second BOS"
+    triggers = ("tokenize=False",)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        tail = call_tail(node)
+        if tail in ("encode", "encode_plus", "batch_encode_plus"):
+            if not isinstance(node.func, cst.Attribute) or not _tokenizer_like(node.func.value):
+                return
+        elif not _tokenizer_like(node.func):
+            return
+        special = keyword(node, "add_special_tokens")
+        if (special is not None and number(special.value) != 1.0) or any(a.star == "**" for a in node.args):
+            return
+        text_arg = keyword(node, "text")
+        text = text_arg.value if text_arg else positional(node, 0)
+        if text is not None and self.file.fact(TokenizerFacts).rendered(text, self.scope) is not None:
+            self.report(node, expr=self.source(node))
+
+
+def _tokenizer_like(expr: cst.BaseExpression) -> bool:
+    name = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value if isinstance(expr, cst.Name) else ""
+    lowered = name.lower()
+    return "tokenizer" in lowered or lowered in ("tok", "processing_class", "processor")
+
+
+# Calls that sample rollouts, or configure an RL trainer's sampling.
+_SAMPLER_CALLS = {"generate", "GenerationConfig", "SamplingParams", "sample", "sample_async", "generate_sequences",
+                  "GRPOConfig", "RLOOConfig", "OnlineDPOConfig", "PPOConfig", "PPOv2Config", "XPOConfig",
+                  "NashMDConfig", "GKDConfig"}
+_GENERATION_WORDS = {"gen", "generation", "generate", "sampling", "sample", "rollout"}
+_KWARGS_KEYWORDS = {"generation_kwargs", "gen_kwargs", "sampling_kwargs", "generate_kwargs"}
+
+
+def generation_settings(value: cst.BaseExpression) -> Dict[str, Tuple[cst.BaseExpression, cst.CSTNode]]:
+    """Keys of a generation-kwargs dict (`{"max_new_tokens": 256}` or `dict(max_new_tokens=256)`): key ->
+    (value, node to report)."""
+    found: Dict[str, Tuple[cst.BaseExpression, cst.CSTNode]] = {}
+    if isinstance(value, cst.Dict):
+        for element in value.elements:
+            if isinstance(element, cst.DictElement):
+                key = literal_text(element.key)
+                if key is not None:
+                    found[key] = (element.value, element)
+    elif isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "dict":
+        found = {a.keyword.value: (a.value, a) for a in value.args if a.keyword is not None}
+    return found
+
+
+def generation_kwargs(node: cst.CSTNode) -> Dict[str, Tuple[cst.BaseExpression, cst.CSTNode]]:
+    """The settings of a generation-kwargs dict assigned to `gen_kwargs`-like names or passed as
+    `generation_kwargs=`; empty for anything else."""
+    if isinstance(node, cst.Assign) and any(
+            isinstance(t.target, cst.Name) and set(words(t.target.value)) & _GENERATION_WORDS for t in node.targets):
+        return generation_settings(node.value)
+    if isinstance(node, cst.Arg) and node.keyword is not None and node.keyword.value in _KWARGS_KEYWORDS:
+        return generation_settings(node.value)
+    return {}
+
+
+class GenerationSuppressesEos(CSTRule):
+    """
+    ## What it does
+    Reports rollout generation whose minimum length equals its maximum
+    (`min_new_tokens == max_new_tokens`, `min_length == max_length`,
+    `min_tokens == max_tokens`), or that drops the EOS token (`eos_token_id=None`,
+    vLLM's `ignore_eos=True`).
+
+    ## Why is this bad?
+    Every sample runs to the length limit: the model cannot end its answer, the
+    completions fill up with repetitions after the answer, and length-dependent
+    losses and rewards see only full-length sequences. The policy never gets a
+    signal for stopping.
+
+    ## Example
+    ```python
+    out = policy.generate(**enc, do_sample=True, max_new_tokens=1024, min_new_tokens=1024)
+    ```
+
+    ## Use instead
+    ```python
+    out = policy.generate(**enc, do_sample=True, max_new_tokens=1024,
+                          eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+    ```
+
+    ## Options
+    None.
+    """
+
+    code = "RL313"
+    name = "generation-suppresses-eos"
+    severity = Severity.WARNING
+    message = "{what}: every sample runs to the length limit and the model never learns to stop"
+    triggers = ("min_new_tokens", "min_length", "min_tokens", "eos_token_id", "ignore_eos")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        settings = {a.keyword.value: (a.value, a) for a in node.args if a.keyword is not None}
+        self._check(settings, call_tail(node) in _SAMPLER_CALLS)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._check(generation_kwargs(node), True)
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        self._check(generation_kwargs(node), True)
+
+    def _check(self, settings: Dict[str, Tuple[cst.BaseExpression, cst.CSTNode]], sampler: bool) -> None:
+        for low, high in (("min_new_tokens", "max_new_tokens"), ("min_length", "max_length"),
+                          ("min_tokens", "max_tokens")):
+            if low in settings and high in settings and self._same(settings[low][0], settings[high][0]):
+                self.report(settings[low][1], what=f"`{low}` equals `{high}`")
+                return
+        if not sampler:
+            return
+        if "eos_token_id" in settings:
+            value, node = settings["eos_token_id"]
+            if isinstance(value, cst.Name) and value.value == "None":
+                self.report(node, what="`eos_token_id=None` drops the stop token")
+        if "ignore_eos" in settings and number(settings["ignore_eos"][0]) == 1.0:
+            self.report(settings["ignore_eos"][1], what="`ignore_eos=True` drops the stop token")
+
+    def _same(self, a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
+        code = self.file.module.code_for_node
+        if not isinstance(a, (cst.Integer, cst.Float)) and code(a) == code(b):
+            return True
+        values = self.file.fact(Values)
+        first, second = values.of(a), values.of(b)
+        return first is not None and second is not None and first.number == second.number
+
+
+# Rollout length limits, by the names that frameworks and scripts give them.
+_LENGTH_LIMITS = {"max_new_tokens", "max_tokens", "max_completion_length", "response_length", "max_response_length",
+                  "generate_max_len", "max_gen_len", "max_generation_length", "max_completion_tokens"}
+
+
+class ShortGenerationLimit(CSTRule):
+    """
+    ## What it does
+    Reports, in RL training code, a rollout length limit (`max_new_tokens`,
+    `max_tokens`, `max_completion_length`, `response_length`,
+    `max_response_length`, `generate_max_len`) given to a sampler (`generate`,
+    `GenerationConfig`, vLLM or Tinker `SamplingParams`, `sample`) or to an RL
+    trainer's config (`GRPOConfig`, `RLOOConfig`, `OnlineDPOConfig`...), or declared
+    as a field of a subclass of such a config, below `min-generation-tokens`. The finding points where the value is written: the
+    keyword argument, the `argparse` default, the dataclass field or the constant.
+
+    ## Why is this bad?
+    Completions longer than the limit are cut off before their answer, score 0, and
+    push the policy toward short, unreasoned answers; with 256 tokens almost every
+    math completion was truncated in trl #6264. Evaluation scripts that are not RL
+    code are not reported.
+
+    ## Example
+    ```python
+    config = GRPOConfig(output_dir="out", max_completion_length=256)
+    ```
+
+    ## Use instead
+    ```python
+    config = GRPOConfig(output_dir="out", max_completion_length=2048)
+    ```
+
+    ## Options
+    - `min-generation-tokens` (default 512): the smallest limit that is not reported.
+    """
+
+    code = "RL306"
+    name = "short-generation-limit"
+    severity = Severity.WARNING
+    message = "rollout length limit `{name}` = {value} ({origin}) is below {limit} tokens: longer completions are cut off before their answer and score 0"
+    options = (MIN_GENERATION_TOKENS,)
+    triggers = tuple(_LENGTH_LIMITS)
+
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self._reported: Set[int] = set()
+        self._active: Optional[bool] = None
+
+    def _is_active(self) -> bool:
+        if self._active is None:
+            self._active = bool(self.file.fact(RLContext).is_rl)
+        return self._active
+
+    def visit_Module(self, node: cst.Module) -> None:
+        """Fields of the file's subclasses of an RL trainer config (`class Args(GRPOConfig)`)."""
+        if not any(c.endswith("Config") and c in self.file.text for c in _SAMPLER_CALLS) or not self._is_active():
+            return
+        values = self.file.fact(Values)
+        owners = {sub for base in _SAMPLER_CALLS if base.endswith("Config") for sub in values.subclasses(base)}
+        for declaration in values.declarations():
+            if declaration.kind == "field" and declaration.owner in owners and declaration.name in _LENGTH_LIMITS:
+                self._judge(declaration.name, values.value_of(declaration))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if call_tail(node) not in _SAMPLER_CALLS:
+            return  # a limit handed to a sampler or an RL trainer's config is a rollout limit
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value in _LENGTH_LIMITS and self._is_active():
+                self._judge(arg.keyword.value, self.file.fact(Values).of(arg.value))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._settings(generation_kwargs(node))
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        self._settings(generation_kwargs(node))
+
+    def _settings(self, settings: Dict[str, Tuple[cst.BaseExpression, cst.CSTNode]]) -> None:
+        for key, (value, _) in settings.items():
+            if key in _LENGTH_LIMITS and self._is_active():
+                self._judge(key, self.file.fact(Values).of(value))
+
+    def _judge(self, name: str, value) -> None:
+        if value is None or isinstance(value.number, bool) or id(value.node) in self._reported:
+            return
+        if value.origin.startswith("default of parameter") and value.origin.endswith("of __init__()"):
+            return  # a constructor's default is a placeholder: whoever builds the object sets the limit
+        limit = self.option(MIN_GENERATION_TOKENS)
+        if 1 < value.number < limit:
+            self._reported.add(id(value.node))
+            number_text = int(value.number) if float(value.number).is_integer() else value.number
+            origin = "set here" if value.origin == "literal" else value.origin
+            self.report(value.node, name=name, value=number_text, origin=origin, limit=limit)
+
+
+_LOG_SOFTMAX = {"log_softmax", "selective_log_softmax"}
+
+
+def _is_module_call(call: cst.Call, imports: Imports) -> bool:
+    """`F.log_softmax(x)` / `torch.log_softmax(x)` rather than the method `x.log_softmax()`."""
+    root = call.func
+    while isinstance(root, cst.Attribute):
+        root = root.value
+    return isinstance(root, cst.Name) and root.value in imports.aliases
+
+
+def _divides(node: cst.CSTNode) -> bool:
+    return (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide)) or (
+        isinstance(node, cst.Call) and call_tail(node) in ("div", "div_", "true_divide"))
+
+
+class LogprobsIgnoreTemperature(FunctionRule):
+    """
+    ## What it does
+    Reports, in a file that samples rollouts at a temperature other than 1, a
+    `log_softmax` over logits that were never divided by that temperature; and a
+    division of log-probs (rather than logits) by the temperature.
+
+    ## Why is this bad?
+    The sampler drew tokens from `softmax(logits / T)`. Log-probs computed from the raw
+    logits belong to another distribution, so the importance ratio between the
+    sampling and the training policy is off even before any update: clipping fires
+    on tokens that did not change and the KL estimate is biased (trl #3029).
+    Dividing log-probs by T does not give the tempered distribution either: the
+    result is not normalised (prime-rl #697).
+
+    ## Example
+    ```python
+    out = policy.generate(**enc, do_sample=True, temperature=0.7)
+    logps = F.log_softmax(policy(seqs).logits, dim=-1)
+    ```
+
+    ## Use instead
+    ```python
+    logps = F.log_softmax(policy(seqs).logits / 0.7, dim=-1)
+    ```
+
+    ## Options
+    None.
+    """
+
+    code = "RL309"
+    name = "logprobs-ignore-temperature"
+    severity = Severity.WARNING
+    message = "{what}"
+    triggers = ("temperature",)
+
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self._temperature: Optional[tuple] = None
+
+    def sampling_temperature(self):
+        """The temperature the file samples at, when the source shows one other than 1."""
+        if self._temperature is None:
+            values = self.file.fact(Values)
+            found = []
+            for node in walk(self.file.module, into_functions=True):
+                if isinstance(node, cst.Call) and call_tail(node) in _SAMPLER_CALLS:
+                    arg = keyword(node, "temperature")
+                    if arg is not None:
+                        found.append(values.of(arg.value))
+            known = [v for v in found if v is not None and v.number > 0 and v.number != 1]
+            self._temperature = (known[0] if known else None,)
+        return self._temperature[0]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if call_tail(node) not in _LOG_SOFTMAX:
+            return
+        if isinstance(node.func, cst.Attribute) and call_tail(node) == "log_softmax" \
+                and not _is_module_call(node, self.file.fact(Imports)):
+            operand = node.func.value  # logits.log_softmax(-1)
+        else:
+            operand = positional(node, 0)
+        if operand is None or self.sampling_temperature() is None:
+            return
+        sources = self._sources(operand, self.scope)
+        if any(_divides(n) for n in sources):
+            return
+        if any(isinstance(n, cst.Attribute) and n.attr.value == "logits" or isinstance(n, cst.Name)
+               and "logits" in n.value.lower() for n in sources):
+            temperature = self.sampling_temperature()
+            self.report(node, what=(
+                f"log-probs from logits not divided by the sampling temperature {temperature.number:g} "
+                f"({temperature.origin}): the ratio compares two different distributions"))
+
+    def _sources(self, expr: cst.BaseExpression, scope: Scope) -> List[cst.CSTNode]:
+        """The nodes of `expr` and, through the names in it, of what they were assigned."""
+        found: List[cst.CSTNode] = []
+        pending, seen = [expr], set()
+        while pending and len(found) < 2000:
+            current = pending.pop()
+            for node in walk(current):
+                found.append(node)
+                if isinstance(node, cst.Name) and node.value not in seen:
+                    seen.add(node.value)
+                    pending.extend(scope.assigned.get(node.value, ()))
+                    if node.value in scope.augmented_divisions:
+                        found.append(cst.BinaryOperation(node, cst.Divide(), node))
+        return found
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if not isinstance(node.operator, cst.Divide):
+            return
+        divisor = node.right
+        name = divisor.attr.value if isinstance(divisor, cst.Attribute) else \
+            divisor.value if isinstance(divisor, cst.Name) else ""
+        if "temp" not in name.lower():
+            return
+        from rllint.analysis.tensors import LOGPROBS, Tensors
+
+        kind = self.file.fact(Tensors).kind(node.left)
+        if kind is not None and kind.kind == LOGPROBS:
+            self.report(node, what=(f"`{self.source(node)}` divides log-probs by the temperature: the result is not "
+                                    "the tempered distribution; divide the logits before log_softmax"))

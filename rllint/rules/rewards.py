@@ -1,0 +1,535 @@
+"""RL4xx: reward functions (their return shape, value range, result lists, zips and error handling)."""
+from __future__ import annotations
+
+from typing import FrozenSet, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from rllint.analysis.context import RLContext
+from rllint.analysis.imports import Imports
+from rllint.analysis.rewards import RewardFunctions
+from rllint.analysis.text import (
+    GEN_IDS, PROMPTS, TEXTS, Scope, TextRoles, call_tail, keyword, number, per_completion_name, walk,
+)
+from rllint.analysis.values import Values
+from rllint.diagnostic import Severity
+from rllint.registry import Option
+from rllint.rules.decoding import FunctionRule, is_display_call
+
+MIN_BINARY_GROUP_SIZE = Option(
+    "min-binary-group-size", int, 8,
+    "RL402: the smallest group size (completions per prompt) at which a reward with only two "
+    "values is not reported.",
+)
+
+
+# Every reward function has one of these in its name, signature or registration.
+_REWARD_TRIGGERS = ("reward", "score", "completions", "solution_str")
+
+
+class _RewardRule(FunctionRule):
+    """A rule about the reward function it is in (the innermost function, or any around it)."""
+
+    def in_reward(self, innermost_only: bool = True) -> Optional[cst.FunctionDef]:
+        rewards = self.file.fact(RewardFunctions)
+        functions = self._functions[-1:] if innermost_only else reversed(self._functions)
+        for function in functions:
+            if rewards.is_reward(function):
+                return function
+        return None
+
+
+def _scalar(expr: cst.BaseExpression, imports: Imports) -> bool:
+    """One number: a literal, `float(...)`, `sum(list)`, `x.item()`, `np.mean(x)`, and arithmetic of them."""
+    if number(expr) is not None and not (isinstance(expr, cst.Name)):
+        return True
+    if isinstance(expr, cst.BinaryOperation):
+        return _scalar(expr.left, imports) and (_scalar(expr.right, imports) or call_tail(expr.right) == "len")
+    if isinstance(expr, cst.Call):
+        tail = call_tail(expr)
+        if isinstance(expr.func, cst.Name):
+            if tail in ("float", "int") and expr.args:
+                return True
+            if tail == "sum" and len(expr.args) == 1 and not isinstance(expr.args[0].value, cst.GeneratorExp):
+                return True
+            return False
+        if tail == "item" and not expr.args:
+            return True
+        if tail in ("mean", "sum") and not expr.args and isinstance(expr.func, cst.Attribute):
+            return True  # `torch.tensor(scores).mean()`: a 0-d tensor
+        qualified = imports.qualified(expr.func) or ""
+        if qualified in ("numpy.mean", "numpy.sum", "numpy.average", "statistics.mean", "statistics.fmean",
+                         "math.fsum") and keyword(expr, "axis") is None and len(expr.args) == 1:
+            return True
+    return False
+
+
+class RewardReturnsScalar(_RewardRule):
+    """
+    ## What it does
+    Reports a reward function that receives a batch (TRL's `completions` with
+    `**kwargs`, or a `*reward*` function taking `completions`, `responses`, `batch`...)
+    and returns one number: `return 1.0`, `return sum(scores) / len(scores)`,
+    `return float(...)`, `return x.mean().item()`.
+
+    ## Why is this bad?
+    The trainer needs one reward per completion. A single number is broadcast to (or
+    fails against) the whole batch: every completion gets the same reward, all
+    advantages are zero, and nothing is learned, often without an error.
+
+    ## Example
+    ```python
+    def format_reward(completions, **kwargs):
+        scores = [1.0 if FORMAT.match(c) else 0.0 for c in completions]
+        return sum(scores) / len(scores)
+    ```
+
+    ## Use instead
+    ```python
+    def format_reward(completions, **kwargs):
+        return [1.0 if FORMAT.match(c) else 0.0 for c in completions]
+    ```
+    Functions that score one completion (`def reward(completion: str) -> float`) are
+    not reported.
+
+    ## Options
+    None.
+    """
+
+    code = "RL401"
+    name = "reward-returns-scalar"
+    severity = Severity.ERROR
+    message = "`{function}` receives a batch of completions but returns one number (`{expr}`): every completion gets the same reward"
+    triggers = _REWARD_TRIGGERS
+
+    def visit_Return(self, node: cst.Return) -> None:
+        function = self.in_reward()
+        if function is None or node.value is None or not self.file.fact(RewardFunctions).takes_batch(function):
+            return
+        if _scalar(node.value, self.file.fact(Imports)):
+            self.report(node, function=function.name.value, expr=self.source(node.value))
+
+
+_GROUP_SIZES = {"num_generations", "group_size", "n_samples_per_prompt", "num_samples", "samples_per_prompt",
+                "num_generations_per_prompt", "rollout_n", "n_samples"}
+
+
+class BinaryRewardSmallGroup(_RewardRule):
+    """
+    ## What it does
+    Reports a reward function that only ever returns two distinct values (0/1,
+    True/False, -1/1, 2.0/0.0) in a file whose group size (`num_generations`,
+    `group_size`, `n_samples_per_prompt`, `num_samples`, vLLM's `n`) is below
+    `min-binary-group-size`.
+
+    ## Why is this bad?
+    Group-relative advantages are zero when every completion of a prompt gets the
+    same reward. With a pass/fail reward and few samples per prompt, most groups are
+    all-pass or all-fail (with 4 samples at 50% accuracy, one group in eight; at 10%
+    or 90%, two in three): most of the batch gives no gradient.
+
+    ## Example
+    ```python
+    config = GRPOConfig(output_dir="out", num_generations=4)
+
+    def accuracy_reward(completions, solution, **kwargs):
+        return [1.0 if extract(c) == s else 0.0 for c, s in zip(completions, solution, strict=True)]
+    ```
+
+    ## Use instead
+    Sample more completions per prompt (8 to 16), or add partial credit (a shaped
+    format reward, a graded score) so that groups differ.
+
+    ## Options
+    - `min-binary-group-size` (default 8): the smallest group size that is not reported.
+    """
+
+    code = "RL402"
+    name = "binary-reward-small-group"
+    severity = Severity.WARNING
+    message = "`{function}` only returns {values}, and the group size is {group} ({origin}): most groups get identical rewards and zero advantage"
+    options = (MIN_BINARY_GROUP_SIZE,)
+    triggers = tuple(_GROUP_SIZES) + ("SamplingParams",)
+
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self._group: Optional[Tuple[object, ...]] = None
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        rewards = self.file.fact(RewardFunctions)
+        if not rewards.is_reward(node):
+            return
+        values = rewards.values(node)
+        if values is None or len(values) != 2:
+            return
+        group = self._group_size()
+        if group is None or group.number >= self.option(MIN_BINARY_GROUP_SIZE):
+            return
+        shown = " and ".join(_format(v) for v in sorted(values, reverse=True))
+        origin = "set in this file" if group.origin == "literal" else group.origin
+        self.report(node.name, function=node.name.value, values=shown, group=int(group.number), origin=origin)
+
+    def _group_size(self):
+        """The largest group size the file sets (small evaluation counts do not lower it)."""
+        if self._group is None:
+            values = self.file.fact(Values)
+            found = [values.value_of(d) for d in values.declarations() if d.name in _GROUP_SIZES]
+            for node in walk(self.file.module, into_functions=True):
+                if isinstance(node, cst.Call):
+                    for arg in node.args:
+                        if arg.keyword is not None and (arg.keyword.value in _GROUP_SIZES or (
+                                arg.keyword.value == "n" and call_tail(node) == "SamplingParams")):
+                            found.append(values.of(arg.value))
+            sizes = [v for v in found if v is not None and not isinstance(v.number, bool) and v.number >= 1]
+            self._group = (max(sizes, key=lambda v: v.number),) if sizes else (None,)
+        return self._group[0]
+
+
+def _format(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(value)
+
+
+# ---------------------------------------------------------------- RL403: one append per completion
+
+State = Tuple[int, Optional[cst.CSTNode]]  # appends so far (capped at 2), the node to blame
+
+
+class _Unknown(Exception):
+    """The loop body does something the path count does not model (a nested loop that appends)."""
+
+
+class _Paths:
+    """Counts appends to one list along every path through a loop body."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+
+    def is_append(self, node: cst.CSTNode) -> bool:
+        return (isinstance(node, cst.Expr) and isinstance(node.value, cst.Call)
+                and isinstance(node.value.func, cst.Attribute) and node.value.func.attr.value == "append"
+                and isinstance(node.value.func.value, cst.Name) and node.value.func.value.value == self.target)
+
+    def appends_in(self, node: cst.CSTNode) -> List[cst.CSTNode]:
+        return [n for n in walk(node) if self.is_append(n)]
+
+    def block(self, body, states: FrozenSet[State]) -> Tuple[Set[State], Set[State]]:
+        """(states reaching the end of `body`, states leaving the iteration by `continue`)."""
+        statements = body.body if isinstance(body, cst.BaseSuite) and not isinstance(body, cst.SimpleStatementSuite) \
+            else getattr(body, "body", body)
+        normal, continued = set(states), set()
+        for statement in statements:
+            normal, more = self.statement(statement, frozenset(normal))
+            continued |= more
+        return normal, continued
+
+    def statement(self, node: cst.CSTNode, states: FrozenSet[State]) -> Tuple[Set[State], Set[State]]:
+        if isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            normal, continued = set(states), set()
+            for small in node.body:
+                if self.is_append(small):
+                    normal = {(min(c + 1, 2), blame if blame is not None or c != 1 else small) for c, blame in normal}
+                elif isinstance(small, cst.Continue):
+                    continued |= {(c, blame if blame is not None or c == 1 else small) for c, blame in normal}
+                    normal = set()
+                elif isinstance(small, (cst.Break, cst.Return, cst.Raise)):
+                    normal = set()
+            return normal, continued
+        if isinstance(node, cst.If):
+            return self.branches(node.body, node.orelse, states)
+        if isinstance(node, cst.Else):
+            return self.block(node.body, states)
+        if isinstance(node, cst.Try):
+            return self.try_(node, states)
+        if isinstance(node, cst.With):
+            return self.block(node.body, states)
+        if isinstance(node, (cst.For, cst.While)):
+            if self.appends_in(node):
+                raise _Unknown
+            return set(states), set()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            return set(states), set()
+        if self.appends_in(node):
+            raise _Unknown
+        return set(states), set()
+
+    def branches(self, body, orelse, states: FrozenSet[State]) -> Tuple[Set[State], Set[State]]:
+        normal, continued = set(), set()
+        body_appends = self.appends_in(body)
+        else_appends = self.appends_in(orelse) if orelse is not None else []
+        for state in states:
+            body_normal, body_continued = self.block(body, frozenset([state]))
+            if orelse is None:
+                else_normal, else_continued = {state}, set()
+            elif isinstance(orelse, cst.If):
+                else_normal, else_continued = self.statement(orelse, frozenset([state]))
+            else:
+                else_normal, else_continued = self.block(orelse.body, frozenset([state]))
+            normal |= self._blame(body_normal, state, else_appends) | self._blame(else_normal, state, body_appends)
+            continued |= self._blame(body_continued, state, else_appends) | self._blame(else_continued, state,
+                                                                                        body_appends)
+        return normal, continued
+
+    @staticmethod
+    def _blame(results: Set[State], before: State, other: List[cst.CSTNode]) -> Set[State]:
+        """A path that appended nothing while the other branch appends: blame that append."""
+        if not other:
+            return results
+        return {(c, other[0] if blame is None and c == before[0] and c != 1 else blame) for c, blame in results}
+
+    def try_(self, node: cst.Try, states: FrozenSet[State]) -> Tuple[Set[State], Set[State]]:
+        raising: Set[State] = set()
+        normal, continued = set(states), set()
+        for statement in node.body.body:
+            raising |= normal  # an exception before this statement completes
+            normal, more = self.statement(statement, frozenset(normal))
+            continued |= more
+        for handler in node.handlers:
+            handled, more = self.block(handler.body, frozenset(raising))
+            normal |= handled
+            continued |= more
+        if node.orelse is not None:
+            normal, more = self.block(node.orelse.body, frozenset(normal))
+            continued |= more
+        if node.finalbody is not None:
+            normal, more = self.block(node.finalbody.body, frozenset(normal))
+            continued, more_continued = self.block(node.finalbody.body, frozenset(continued))
+            continued |= more | more_continued
+        return normal, continued
+
+
+class RewardListMisaligned(_RewardRule):
+    """
+    ## What it does
+    Reports a reward function whose loop over the completions appends to the result
+    list twice, or not at all, on some path of one iteration: an `append` in both the
+    `try` (followed by more code that can raise) and the `except`, a `continue` before
+    the `append`, an `append` only inside an `if`.
+
+    ## Why is this bad?
+    The trainer pairs the i-th reward with the i-th completion. One missing or extra
+    entry shifts every later reward onto the wrong completion (NeMo-RL #3635), or
+    makes the list the wrong length, which some trainers pad or truncate silently.
+
+    ## Example
+    ```python
+    def math_reward(completions, solution, **kwargs):
+        rewards = []
+        for completion, gold in zip(completions, solution, strict=True):
+            if extract(completion) == gold:
+                rewards.append(1.0)
+        return rewards
+    ```
+
+    ## Use instead
+    ```python
+    def math_reward(completions, solution, **kwargs):
+        rewards = []
+        for completion, gold in zip(completions, solution, strict=True):
+            rewards.append(1.0 if extract(completion) == gold else 0.0)
+        return rewards
+    ```
+
+    ## Options
+    None.
+    """
+
+    code = "RL403"
+    name = "reward-list-misaligned"
+    severity = Severity.ERROR
+    message = "{what} in `{function}`: {consequence}, and the rewards after it shift onto the wrong completions"
+    triggers = _REWARD_TRIGGERS
+
+    def visit_For(self, node: cst.For) -> None:
+        function = self.in_reward()
+        if function is None or not isinstance(node.target, (cst.Name, cst.Tuple)):
+            return
+        scope = self.scope
+        if not self._per_completion(node.iter, scope):
+            return
+        returned = {r.value.value for r in scope.returns if isinstance(r.value, cst.Name)}
+        for target in sorted(returned):
+            built = scope.assigned.get(target, [])
+            if not any(isinstance(v, cst.List) and not v.elements for v in built):
+                continue
+            paths = _Paths(target)
+            if not paths.appends_in(node.body):
+                continue
+            try:
+                normal, continued = paths.block(node.body, frozenset([(0, None)]))
+            except _Unknown:
+                continue
+            for count, blame in sorted(normal | continued, key=lambda s: s[0]):
+                if count != 1 and blame is not None:
+                    self._report(blame, count, function)
+                    return
+
+    def _report(self, blame: cst.CSTNode, count: int, function: cst.FunctionDef) -> None:
+        if isinstance(blame, cst.Continue):
+            what, consequence = "`continue` skips the append", "that completion gets no reward"
+        elif count >= 2:
+            what, consequence = "a second append for the same completion", "one completion gets two rewards"
+        else:
+            what, consequence = "the only append is conditional", "completions that fail the condition get no reward"
+        self.report(blame, what=what, function=function.name.value, consequence=consequence)
+
+    def _per_completion(self, iterable: cst.BaseExpression, scope: Scope) -> bool:
+        roles = self.file.fact(TextRoles)
+        for node in walk(iterable):
+            if isinstance(node, cst.Name) and (node.value in scope.params or roles.role(node, scope) in (
+                    TEXTS, PROMPTS, GEN_IDS)):
+                return True
+        return False
+
+
+class UncheckedParallelZip(_RewardRule):
+    """
+    ## What it does
+    Reports, in RL code, `zip` over the per-completion lists (completions, prompts,
+    answers, rewards, reward functions and their weights, and the dataset columns a
+    reward function receives) without `strict=True`. An explicit `strict=False` is a
+    choice and is not reported.
+
+    ## Why is this bad?
+    `zip` stops at the shortest list. When one list is shorter (a reward function that
+    skipped a completion, a dataset column with missing rows, a reward weight list
+    that does not match the functions), the extra items are dropped silently and the
+    rest are paired with the wrong partners (trl #2839).
+
+    ## Example
+    ```python
+    for completion, gold in zip(completions, answer):
+        rewards.append(1.0 if gold in completion else 0.0)
+    ```
+
+    ## Use instead
+    ```python
+    for completion, gold in zip(completions, answer, strict=True):
+        rewards.append(1.0 if gold in completion else 0.0)
+    ```
+
+    ## Options
+    None. `strict=` needs Python 3.10 or later.
+    """
+
+    code = "RL404"
+    name = "unchecked-parallel-zip"
+    severity = Severity.WARNING
+    message = "`zip({args})` over per-completion lists without strict=True: a length mismatch silently drops completions"
+    triggers = ("zip(",)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not (isinstance(node.func, cst.Name) and node.func.value == "zip") or len(node.args) < 2:
+            return
+        if keyword(node, "strict") is not None or any(a.star for a in node.args):
+            return
+        if not (self.file.fact(RLContext).is_rl or self.file.fact(RewardFunctions).defines_any):
+            return
+        scope = self.scope
+        reward = self.in_reward()
+        kinds = [self._kind(arg.value, scope, reward) for arg in node.args]
+        if all(kinds) and "named" in kinds:
+            self.report(node, args=", ".join(self.source(a.value, 20) for a in node.args))
+
+    def _kind(self, expr: cst.BaseExpression, scope: Scope, reward: Optional[cst.FunctionDef]) -> Optional[str]:
+        """"named": a per-completion list by its name or role; "column": a list a reward function
+        receives or builds from one; None: something else."""
+        name = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value if isinstance(expr, cst.Name) else None
+        if name is None:
+            return None
+        if per_completion_name(name) or self.file.fact(TextRoles).role(expr, scope) == TEXTS:
+            return "named"
+        if reward is not None and isinstance(expr, cst.Name):
+            if name in scope.params:
+                return "column"
+            for value in scope.assigned.get(name, ()):
+                if isinstance(value, (cst.ListComp, cst.GeneratorExp)):
+                    iterables = [n for n in walk(value) if isinstance(n, cst.CompFor)]
+                    if iterables and all(self._kind(f.iter, scope, reward) for f in iterables
+                                         if isinstance(f.iter, (cst.Name, cst.Attribute))):
+                        return "column"
+        return None
+
+
+class RewardSwallowsErrors(_RewardRule):
+    """
+    ## What it does
+    Reports, in a reward function, an `except` clause that is bare or catches
+    `Exception` / `BaseException` and returns or appends a constant score without
+    logging or re-raising.
+
+    ## Why is this bad?
+    A bug in the parser, the sandbox or the grader then looks exactly like a wrong
+    answer: the run trains on rewards of 0 for every completion the bug touches, and
+    nothing in the logs says so (RLVE #4).
+
+    ## Example
+    ```python
+    def json_reward(completion: str) -> float:
+        try:
+            return score(json.loads(completion))
+        except Exception:
+            return 0.0
+    ```
+
+    ## Use instead
+    ```python
+    def json_reward(completion: str) -> float:
+        try:
+            payload = json.loads(completion)
+        except json.JSONDecodeError:
+            return 0.0
+        return score(payload)
+    ```
+    or log the exception (`logger.exception(...)`) before returning the constant.
+
+    ## Options
+    None.
+    """
+
+    code = "RL405"
+    name = "reward-swallows-errors"
+    severity = Severity.WARNING
+    message = "`except{caught}` in `{function}` turns every error into the reward {value} without logging it"
+    triggers = _REWARD_TRIGGERS
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        caught = _broad(node.type)
+        if caught is None:
+            return
+        function = self.in_reward(innermost_only=False)
+        if function is None:
+            return
+        value = None
+        for inner in walk(node.body):
+            if isinstance(inner, cst.Raise) or (isinstance(inner, cst.Call) and _logs(inner)):
+                return
+            if isinstance(inner, cst.Return) and inner.value is not None and number(inner.value) is not None \
+                    and not isinstance(inner.value, cst.Name):
+                value = number(inner.value)
+            if isinstance(inner, cst.Call) and call_tail(inner) == "append" and len(inner.args) == 1 \
+                    and number(inner.args[0].value) is not None and not isinstance(inner.args[0].value, cst.Name):
+                value = number(inner.args[0].value)
+        if value is not None:
+            self.report(node, caught=caught, function=function.name.value, value=_format(value))
+
+
+def _broad(kind: Optional[cst.BaseExpression]) -> Optional[str]:
+    if kind is None:
+        return ":"  # bare
+    names = [kind] if not isinstance(kind, cst.Tuple) else [e.value for e in kind.elements]
+    for name in names:
+        spelled = name.attr.value if isinstance(name, cst.Attribute) else name.value if isinstance(name, cst.Name) else ""
+        if spelled in ("Exception", "BaseException"):
+            return " " + spelled
+    return None
+
+
+def _logs(call: cst.Call) -> bool:
+    if is_display_call(call):
+        return True
+    func = call.func
+    while isinstance(func, cst.Attribute):
+        func = func.value
+    base = func.value.lower() if isinstance(func, cst.Name) else ""
+    return any(w in base for w in ("log", "warnings", "traceback", "wandb", "sentry"))

@@ -1,0 +1,269 @@
+"""Text roles, marker checks, regexes and extractions, reward functions and tokenizer facts."""
+import ast
+import textwrap
+
+import libcst as cst
+import pytest
+
+from rllint.analysis.imports import Imports
+from rllint.analysis.rewards import RewardFunctions
+from rllint.analysis.text import (
+    GEN_IDS, IDS, PROMPT, PROMPTS, TEXT, TEXTS, MarkerChecks, Scopes, TextRoles, extraction, per_completion_name,
+    regex_of, vocab_role, walk,
+)
+from rllint.analysis.tokenizer import TokenizerFacts
+from rllint.runner import FileContext
+from rllint.settings import Settings
+
+
+def analyse(source: str) -> FileContext:
+    text = textwrap.dedent(source)
+    return FileContext("example.py", text, cst.parse_module(text), ast.parse(text), Settings())
+
+
+def function(file: FileContext, name: str) -> cst.FunctionDef:
+    return next(n for n in walk(file.module, into_functions=True)
+                if isinstance(n, cst.FunctionDef) and n.name.value == name)
+
+
+def roles_in(file: FileContext, name: str) -> dict:
+    """The role of every name read in `return` statements of a function, by its spelling."""
+    fn = function(file, name)
+    scope = file.fact(Scopes).of(fn)
+    roles = file.fact(TextRoles)
+    found = {}
+    for ret in scope.returns:
+        for element in ret.value.elements if isinstance(ret.value, cst.Tuple) else [ret.value]:
+            found[file.module.code_for_node(element.value if isinstance(element, cst.Element) else element)] = \
+                roles.role(element.value if isinstance(element, cst.Element) else element, scope)
+    return found
+
+
+def test_roles_from_decoding_generation_loops_and_parameters():
+    file = analyse("""
+        def rollout(policy, tokenizer, enc, completions, prompt_ids):
+            out = policy.generate(**enc)
+            new = out[:, enc.input_ids.shape[1]:]
+            texts = tokenizer.batch_decode(new, skip_special_tokens=True)
+            first = tokenizer.decode(new[0])
+            for c in completions:
+                pass
+            pairs = [(p, t) for p, t in zip(prompt_ids, texts)]
+            contents = [m[0]["content"] for m in completions]
+            return out, new, texts, first, c, contents, prompt_ids, completions[0], texts[1:], p, t
+    """)
+    assert roles_in(file, "rollout") == {
+        "out": GEN_IDS, "new": GEN_IDS, "texts": TEXTS, "first": TEXT, "c": TEXT, "contents": TEXTS,
+        "prompt_ids": PROMPT, "completions[0]": TEXT, "texts[1:]": TEXTS, "p": PROMPT, "t": TEXT,
+    }
+
+
+def test_a_name_bound_to_something_else_keeps_no_role():
+    file = analyse("""
+        def judge(requests, url, completion):
+            response = requests.post(url)
+            completion = completion.strip()
+            return response, completion
+    """)
+    assert roles_in(file, "judge") == {"response": None, "completion": TEXT}
+
+
+@pytest.mark.parametrize("name, role", [
+    ("completion", TEXT), ("solution_str", TEXT), ("completions", TEXTS), ("responses", TEXTS),
+    ("completion_ids", GEN_IDS), ("response_ids", GEN_IDS), ("generated", GEN_IDS), ("input_ids", IDS),
+    ("completion_mask", IDS), ("prompt_ids", PROMPT), ("prompts", PROMPTS), ("question", None), ("text", None),
+])
+def test_vocabulary_roles(name, role):
+    assert vocab_role(name) == role
+
+
+@pytest.mark.parametrize("name, per_completion", [
+    ("completions", True), ("ground_truths", True), ("reward_funcs", True), ("reward_weights", True),
+    ("prompts_P", True), ("rewards", True), ("names", False), ("metrics_list", False), ("reward_model", False),
+    ("completion_ids", False),
+])
+def test_per_completion_names(name, per_completion):
+    assert per_completion_name(name) is per_completion
+
+
+def test_marker_checks_collect_membership_count_affixes_and_partition_separators():
+    file = analyse("""
+        END = "</think>"
+
+        def f(text):
+            head, sep, tail = text.partition(END)
+            if not sep:
+                return ""
+            if "<answer>" in text and text.count("####") == 1 and text.endswith("<think>"):
+                return tail
+            return text.split("</think>")[1]
+    """)
+    scope = file.fact(Scopes).of(function(file, "f"))
+    checks = file.fact(MarkerChecks)
+    assert checks.checked(scope) == {"</think>", "<answer>", "####", "<think>"}
+    assert checks.checks_reasoning_open(scope)
+
+
+def regexes(source: str):
+    file = analyse(source)
+    scopes, imports = file.fact(Scopes), file.fact(Imports)
+    found = []
+    for node in walk(file.module, into_functions=True):
+        if isinstance(node, cst.Call):
+            regex = regex_of(node, imports, scopes, scopes.module)
+            if regex is not None:
+                found.append((regex.pattern, regex.dotall, regex.wildcard()))
+    return found
+
+
+def test_regex_patterns_flags_and_wildcards():
+    assert regexes(r"""
+        import re
+        from re import compile as rc
+        P = r"<think>.*?</think>"
+        A = re.compile(P)
+        B = rc(r"(?s)<think>.+</think>")
+        re.sub(P, "", text, flags=re.M | re.S)
+        re.search(r"<think>[\s\S]*</think>\.", text, re.I)
+        re.findall(r"[.*]", text, my_flags)
+        A.match(text)
+    """) == [
+        ("<think>.*?</think>", False, True),
+        ("(?s)<think>.+</think>", True, True),
+        ("<think>.*?</think>", True, True),
+        (r"<think>[\s\S]*</think>\.", False, False),
+        ("[.*]", None, False),
+        ("<think>.*?</think>", False, True),
+    ]
+
+
+def extractions(source: str):
+    file = analyse(source)
+    scopes = file.fact(Scopes)
+    found = []
+    for node in walk(file.module, into_functions=True):
+        if isinstance(node, cst.Subscript):
+            result = extraction(node, scopes, scopes.module)
+            if result is not None:
+                found.append((result.kind, result.marker, result.index))
+    return found
+
+
+def test_extractions_after_a_marker():
+    assert extractions("""
+        M = "####"
+        a = t.split("</think>")[1]
+        b = t.split(M, 1)[-1]
+        c = t.rsplit(sep="<answer>")[-1]
+        d = t.partition("</think>")[2]
+        e = t.rpartition("####")[-1]
+        f = t[t.find("</think>") + 8:]
+        g = t.split("</think>")[0]
+        h = t.split(x)[1]
+        i = t[5:]
+    """) == [
+        ("split", "</think>", 1), ("split", "####", -1), ("rsplit", "<answer>", -1),
+        ("partition", "</think>", 2), ("rpartition", "####", 2), ("find", "</think>", None),
+    ]
+
+
+def test_reward_functions_by_signature_registration_and_name():
+    file = analyse("""
+        from functools import partial
+        from trl import GRPOTrainer
+
+        def fmt(completions, **kwargs): ...
+        def compute_score(data_source, solution_str, ground_truth, extra_info=None): ...
+        def correctness(prompts, completions, answer): ...
+        def length_check(completion: str) -> float: ...
+        def judge(completion): ...
+        def reward_model_forward(batch): ...
+        def helper(x): ...
+        def accuracy_reward(completion: str) -> float: ...
+
+        funcs = [correctness, partial(length_check)]
+        REWARDS = {"judge": judge}
+        trainer = GRPOTrainer(model="m", reward_funcs=funcs)
+    """)
+    rewards = file.fact(RewardFunctions)
+    found = {name: rewards.is_reward(function(file, name)) for name in (
+        "fmt", "compute_score", "correctness", "length_check", "judge", "reward_model_forward", "helper",
+        "accuracy_reward")}
+    assert found == {"fmt": True, "compute_score": True, "correctness": True, "length_check": True, "judge": True,
+                     "reward_model_forward": False, "helper": False, "accuracy_reward": True}
+    assert rewards.defines_any
+    assert {name: rewards.takes_batch(function(file, name)) for name in ("fmt", "compute_score", "accuracy_reward")} \
+        == {"fmt": True, "compute_score": False, "accuracy_reward": False}
+
+
+def test_reward_values_through_returns_appends_and_conditions():
+    file = analyse("""
+        def a(completions, **kwargs):
+            return [1.0 if c else 0.0 for c in completions]
+
+        def b(completions, **kwargs):
+            out = []
+            for c in completions:
+                out.append(1 if c else -1)
+            return out
+
+        def c(completion: str) -> float:
+            return float(completion == "x")
+
+        def d(completions, **kwargs):
+            out = []
+            for c in completions:
+                score = 0.0
+                score += 0.5
+                out.append(score)
+            return out
+
+        def e(completions, answer, **kwargs):
+            return [len(c) for c in completions]
+    """)
+    rewards = file.fact(RewardFunctions)
+    assert [rewards.values(function(file, name)) for name in "abcde"] == [
+        {1.0, 0.0}, {1.0, -1.0}, {0.0, 1.0}, None, None]
+
+
+def test_tokenizer_facts():
+    file = analyse("""
+        tok.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<answer>"], "pad_token": "<pad>"})
+        tok.add_tokens(["<tool>"], special_tokens=True)
+        tok.add_tokens(["<plain>"])
+        if tok.pad_token is None:
+            tok.pad_token = tok.eos_token
+
+        def render(messages):
+            text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            ids = tok.apply_chat_template(messages, tokenize=True)
+            text2 = text.rstrip() + "<think>"
+            many = [tok.apply_chat_template(m, tokenize=False) for m in messages]
+            return text, ids, text2, many
+    """)
+    facts = file.fact(TokenizerFacts)
+    assert facts.custom_tokens == ["<answer>", "<tool>"]
+    assert facts.pad_is_eos
+    scope = file.fact(Scopes).of(function(file, "render"))
+    assert sorted(facts.rendered_names(scope)) == ["many", "text", "text2"]
+
+
+def test_a_distinct_pad_token_is_not_eos():
+    file = analyse("""
+        tok.pad_token = "<|finetune_right_pad_id|>"
+        tok.add_special_tokens({"pad_token": "<pad>"})
+    """)
+    assert not file.fact(TokenizerFacts).pad_is_eos
+    assert file.fact(TokenizerFacts).custom_tokens == []
+
+
+def test_a_reward_functions_text_parameter_is_the_completion():
+    file = analyse("""
+        def judge_reward(resp, reference):
+            return resp
+
+        def http_status(resp):
+            return resp
+    """)
+    assert roles_in(file, "judge_reward") == {"resp": TEXT}
+    assert roles_in(file, "http_status") == {"resp": None}
