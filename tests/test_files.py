@@ -47,7 +47,7 @@ def test_file_kind():
 
 
 def test_walk_is_sorted_relative_and_skips_other_kinds(tmp_path):
-    make(tmp_path, "src/train.py", "src/pkg/b.py", "src/pkg/a.pyi", "src/notes.txt", "src/cfg.yaml", "top.py",
+    make(tmp_path, "src/train.py", "src/pkg/b.py", "src/pkg/a.pyi", "src/notes.txt", "src/cfg.json", "top.py",
          "src/empty/")
     assert found(tmp_path) == ["src/pkg/a.pyi", "src/pkg/b.py", "src/train.py", "top.py"]
     assert found(tmp_path, paths=["src"]) == ["src/pkg/a.pyi", "src/pkg/b.py", "src/train.py"]
