@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -92,9 +93,27 @@ def load_settings(config_file: Optional[Path] = None, start: Optional[Path] = No
     else:
         settings = Settings(root=path.parent.resolve(), config_path=path)
         _apply_file(settings, path)
+    settings.target_version = _requires_python(settings.root)
     if overrides:
         _apply_overrides(settings, overrides)
     return settings
+
+
+_LOWER_BOUND = re.compile(r"(?:>=|~=|==|>)\s*(\d+)\.(\d+)")
+
+
+def _requires_python(root: Path) -> Optional[Tuple[int, int]]:
+    """The oldest Python of `[project] requires-python` in the root's pyproject.toml (`>=3.9` -> (3, 9)),
+    as ruff infers its target version; None when there is no such bound."""
+    pyproject = root / PYPROJECT
+    if not pyproject.is_file():
+        return None
+    project = _read(pyproject).get("project")
+    spec = project.get("requires-python") if isinstance(project, dict) else None
+    if not isinstance(spec, str):
+        return None
+    bounds = [(int(major), int(minor)) for major, minor in _LOWER_BOUND.findall(spec)]
+    return min(bounds) if bounds else None
 
 
 def _read(path: Path) -> Dict[str, Any]:

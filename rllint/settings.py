@@ -33,6 +33,8 @@ class Settings:
     force_exclude: bool = False
     options: Dict[str, Any] = field(default_factory=dict)
     root: Path = field(default_factory=Path.cwd)  # the folder relative patterns are anchored at
+    # The oldest Python the project supports, from `requires-python` (None: unknown, assume current).
+    target_version: Optional[Tuple[int, int]] = None
     config_path: Optional[Path] = None
 
     def option(self, option: Option) -> Any:

@@ -305,3 +305,23 @@ def test_unknown_selector_in_an_override_names_the_flag(tmp_path):
 def test_unknown_override_is_a_programming_error(tmp_path):
     with pytest.raises(ValueError, match="max_epsilon"):
         load_settings(start=tmp_path, overrides={"max_epsilon": 1.0})
+
+
+@pytest.mark.parametrize("spec, expected", [(">=3.9", (3, 9)), (">=3.10,<4", (3, 10)), ("~=3.8", (3, 8)),
+                                            ("<4", None)])
+def test_requires_python_gives_the_target_version(tmp_path, spec, expected):
+    (tmp_path / "pyproject.toml").write_text(f'[project]\nname = "x"\nrequires-python = "{spec}"\n')
+    assert load_settings(start=tmp_path).target_version == expected
+
+
+def test_zip_without_strict_is_not_reported_to_projects_that_support_python_3_9(tmp_path):
+    from rllint.runner import lint_text
+
+    source = ("from trl import GRPOTrainer\n\n"
+              "def accuracy_reward(completions, solution, **kwargs):\n"
+              "    return [float(c == s) for c, s in zip(completions, solution)]\n")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\nrequires-python = ">=3.11"\n')
+    modern = load_settings(start=tmp_path)
+    assert [d.code for d in lint_text(source, "r.py", modern).diagnostics] == ["RL404"]
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\nrequires-python = ">=3.9"\n')
+    assert lint_text(source, "r.py", load_settings(start=tmp_path)).diagnostics == []

@@ -409,7 +409,8 @@ class UncheckedParallelZip(_RewardRule):
     ```
 
     ## Options
-    None. `strict=` needs Python 3.10 or later.
+    None. `strict=` needs Python 3.10 or later: projects whose `pyproject.toml` says
+    `requires-python` admits an older Python are not told to use it.
     """
 
     code = "RL404"
@@ -422,6 +423,8 @@ class UncheckedParallelZip(_RewardRule):
         if not (isinstance(node.func, cst.Name) and node.func.value == "zip") or len(node.args) < 2:
             return
         if keyword(node, "strict") is not None or any(a.star for a in node.args):
+            return
+        if (self.file.settings.target_version or (3, 10)) < (3, 10):
             return
         if not (self.file.fact(RLContext).is_rl or self.file.fact(RewardFunctions).defines_any):
             return
