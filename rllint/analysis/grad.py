@@ -26,7 +26,8 @@ import libcst as cst
 
 from rllint.analysis.imports import Imports
 from rllint.analysis.roles import (POLICY, VALUE, ModelRoles, body_of, bound_parameter, call_name,
-                                   child_blocks, dotted, header)
+                                   child_blocks, header)
+from rllint.analysis.syntax import dotted
 
 GRAD = "grad"  # carries gradient of the policy
 VALUE_GRAD = "value"  # carries gradient of the value model

@@ -17,7 +17,8 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 import libcst as cst
 
 from rllint.analysis.grad import INPLACE_METHODS, MUTATING_CONTAINER, STOPPED, GradFlow, Tag, carries
-from rllint.analysis.roles import POLICY, VALUE, ModelRoles, calls_in, dotted, subnodes
+from rllint.analysis.roles import POLICY, VALUE, ModelRoles, calls_in
+from rllint.analysis.syntax import children, dotted
 
 _MUTATORS = MUTATING_CONTAINER | INPLACE_METHODS
 
@@ -268,7 +269,7 @@ def _uses(expression: cst.CSTNode) -> Set[str]:
         if isinstance(node, cst.Arg):
             stack.append(node.value)
             continue
-        stack.extend(subnodes(node))
+        stack.extend(children(node))
     return keys
 
 
@@ -280,4 +281,4 @@ def _name_nodes(expression: cst.CSTNode) -> Iterator[cst.CSTNode]:
             yield node
             if isinstance(node, cst.Name):
                 continue
-        stack.extend(subnodes(node))
+        stack.extend(children(node))

@@ -13,7 +13,8 @@ from typing import Dict, List, Optional, Set
 
 import libcst as cst
 
-from rllint.analysis.text import Scope, Scopes, call_tail, number, walk, words
+from rllint.analysis.syntax import walk
+from rllint.analysis.text import Scope, Scopes, call_tail, number, words
 
 _REGISTER_KEYWORDS = {"reward_funcs", "reward_fns", "reward_fn", "reward_func", "reward_function",
                       "reward_functions", "reward_fn_list", "score_fn", "scoring_fn"}

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import fnmatch
 import functools
-import operator
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Optional, Set, Tuple, Union
+from typing import Dict, Iterator, List, Optional, Set, Tuple, Union
 
 import libcst as cst
 
 from rllint.analysis.imports import Imports
+from rllint.analysis.syntax import children, dotted
 from rllint.registry import Option
 
 POLICY, REFERENCE, OLD_POLICY, REWARD, VALUE = "policy", "reference", "old policy", "reward model", "value model"
@@ -90,18 +90,6 @@ class ScopeRoles:
     names: Dict[str, str] = field(default_factory=dict)  # name -> role from assignments / keywords
     frozen: Set[str] = field(default_factory=set)  # keys frozen (or handed to code that may freeze them)
     builds: List[Build] = field(default_factory=list)
-
-
-def dotted(expr: cst.BaseExpression) -> Optional[str]:
-    """`self.ref_model` for an attribute chain of names, else None."""
-    parts = []
-    while isinstance(expr, cst.Attribute):
-        parts.append(expr.attr.value)
-        expr = expr.value
-    if not isinstance(expr, cst.Name):
-        return None
-    parts.append(expr.value)
-    return ".".join(reversed(parts))
 
 
 def body_of(node: cst.CSTNode) -> List[cst.CSTNode]:
@@ -470,7 +458,7 @@ def _dotted_names(node: cst.CSTNode) -> Iterator[str]:
             parts = key.split(".")
             yield from (".".join(parts[:i]) for i in range(1, len(parts) + 1))
             continue
-        stack.extend(subnodes(current))
+        stack.extend(children(current))
 
 
 def _is_false_arg(call: cst.Call) -> bool:
@@ -511,49 +499,10 @@ def calls_in(node: cst.CSTNode) -> Iterator[cst.Call]:
             yield current
         elif kind in _NO_CALLS_INSIDE:
             continue
-        stack.extend(subnodes(current))
+        stack.extend(children(current))
 
 
 # Nodes whose insides hold no call a gradient rule cares about (or are analysed on their own).
 _NO_CALLS_INSIDE = {cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Name, cst.Integer, cst.Float, cst.Imaginary,
                     cst.SimpleString, cst.FormattedString, cst.ConcatenatedString, cst.Annotation, cst.Import,
                     cst.ImportFrom, cst.Comment, cst.Decorator}
-
-
-_SKIPPED_FIELDS = {"lpar", "rpar", "comma", "semicolon", "colon", "equal", "leading_lines", "lines_after_decorators",
-                   "header", "footer", "trailing_whitespace", "operator", "dot", "asynchronous", "newline", "lbracket",
-                   "rbracket", "lbrace", "rbrace", "indent", "star", "whitespace"}
-_FIELDS: Dict[type, Any] = {}  # node type -> a getter of its syntactic fields (plus its class, ignored)
-
-
-def subnodes(node: cst.CSTNode) -> List[cst.CSTNode]:
-    """The syntactic children of a node, without whitespace and punctuation.
-
-    `CSTNode.children` runs a visitor per call, which made these walks the slowest part of a
-    run; reading the dataclass fields directly is an order of magnitude faster.
-    """
-    getter = _FIELDS.get(type(node))
-    if getter is None:
-        names = [f for f in node.__dataclass_fields__ if f not in _SKIPPED_FIELDS and "whitespace" not in f]
-        getter = _FIELDS[type(node)] = operator.attrgetter(*names, "__class__") if names else (lambda n: ())
-    found: List[cst.CSTNode] = []
-    for value in getter(node):
-        kind = type(value)
-        if kind is list or kind is tuple:
-            for item in value:
-                if _is_node(type(item)):
-                    found.append(item)
-        elif _is_node(kind):
-            found.append(value)
-    return found
-
-
-_NODE_TYPES: Dict[type, bool] = {}
-
-
-def _is_node(kind: type) -> bool:
-    """`issubclass(kind, cst.CSTNode)`, cached: CSTNode is an ABC, and its checks are slow."""
-    known = _NODE_TYPES.get(kind)
-    if known is None:
-        known = _NODE_TYPES[kind] = issubclass(kind, cst.CSTNode)
-    return known

@@ -19,7 +19,6 @@ decides.
 from __future__ import annotations
 
 import ast
-import dataclasses
 import re
 from dataclasses import dataclass, replace
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
@@ -27,6 +26,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tupl
 import libcst as cst
 
 from rllint.analysis.imports import Imports
+from rllint.analysis.syntax import bound_names, children
 from rllint.registry import CSTRule
 
 LOGITS = "logits"
@@ -213,20 +213,6 @@ class Scope:
         return (name in self.params or name in self.assignments) and count <= 0
 
 
-# Fields of libcst nodes that hold only whitespace and punctuation: the walk skips them.
-_PUNCTUATION = ("whitespace", "lpar", "rpar", "comma", "semicolon", "leading_lines", "lines_after", "header",
-                "footer", "newline", "colon", "equal", "dot", "operator", "asynchronous", "lbracket", "rbracket",
-                "lbrace", "rbrace", "star", "arrow", "first_line", "trailing_whitespace")
-_FIELDS: Dict[type, Tuple[str, ...]] = {}
-
-
-def _child_fields(cls: type) -> Tuple[str, ...]:
-    names = _FIELDS.get(cls)
-    if names is None:
-        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls) if not f.name.startswith(_PUNCTUATION))
-    return names
-
-
 class _Walker:
     """Records one scope: the order and scope of its nodes, its assignments and its autocast
     regions. Nested functions and classes are scopes of their own, walked when asked.
@@ -271,14 +257,8 @@ class _Walker:
         elif cls is cst.With and any(t.is_autocast(item.item) for item in node.items):
             autocast = True
             self.autocast += 1
-        for field in _child_fields(cls):
-            value = getattr(node, field)
-            if isinstance(value, cst.CSTNode):
-                self._visit(value)
-            elif isinstance(value, (list, tuple)):
-                for item in value:
-                    if isinstance(item, cst.CSTNode):
-                        self._visit(item)
+        for child in children(node):
+            self._visit(child)
         if autocast:
             self.autocast -= 1
         self._leave(node, cls)
@@ -291,12 +271,12 @@ class _Walker:
         elif cls is cst.AnnAssign and node.value is not None:
             self._bind(scope, node.target, node.value)
         elif cls is cst.AugAssign or cls is cst.For or cls is cst.CompFor:
-            for name in _target_names(node.target):
+            for name in bound_names(node.target):
                 scope.assign(name, self.counter, None)
         elif cls is cst.With:
             for item in node.items:
                 if item.asname is not None:
-                    for name in _target_names(item.asname.name):
+                    for name in bound_names(item.asname.name):
                         scope.assign(name, self.counter, None)
 
     def _bind(self, scope: Scope, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
@@ -308,18 +288,8 @@ class _Walker:
                 for element, item in zip(target.elements, values):
                     self._bind(scope, element.value, item.value)
             else:
-                for name in _target_names(target):
+                for name in bound_names(target):
                     scope.assign(name, self.counter, None)
-
-
-def _target_names(target: cst.CSTNode) -> Iterator[str]:
-    if isinstance(target, cst.Name):
-        yield target.value
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            yield from _target_names(element.value)
-    elif isinstance(target, cst.StarredElement):
-        yield from _target_names(target.value)
 
 
 class Tensors:

@@ -9,14 +9,14 @@ inside that function; nothing here walks the whole file.
 """
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections import defaultdict
-from typing import Dict, Iterator, List, Optional, Set, Tuple, Union
+from typing import Dict, List, Optional, Set, Tuple, Union
 
 import libcst as cst
 
 from rllint.analysis.imports import Imports
+from rllint.analysis.syntax import keyword, positional, walk
 
 FunctionOrModule = Union[cst.FunctionDef, cst.Module]
 
@@ -30,43 +30,6 @@ PROMPTS = "prompts"
 
 
 # ---------------------------------------------------------------- small libcst helpers
-
-_SKIPPED_FIELDS = ("whitespace", "lpar", "rpar", "comma", "semicolon", "leading_lines", "lines_after", "newline",
-                   "header", "footer", "colon", "equal", "dot", "asynchronous", "operator")
-_CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}
-
-
-def _child_fields(kind: type) -> Tuple[str, ...]:
-    names = _CHILD_FIELDS.get(kind)
-    if names is None:
-        names = tuple(f.name for f in dataclasses.fields(kind) if not any(s in f.name for s in _SKIPPED_FIELDS))
-        _CHILD_FIELDS[kind] = names
-    return names
-
-
-def children(node: cst.CSTNode) -> List[cst.CSTNode]:
-    """The syntax children of a node, without whitespace, commas and parentheses. libcst's own
-    `children` re-visits the node to find them and costs more than the whole analysis."""
-    found: List[cst.CSTNode] = []
-    for name in _child_fields(type(node)):
-        value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            found.append(value)
-        elif isinstance(value, (tuple, list)):
-            found.extend(v for v in value if isinstance(v, cst.CSTNode))
-    return found
-
-
-def walk(node: cst.CSTNode, into_functions: bool = False) -> Iterator[cst.CSTNode]:
-    """Every node under `node` (itself first); nested functions and classes are left out."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        if current is not node and not into_functions and isinstance(current, (cst.FunctionDef, cst.ClassDef)):
-            continue
-        stack.extend(reversed(children(current)))
-
 
 def literal_text(node: Optional[cst.CSTNode]) -> Optional[str]:
     """The text of a string literal; f-string placeholders become `{}`. None for anything else."""
@@ -107,30 +70,6 @@ def attr_tail(node: cst.CSTNode) -> Optional[str]:
 
 def call_tail(node: cst.CSTNode) -> Optional[str]:
     return attr_tail(node.func) if isinstance(node, cst.Call) else None
-
-
-def keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg
-    return None
-
-
-def positional(call: cst.Call, index: int) -> Optional[cst.BaseExpression]:
-    args = [a for a in call.args if a.keyword is None and not a.star]
-    return args[index].value if index < len(args) else None
-
-
-def dotted(node: cst.CSTNode) -> Optional[str]:
-    """`self.tokenizer.pad_token_id` as a string; None for anything that is not a dotted name."""
-    parts = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if not isinstance(node, cst.Name):
-        return None
-    parts.append(node.value)
-    return ".".join(reversed(parts))
 
 
 def words(name: str) -> List[str]:

@@ -12,7 +12,8 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from rllint.analysis.text import Scope, Scopes, call_tail, keyword, number
+from rllint.analysis.syntax import keyword
+from rllint.analysis.text import Scope, Scopes, call_tail, number
 
 # Chat-template control and padding tokens: registering them is tokenizer set-up, and
 # stripping them from decoded text is what skip_special_tokens is for.

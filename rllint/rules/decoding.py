@@ -9,11 +9,11 @@ import libcst as cst
 from rllint.analysis.context import RLContext
 from rllint.analysis.imports import Imports
 from rllint.analysis.rewards import RewardFunctions
-from rllint.analysis.text import (
-    GEN_IDS, PROMPT, PROMPTS, RE_FUNCTIONS, TEXT, MarkerChecks, Scope, Scopes, TextRoles, call_tail, extraction,
-    is_answer_marker, may_extract,
-    is_reasoning_close, keyword, literal_text, dotted, words, attr_tail, number, positional, regex_of, REASONING_MARKER, walk,
-)
+from rllint.analysis.syntax import dotted, keyword, positional, walk
+from rllint.analysis.text import (GEN_IDS, PROMPT, PROMPTS, RE_FUNCTIONS, TEXT, MarkerChecks, Scope, Scopes,
+                                  TextRoles, call_tail, extraction, is_answer_marker, may_extract,
+                                  is_reasoning_close, literal_text, words, attr_tail, number, regex_of,
+                                  REASONING_MARKER)
 from rllint.analysis.tokenizer import TokenizerFacts
 from rllint.analysis.values import Values
 from rllint.diagnostic import Severity

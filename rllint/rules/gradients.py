@@ -14,7 +14,8 @@ from rllint.analysis.grad import STOPPED, GradFlow
 from rllint.analysis.imports import Imports
 from rllint.analysis.loss import LossSlice
 from rllint.analysis.roles import (OLD_POLICY, POLICY_NAMES, REFERENCE, REFERENCE_NAMES, REWARD, ModelRoles,
-                                   call_name, dotted)
+                                   call_name)
+from rllint.analysis.syntax import dotted
 from rllint.analysis.tensors import argument, number_value
 from rllint.analysis.values import Values
 from rllint.diagnostic import Severity

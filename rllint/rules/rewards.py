@@ -8,9 +8,9 @@ import libcst as cst
 from rllint.analysis.context import RLContext
 from rllint.analysis.imports import Imports
 from rllint.analysis.rewards import RewardFunctions
-from rllint.analysis.text import (
-    GEN_IDS, PROMPTS, TEXTS, Scope, TextRoles, call_tail, keyword, number, per_completion_name, walk,
-)
+from rllint.analysis.syntax import keyword, walk
+from rllint.analysis.text import (GEN_IDS, PROMPTS, TEXTS, Scope, TextRoles, call_tail, number,
+                                  per_completion_name)
 from rllint.analysis.values import Values
 from rllint.diagnostic import Severity
 from rllint.registry import Option

@@ -1,0 +1,96 @@
+"""Small facts of libcst syntax that every analysis needs: children, walks, dotted names, call arguments.
+
+libcst's own `CSTNode.children` runs a visitor on every call, which made hand-written
+walks the slowest part of a run; reading the nodes' dataclass fields directly is an
+order of magnitude faster, so every analysis walks with `children` / `walk` from here.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable, Dict, Iterator, List, Optional
+
+import libcst as cst
+
+# Fields that hold only whitespace and punctuation: walks skip them.
+_PUNCTUATION = frozenset({
+    "lpar", "rpar", "comma", "semicolon", "colon", "equal", "leading_lines", "lines_after_decorators", "header",
+    "footer", "trailing_whitespace", "operator", "dot", "asynchronous", "newline", "lbracket", "rbracket",
+    "lbrace", "rbrace", "indent", "star", "whitespace",
+})
+_GETTERS: Dict[type, Callable[[Any], tuple]] = {}  # node type -> a getter of its syntactic fields (and its class)
+_IS_NODE: Dict[type, bool] = {}
+
+
+def children(node: cst.CSTNode) -> List[cst.CSTNode]:
+    """The syntactic children of a node, in source order, without whitespace and punctuation."""
+    getter = _GETTERS.get(type(node))
+    if getter is None:
+        names = [f for f in node.__dataclass_fields__ if f not in _PUNCTUATION and "whitespace" not in f]
+        getter = _GETTERS[type(node)] = operator.attrgetter(*names, "__class__") if names else (lambda n: ())
+    found: List[cst.CSTNode] = []
+    for value in getter(node):
+        kind = type(value)
+        if kind is list or kind is tuple:
+            for item in value:
+                if _is_node(type(item)):
+                    found.append(item)
+        elif _is_node(kind):
+            found.append(value)
+    return found
+
+
+def _is_node(kind: type) -> bool:
+    """`issubclass(kind, cst.CSTNode)`, cached: CSTNode is an ABC, and its checks are slow."""
+    known = _IS_NODE.get(kind)
+    if known is None:
+        known = _IS_NODE[kind] = issubclass(kind, cst.CSTNode)
+    return known
+
+
+def walk(node: cst.CSTNode, into_functions: bool = False) -> Iterator[cst.CSTNode]:
+    """Every node under `node` (itself first), in source order; nested functions and classes
+    are left out unless `into_functions`."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if current is not node and not into_functions and isinstance(current, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        stack.extend(reversed(children(current)))
+
+
+def dotted(expr: cst.CSTNode) -> Optional[str]:
+    """`self.tokenizer.pad_token_id` for an attribute chain of names; None for anything else."""
+    parts = []
+    while isinstance(expr, cst.Attribute):
+        parts.append(expr.attr.value)
+        expr = expr.value
+    if not isinstance(expr, cst.Name):
+        return None
+    parts.append(expr.value)
+    return ".".join(reversed(parts))
+
+
+def bound_names(target: cst.CSTNode) -> Iterator[str]:
+    """The names an assignment target binds: `a`, `(a, b)`, `[a, *rest]`."""
+    if isinstance(target, cst.Name):
+        yield target.value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from bound_names(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from bound_names(target.value)
+
+
+def keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
+    """The argument `name=` of a call, if given."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def positional(call: cst.Call, index: int) -> Optional[cst.BaseExpression]:
+    """The `index`-th positional argument of a call (stars not counted), if given."""
+    args = [a for a in call.args if a.keyword is None and not a.star]
+    return args[index].value if index < len(args) else None
