@@ -44,12 +44,13 @@ class ResultCache:
     def __init__(self, settings: Settings, directory: Optional[Path] = None) -> None:
         fingerprint = repr((
             _code_fingerprint(), settings.select, settings.extend_select, settings.ignore,
-            sorted(settings.per_file_ignores.items()), sorted(settings.options.items()), str(settings.root),
+            sorted(settings.per_file_ignores.items()), sorted(settings.options.items()), str(settings.root), settings.target_version,
         ))
         key = hashlib.blake2b(fingerprint.encode(), digest_size=16).hexdigest()
         self.path = (directory or default_cache_dir()) / f"{key}.pickle"
         self.entries: Dict[str, Tuple[str, object]] = {}
         self.changed = False
+        self._digests: Dict[str, Optional[str]] = {}  # content hashes of dependencies, read once per run
         try:
             with open(self.path, "rb") as handle:
                 self.entries = pickle.load(handle)
@@ -59,6 +60,19 @@ class ResultCache:
     def get(self, path: str, digest: str) -> Optional[object]:
         entry = self.entries.get(path)
         return entry[1] if entry is not None and entry[0] == digest else None
+
+    def stale(self, dependencies: Dict[str, str]) -> bool:
+        """Whether a file that a cached result depends on (a module its values came from) has changed."""
+        for path, digest in dependencies.items():
+            if path not in self._digests:
+                try:
+                    with open(path, "rb") as handle:
+                        self._digests[path] = content_hash(handle.read())
+                except OSError:
+                    self._digests[path] = None
+            if self._digests[path] != digest:
+                return True
+        return False
 
     def put(self, path: str, digest: str, result: object) -> None:
         self.entries[path] = (digest, result)

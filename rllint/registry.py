@@ -12,7 +12,7 @@ import inspect
 import pkgutil
 import re
 from dataclasses import dataclass
-from typing import Any, ClassVar, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, ClassVar, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -68,13 +68,16 @@ class Rule:
 
 class Finding:
     """A report from a rule before positions are resolved: a node of the parsed module, or a
-    (line, column, end line, end column) span for files that have no syntax tree."""
+    (line, column, end line, end column) span for files that have no syntax tree or, with `path`,
+    for a place in another file (a value written in an imported module)."""
 
-    __slots__ = ("rule", "node", "span", "message", "fix")
+    __slots__ = ("rule", "node", "span", "message", "fix", "path", "severity")
 
     def __init__(self, rule: type, node: Optional[cst.CSTNode], span: Optional[Tuple[int, int, int, int]],
-                 message: str, fix: Optional[str]) -> None:
-        self.rule, self.node, self.span, self.message, self.fix = rule, node, span, message, fix
+                 message: str, fix: Optional[str], path: Optional[str] = None,
+                 severity: Optional[Severity] = None) -> None:
+        self.rule, self.node, self.span, self.message, self.fix, self.path = rule, node, span, message, fix, path
+        self.severity = severity  # None: the rule's; set by rules whose findings differ (RL604: 1 error, 2 warning)
 
 
 class CSTRule(Rule, cst.BatchableCSTVisitor):
@@ -93,13 +96,54 @@ class CSTRule(Rule, cst.BatchableCSTVisitor):
     def option(self, option: Option) -> Any:
         return self.file.settings.option(option)
 
-    def report(self, node: cst.CSTNode, fix: Optional[str] = None, **values: Any) -> None:
-        self.findings.append(Finding(type(self), node, None, self.message.format(**values), fix))
+    def get_visitors(self) -> Dict[str, Callable[[cst.CSTNode], None]]:
+        """libcst's visitor hooks of this rule. libcst finds them with `inspect.getmembers` for
+        every instance, that is for every rule in every file; the names are a fact of the class."""
+        cls = type(self)
+        names = cls.__dict__.get("_visitor_names")
+        if names is None:
+            names = tuple(
+                name for name in dir(cls)
+                if name.startswith(("visit_", "leave_")) and callable(getattr(cls, name))
+                and not getattr(getattr(cls, name), "_is_no_op", False)
+            )
+            cls._visitor_names = names
+        return {name: getattr(self, name) for name in names}
 
-    def report_at(self, line: int, column: int, end_line: int, end_column: int, **values: Any) -> None:
-        """Report at a 1-based span, for files without a syntax tree."""
+    def report(self, node: Any, fix: Optional[str] = None, severity: Optional[Severity] = None,
+               **values: Any) -> None:
+        """Report at a node; `node` may also be the `RemoteNode` of a value written in another module
+        (`rllint.analysis.values`): the finding is then placed there and says which file uses it.
+        `severity` overrides the rule's for this finding."""
+        if isinstance(node, cst.CSTNode):
+            self.findings.append(Finding(type(self), node, None, self.message.format(**values), fix,
+                                         severity=severity))
+        else:
+            self._report_remote(node, None, values, severity)
+
+    def report_value(self, written: Any, /, used_at: Optional[cst.CSTNode] = None, fix: Optional[str] = None,
+                     severity: Optional[Severity] = None, **values: Any) -> None:
+        """Report where a `rllint.analysis.values.Value` is written, in this file or in another module;
+        for another module the message ends with where this file uses it (`used_at`, when given)."""
+        if isinstance(written.node, cst.CSTNode):
+            self.report(written.node, fix, severity, **values)
+        else:
+            self._report_remote(written.node, used_at, values, severity)
+
+    def _report_remote(self, place: Any, used_at: Optional[cst.CSTNode], values: Dict[str, Any],
+                       severity: Optional[Severity] = None) -> None:
+        from rllint.analysis.values import Values  # its position pass, shared with the rules that word lines
+
+        user = self.file.path if used_at is None else f"{self.file.path}:{self.file.fact(Values).line(used_at)}"
+        message = f"{self.message.format(**values)} (used in {user})"
+        span = (place.line, place.column, place.end_line, place.end_column)
+        self.findings.append(Finding(type(self), None, span, message, None, place.path, severity))
+
+    def report_at(self, line: int, column: int, end_line: int, end_column: int,
+                  severity: Optional[Severity] = None, **values: Any) -> None:
+        """Report at a 1-based span, for files without a syntax tree; `severity` overrides the rule's."""
         self.findings.append(Finding(type(self), None, (line, column, end_line, end_column),
-                                     self.message.format(**values), None))
+                                     self.message.format(**values), None, severity=severity))
 
     def check_config(self) -> None:
         """Judge a launch config (`self.file` is a ConfigFile); only for rules whose file_kinds name one."""

@@ -20,6 +20,7 @@ from rllint.registry import CSTRule, Finding, load_rules
 from rllint.rules.meta import SyntaxErrorRule, UnusedSuppression
 from rllint.settings import Settings
 from rllint.source import SourceError, Suppressions, decode_source
+from rllint.traversal import visit_batched
 
 # Below this many files, starting worker processes costs more than it saves.
 _PARALLEL_THRESHOLD = 16
@@ -36,6 +37,8 @@ class _Facts:
         self.text = text
         self.settings = settings
         self._facts: Dict[type, Any] = {}
+        # Other files the analyses read (values imported from project modules): path -> content hash.
+        self.dependencies: Dict[str, str] = {}
 
     def fact(self, analysis: type) -> Any:
         """The instance of `analysis` (a class taking this file) for this file."""
@@ -67,6 +70,10 @@ class ConfigFile(_Facts):
 class FileResult:
     diagnostics: List[Diagnostic] = field(default_factory=list)
     errors: List[FileError] = field(default_factory=list)
+    # Other files the result depends on (path -> content hash): a cached result is stale when one changes.
+    dependencies: Dict[str, str] = field(default_factory=dict)
+    # Suppression comments of other files that silenced a finding of this one: (path, line, selector).
+    used_elsewhere: List[Tuple[str, int, str]] = field(default_factory=list)
 
 
 def lint_bytes(data: bytes, path: str, settings: Settings) -> FileResult:
@@ -96,7 +103,7 @@ def lint_text(text: str, path: str, settings: Settings) -> FileResult:
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, RECURSION_LIMIT))
     try:
-        findings, wrapper = _run_cst_rules(text, path, tree, settings, rules)
+        findings, wrapper, dependencies = _run_cst_rules(text, path, tree, settings, rules)
         diagnostics = _positioned(path, findings, wrapper)
     except cst.ParserSyntaxError as error:  # syntax newer than libcst knows
         line, column = error.raw_line, error.raw_column + 1
@@ -107,21 +114,56 @@ def lint_text(text: str, path: str, settings: Settings) -> FileResult:
     finally:
         sys.setrecursionlimit(limit)
 
-    return _filtered(path, diagnostics, suppressions, rules)
+    result = _filtered(path, [d for d in diagnostics if d.path == path], suppressions, rules)
+    remote, used = _remote_filtered([d for d in diagnostics if d.path != path], settings)
+    result.diagnostics = sorted(result.diagnostics + remote, key=Diagnostic.sort_key)
+    result.dependencies, result.used_elsewhere = dependencies, used
+    return result
+
+
+def _remote_filtered(diagnostics: List[Diagnostic],
+                     settings: Settings) -> Tuple[List[Diagnostic], List[Tuple[str, int, str]]]:
+    """Findings placed in another file (a value written in an imported module) obey that file's
+    suppression comments and per-file-ignores; one per place and code. Also returns the comments
+    of those files that were used, so that linting them does not call the comments stale (RL001)."""
+    kept: Dict[Tuple[str, int, int, str], Diagnostic] = {}
+    read: Dict[str, Optional[Suppressions]] = {}
+    for d in diagnostics:
+        if (d.path, d.line, d.column, d.code) in kept or d.code not in {r.code for r in settings.rules_for(d.path)}:
+            continue
+        if d.path not in read:
+            read[d.path] = _suppressions_of(d.path)
+        if read[d.path] is not None and not read[d.path].suppresses(d.line, d.code, d.name):
+            kept[(d.path, d.line, d.column, d.code)] = d
+    used = [(path, comment.line, selector) for path, suppressions in read.items() if suppressions is not None
+            for comment in suppressions.comments for selector in sorted(comment.used)]
+    return list(kept.values()), used
+
+
+def _suppressions_of(path: str) -> Optional[Suppressions]:
+    """The suppression comments of a file that is not the one being linted; None if it cannot be read."""
+    data, failure = _read(path)
+    if failure is not None:
+        return None
+    try:
+        text = decode_source(data)
+        return Suppressions.parse(text, ast.parse(text))
+    except (SourceError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
 def _run_cst_rules(
     text: str, path: str, tree: ast.Module, settings: Settings, rules: Sequence[type]
-) -> Tuple[List[Finding], Optional[MetadataWrapper]]:
+) -> Tuple[List[Finding], Optional[MetadataWrapper], Dict[str, str]]:
     triggered = [r for r in rules if issubclass(r, CSTRule) and (not r.triggers or any(w in text for w in r.triggers))]
     if not triggered:
-        return [], None
+        return [], None, {}
     module = cst.parse_module(text)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     file = FileContext(path, text, module, tree, settings)
     visitors = [rule(file) for rule in triggered]
-    wrapper.visit_batched(visitors)
-    return [finding for visitor in visitors for finding in visitor.findings], wrapper
+    visit_batched(module, visitors)
+    return [finding for visitor in visitors for finding in visitor.findings], wrapper, file.dependencies
 
 
 def _lint_config(text: str, path: str, kind: str, settings: Settings, rules: Sequence[type]) -> FileResult:
@@ -178,9 +220,19 @@ def _positioned(path: str, findings: List[Finding], wrapper: Optional[MetadataWr
             where = positions[finding.node]
             line, column = where.start.line, where.start.column + 1
             end_line, end_column = where.end.line, where.end.column + 1
-        spans.append((finding.rule, line, column, end_line, end_column, finding.message, finding.fix))
-    return [Diagnostic(path, line, col, end_line, end_col, rule.code, rule.name, rule.severity, message, fix)
-            for rule, line, col, end_line, end_col, message, fix in spans]
+        where = path if finding.path is None else _shown_path(finding.path, path)
+        spans.append((where, finding.rule, line, column, end_line, end_column, finding.message, finding.fix,
+                      finding.severity or finding.rule.severity))
+    return [Diagnostic(where, line, col, end_line, end_col, rule.code, rule.name, severity, message, fix)
+            for where, rule, line, col, end_line, end_col, message, fix, severity in spans]
+
+
+def _shown_path(other: str, linted: str) -> str:
+    """Another file's path spelled as the linted file's is (relative to the working folder when it is)."""
+    if os.path.isabs(linted):
+        return os.path.abspath(other)
+    relative = os.path.relpath(other)
+    return other if relative.startswith(os.pardir) else relative
 
 
 def _syntax_error(path: str, error: SyntaxError, rules: Sequence[type]) -> List[Diagnostic]:
@@ -243,6 +295,8 @@ def lint_files(
             continue
         digest = content_hash(data)
         cached = cache.get(path, digest) if cache is not None else None
+        if cached is not None and cache.stale(cached.dependencies):
+            cached = None
         if cached is not None:
             results[path] = cached
         else:
@@ -258,11 +312,27 @@ def lint_files(
     if cache is not None:
         cache.save()
     total = FileResult()
+    used_elsewhere = {(os.path.abspath(other), line, selector)
+                      for path in paths for other, line, selector in results[path].used_elsewhere}
+    seen = set()
     for path in paths:
-        total.diagnostics.extend(results[path].diagnostics)
+        for d in results[path].diagnostics:
+            where = os.path.abspath(d.path)
+            if d.code == UnusedSuppression.code and (where, d.line, _stale_selector(d)) in used_elsewhere:
+                continue  # the comment silenced a finding that another linted file placed there
+            # A value written in a shared module is found from each file that imports it: report it once.
+            if (where, d.line, d.column, d.code) not in seen:
+                seen.add((where, d.line, d.column, d.code))
+                total.diagnostics.append(d)
         total.errors.extend(results[path].errors)
     total.diagnostics.sort(key=Diagnostic.sort_key)
     return total
+
+
+def _stale_selector(diagnostic: Diagnostic) -> Optional[str]:
+    """The selector an RL001 finding calls stale (its message quotes it)."""
+    start = diagnostic.message.find("`")
+    return diagnostic.message[start + 1:diagnostic.message.find("`", start + 1)] if start >= 0 else None
 
 
 def _lint_in_workers(pending: Dict[str, Tuple[bytes, str]], settings: Settings, jobs: int) -> Dict[str, FileResult]:

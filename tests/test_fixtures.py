@@ -9,7 +9,7 @@ from rllint.settings import Settings
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 EXPECT = re.compile(r"expect:\s*((?:RL\d{3}[\s,]*)+)")
-SUFFIXES = {".py"}
+SUFFIXES = {".py", ".yaml", ".yml", ".sh"}
 
 
 def labelled(path: Path) -> set:

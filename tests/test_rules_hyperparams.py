@@ -1,6 +1,7 @@
 """RL601 options and wording, beyond what the fixtures show."""
 import textwrap
 
+from rllint.diagnostic import Severity
 from rllint.runner import lint_text
 from rllint.settings import Settings
 
@@ -42,3 +43,219 @@ def test_the_message_names_the_value_where_it_is_declared_and_where_it_is_used()
     assert findings(GRPO) == [(4, "RL601", "learning rate 5e-05 (constant LR, used as `learning_rate` of GRPOConfig on "
                                           "line 7) is SFT-scale: RL post-training at this rate usually collapses; "
                                           "use <= 1e-06..5e-06")]
+
+
+# ---- the vocabulary of rllint.analysis.hparams ------------------------------------------
+
+from rllint.analysis.hparams import (  # noqa: E402
+    grouped_estimator, is_clip_range, is_group_size, is_kl_coefficient, is_learning_rate, is_rl_hyperparameter,
+)
+
+
+def test_kl_coefficient_names_and_beta_only_for_grouped_configs():
+    named = ["kl_coef", "init_kl_coef", "algorithm.kl_ctrl.kl_coef", "actor.kl_loss_coef", "KL_COEF", "klcoef"]
+    assert all(is_kl_coefficient(n) for n in named)
+    assert not any(is_kl_coefficient(n) for n in ["target_kl", "kl_target", "use_kl_loss", "kl_horizon", "beta"])
+    assert is_kl_coefficient("beta", owner="GRPOConfig") and is_kl_coefficient("beta", grouped_config=True)
+    assert not is_kl_coefficient("beta", owner="DPOConfig")
+
+
+def test_clip_range_names_exclude_value_upper_dual_and_other_clips():
+    assert all(is_clip_range(n) for n in ["cliprange", "eps_clip", "--actor.eps_clip", "clip_ratio_low",
+                                          "actor_rollout_ref.actor.clip_ratio", "clip_eps", "clip_range"])
+    assert not any(is_clip_range(n) for n in [
+        "cliprange_value", "value_clip", "clip_ratio_high", "clip_ratio_c", "grad_clip", "max_grad_norm",
+        "policy_loss.clip_cov_ratio", "reward.clip_range", "critic.value_clip", "epsilon", "epsilon_high"])
+    assert is_clip_range("epsilon", owner="GRPOConfig") and not is_clip_range("epsilon_high", owner="GRPOConfig")
+
+
+def test_group_size_names_exclude_evaluation_counts():
+    assert all(is_group_size(n) for n in ["num_generations", "--n_samples_per_prompt", "rollout.n_samples_per_prompt",
+                                          "actor_rollout_ref.rollout.n", "group_size", "rloo_k"])
+    assert not any(is_group_size(n) for n in ["actor_rollout_ref.rollout.val_kwargs.n", "eval.n_samples_per_prompt",
+                                              "num_return_sequences", "num_samples", "eval_num_generations"])
+    assert is_group_size("num_samples", owner="sample")
+
+
+def test_estimators_that_normalize_within_groups():
+    assert [grouped_estimator(v) for v in ["grpo", "rloo", "group_norm", "reinforce_baseline", "gae",
+                                           "reinforce_plus_plus", "remax", "", 3]] == \
+        [True, True, True, True, False, False, False, None, None]
+
+
+def test_learning_rates_and_watched_hyperparameters():
+    assert is_learning_rate("actor.adam.lr") and not is_learning_rate("lr_warmup_steps_ratio")
+    assert all(is_rl_hyperparameter(n) for n in ["temperature", "max_completion_length", "kl_weight_beta",
+                                                 "policy_clip_epsilon", "generate_max_len", "num_generations"])
+    assert not any(is_rl_hyperparameter(n) for n in ["seed", "top_k", "output_dir", "logging_steps", "adam_epsilon",
+                                                     "eval_temperature", "eval.max_new_tokens"])
+
+
+# ---- RL601 over launch configs -------------------------------------------------------------
+
+def config_findings(text, path, select, **options):
+    result = lint_text(textwrap.dedent(text), path, Settings(select=[select], options=options))
+    return [(d.line, d.code, d.severity.value if hasattr(d.severity, "value") else d.severity, d.message)
+            for d in result.diagnostics]
+
+
+VERL_LR = """\
+    algorithm:
+      adv_estimator: grpo
+    actor_rollout_ref:
+      model:
+        lora_rank: {rank}
+      actor:
+        optim:
+          lr: 5e-5
+"""
+
+
+def test_rl601_in_yaml_says_which_key_and_lora_rank_raises_the_limit():
+    assert config_findings(VERL_LR.format(rank=0), "grpo.yaml", "RL601") == [
+        (8, "RL601", "warning", "learning rate 5e-05 (`actor_rollout_ref.actor.optim.lr`) is SFT-scale: RL "
+                                "post-training at this rate usually collapses; use <= 1e-06..5e-06")]
+    assert config_findings(VERL_LR.format(rank=32), "grpo.yaml", "RL601") == []
+
+
+def test_rl601_hydra_config_group_of_a_critic_is_the_critics():
+    text = "optim:\n  lr: 1e-5\nppo_epochs: 1\nkl_loss_coef: 0.001\n"
+    assert config_findings(text, "config/critic/critic.yaml", "RL601") == []
+    assert [f[:2] for f in config_findings(text, "config/actor/actor.yaml", "RL601")] == [(2, "RL601")]
+
+
+def test_sft_and_reward_model_commands_are_not_rl():
+    script = """\
+        deepspeed --module openrlhf.cli.train_sft --learning_rate 2e-5 --max_len 4096
+        deepspeed --module openrlhf.cli.train_rm --learning_rate 9e-6 --max_len 4096
+    """
+    assert config_findings(script, "run.sh", "RL6") == []
+
+
+# ---- RL602 / RL603 options ---------------------------------------------------------------
+
+GRPO_KL_CLIP = textwrap.dedent("""
+    from trl import GRPOConfig
+
+    args = GRPOConfig(output_dir="o", beta=0.3, epsilon=0.15, num_generations=8, learning_rate=1e-6)
+""")
+
+
+def test_kl_and_clip_thresholds_are_options():
+    assert lint_text(GRPO_KL_CLIP, "train.py", Settings(select=["RL602", "RL603"])).diagnostics == []
+    result = lint_text(GRPO_KL_CLIP, "train.py", Settings(select=["RL602", "RL603"],
+                                                          options={"max-kl-coef": 0.2, "min-clip-range": 0.18}))
+    assert [(d.line, d.code, d.message) for d in result.diagnostics] == [
+        (4, "RL602", "KL coefficient 0.3 is above 0.2: the penalty outweighs the reward and the policy cannot "
+                     "move; use 0.001..0.1"),
+        (4, "RL603", "clip range 0.15 is below 0.18: almost every token is clipped and the policy barely learns; "
+                     "use about 0.2")]
+
+
+def test_on_policy_distillation_kl_to_the_teacher_is_the_objective():
+    text = textwrap.dedent("""
+        from dataclasses import dataclass
+        import tinker
+
+        @dataclass
+        class Config:
+            teacher_model: str = "Qwen/Qwen3-8B"
+            kl_penalty_coef: float = 1.0  # on-policy distillation: the KL to the teacher is the reward
+    """)
+    assert lint_text(text, "distill.py", Settings(select=["RL602"])).diagnostics == []
+    plain = text.replace("teacher_model", "reference_model").replace("distillation: the KL to the teacher", "x")
+    assert [d.line for d in lint_text(plain, "rl.py", Settings(select=["RL602"])).diagnostics] == [8]
+
+
+# ---- RL604 --------------------------------------------------------------------------------
+
+def test_rl604_needs_a_group_estimator_and_says_why():
+    yaml = "algorithm:\n  adv_estimator: {}\nactor_rollout_ref:\n  rollout:\n    n: 1\n"
+    assert config_findings(yaml.format("gae"), "ppo.yaml", "RL604") == []
+    assert config_findings(yaml.format("rloo"), "rloo.yaml", "RL604") == [
+        (5, "RL604", "error", "group size 1 (`actor_rollout_ref.rollout.n`): with one sample per prompt the "
+                              "group-normalized advantage is always zero; use >= 4")]
+    assert [f[:3] for f in config_findings(yaml.format("grpo").replace("n: 1", "n: 2"), "g.yaml", "RL604")] == [
+        (5, "RL604", "warning")]
+    python = "from trl import GRPOConfig\nargs = GRPOConfig(num_generations=2)\n"
+    assert [(d.line, d.severity) for d in lint_text(python, "t.py", Settings(select=["RL604"])).diagnostics] == [
+        (2, Severity.WARNING)]
+    no_estimator = "actor_rollout_ref:\n  rollout:\n    n: 1\n"  # verl's default estimator is GAE
+    assert config_findings(no_estimator, "ppo.yaml", "RL604") == []
+
+
+def test_rl604_bare_group_size_keywords_and_framework_defaults_are_silent():
+    text = textwrap.dedent("""
+        from dataclasses import dataclass
+        from trl import GRPOTrainer
+
+        @dataclass
+        class RLOOConfig:
+            num_generations: int = 2
+
+        def test_builder(Builder):
+            return Builder(group_size=1), GRPOTrainer
+    """)
+    assert lint_text(text, "rloo_config.py", Settings(select=["RL604"])).diagnostics == []
+
+
+# ---- RL605 --------------------------------------------------------------------------------
+
+def test_rl605_shell_variables_and_one_kl_per_run():
+    script = """\
+        python3 -m verl.trainer.main_ppo algorithm.use_kl_in_reward=True actor_rollout_ref.actor.use_kl_loss=True
+        python3 -m verl.trainer.main_ppo algorithm.use_kl_in_reward=False actor_rollout_ref.actor.use_kl_loss=True
+    """
+    assert [f[:2] for f in config_findings(script, "run.sh", "RL605")] == [(1, "RL605")]
+
+
+# ---- RL606 --------------------------------------------------------------------------------
+
+def test_rl606_config_modules_and_forwarded_arguments_are_silent():
+    module = textwrap.dedent("""
+        import argparse
+        from dataclasses import dataclass
+        from trl import GRPOConfig
+
+        @dataclass
+        class Recipe:
+            temperature: float = 0.7
+            beta: float = 0.04
+
+        def parse():
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--kl_coef", type=float, default=0.05)
+            parser.add_argument("--seed", type=int, default=0)
+            return parser.parse_args()
+
+        def main():
+            args = parse()
+            return GRPOConfig(**vars(args))
+    """)
+    assert lint_text(module, "recipe.py", Settings(select=["RL606"])).diagnostics == []
+    unforwarded = module.replace("GRPOConfig(**vars(args))", "GRPOConfig(seed=args.seed)")
+    assert [(d.line, d.message) for d in lint_text(unforwarded, "recipe.py", Settings(select=["RL606"])).diagnostics] \
+        == [(13, "`kl_coef` (default of --kl_coef) is declared but never read: the run silently uses another value")]
+
+
+def test_rl606_a_value_overwritten_before_any_use():
+    text = textwrap.dedent("""
+        import argparse
+        from trl import GRPOConfig
+
+        def build():
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--kl_beta", type=float, default=0.04)
+            parser.add_argument("--temperature", type=float, default=0.9)
+            args = parser.parse_args()
+            beta = args.kl_beta
+            print(beta)
+            beta = 0.0
+            temperature = args.temperature
+            temperature = 1.0
+            return GRPOConfig(beta=beta, temperature=temperature)
+    """)
+    result = lint_text(text, "t.py", Settings(select=["RL606"]))
+    assert [(d.line, d.column, d.message) for d in result.diagnostics] == [
+        (14, 19, "`temperature` is read from `temperature` and then overwritten by the literal 1.0: the run "
+                 "silently uses another value")]

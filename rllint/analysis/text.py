@@ -296,6 +296,7 @@ class TextRoles:
     def __init__(self, file) -> None:
         self.file = file
         self.scopes: Scopes = file.fact(Scopes)
+        self._names: Dict[Tuple[str, int], Optional[str]] = {}  # (name, scope) -> role, each worked out once
 
     def role(self, expr: cst.BaseExpression, scope: Scope, depth: int = 0) -> Optional[str]:
         if depth > 12:
@@ -338,6 +339,13 @@ class TextRoles:
         return {TEXTS: TEXT, PROMPTS: PROMPT, PROMPT: PROMPT, GEN_IDS: GEN_IDS, IDS: IDS}.get(role or "")
 
     def _name_role(self, name: str, scope: Scope, depth: int) -> Optional[str]:
+        key = (name, id(scope))
+        if key not in self._names:
+            self._names[key] = None  # while it is worked out: a name defined through itself adds no role
+            self._names[key] = self._bound_role(name, scope, depth)
+        return self._names[key]
+
+    def _bound_role(self, name: str, scope: Scope, depth: int) -> Optional[str]:
         if name in scope.assigned:
             roles = {self.role(v, scope, depth + 1) for v in scope.assigned[name]}
             if name in scope.iterated:

@@ -6,21 +6,34 @@ inherited from a base config), or an environment variable's default. A threshold
 rule must report where the value is written, so `Values.of(expr)` returns the number
 together with the node that holds it.
 
-This module resolves values within one file, from one walk over its statements. Values
-imported from other modules (astroid), YAML keys and shell flags are meant to come back
-as the same `Value` (with the node or position where they are written and an `origin`
-that says where), so that rules need not change.
+This module resolves values within one file, from one walk over its statements. Names
+imported from other modules of the linted project (`from .hparams import LR`,
+`config.LR`, a dataclass whose base lives in another module) are resolved by
+`rllint.analysis.modules` (astroid, loaded only then) unless the option
+`cross-module-values` is off. Such a value comes back as the same `Value`, whose `node`
+is then a `RemoteNode` (the path and span where the number is written): rules report
+it like any node, and the runner places the finding in that file.
 """
 from __future__ import annotations
 
 import ast
 import dataclasses
+import os
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Dict, Iterable, List, Optional, Set, Tuple, Union
 
 import libcst as cst
 
 from rllint.analysis.imports import Imports
+from rllint.registry import Option
+
+CROSS_MODULE_VALUES = Option(
+    "cross-module-values", bool, True,
+    "Resolve values imported from other modules of the linted project (constants, config classes and "
+    "their inherited defaults) and report them where they are written; off: only values written in the "
+    "linted file itself are seen.",
+)
 
 Number = Union[int, float]
 _MAX_DEPTH = 24
@@ -36,20 +49,42 @@ _ARITHMETIC = {
 }
 
 
+class RemoteNode:
+    """Where a number is written in another file: 1-based lines and columns, as a Diagnostic's.
+
+    Stands in for a libcst node in `Value.node`; one instance per place and linted file, so rules
+    may key on `id(value.node)`. `CSTRule.report` accepts it and reports in that file.
+    """
+
+    __slots__ = ("path", "line", "column", "end_line", "end_column")
+
+    def __init__(self, path: str, line: int, column: int, end_line: int, end_column: int) -> None:
+        self.path, self.line, self.column, self.end_line, self.end_column = path, line, column, end_line, end_column
+
+    def __repr__(self) -> str:
+        return f"RemoteNode({self.path}:{self.line}:{self.column})"
+
+
 @dataclass(frozen=True)
 class Value:
     """A resolved number.
 
-    `node` is where it is written (the literal, the arithmetic, the default expression);
+    `node` is where it is written (the literal, the arithmetic, the default expression), a
+    `RemoteNode` when that is in another module (then `path` is that file's path);
     `names` are the names it was reached through, outermost first (`lr`, then
     `critic_lr`), so a rule can tell a critic's learning rate from the policy's;
     `origin` says how it was declared, for messages (`default of --learning_rate`).
     """
 
     number: Number
-    node: cst.CSTNode
+    node: Union[cst.CSTNode, RemoteNode]
     names: Tuple[str, ...] = ()
     origin: str = "literal"
+
+    @property
+    def path(self) -> Optional[str]:
+        """The file the number is written in when that is another module; None for the linted file."""
+        return self.node.path if isinstance(self.node, RemoteNode) else None
 
     def through(self, name: str) -> "Value":
         return Value(self.number, self.node, (name,) + self.names, self.origin)
@@ -98,6 +133,7 @@ class _Binding:
     expr: Optional[cst.BaseExpression] = None  # the one expression assigned, if exactly one
     cls: Optional[str] = None  # the file's class the name is an instance of, if known
     declaration: Optional[Declaration] = None
+    imported: Optional[str] = None  # else an imported name it is annotated with or built by (maybe a class)
 
 
 class _Scope:
@@ -171,6 +207,10 @@ class Values:
         self._declarations: List[Declaration] = []
         self._constants: Dict[str, List[Declaration]] = {}
         self._lines: Optional[dict] = None
+        # Names bound at module level by imports that may name a project module: name -> (module, level, name in it).
+        self._project = _imports_by_name(file.tree)
+        self._resolver = None
+        self._remote_nodes: Dict[Tuple[str, int, int, int, int], RemoteNode] = {}
         # Class names first, so that a function above a class can still be typed by it.
         self._class_names = {n.name for n in ast.walk(file.tree) if isinstance(n, ast.ClassDef)}
         self._walk(file.module.body, [])
@@ -228,12 +268,13 @@ class Values:
         return None
 
     def line(self, node: cst.CSTNode) -> int:
-        """The 1-based line of a node. Costs a position pass over the file: call it only to word a finding."""
+        """The 1-based line of a node (of its own file, for a RemoteNode). Costs a position pass over the
+        file: call it only to word a finding."""
+        if isinstance(node, RemoteNode):
+            return node.line
         if self._lines is None:
-            from libcst.metadata import MetadataWrapper, PositionProvider
-
-            self._lines = MetadataWrapper(self._file.module, unsafe_skip_copy=True).resolve(PositionProvider)
-        return self._lines[node].start.line
+            self._lines = _start_lines(self._file.module)
+        return self._lines[node]
 
     # ---- the walk ----------------------------------------------------------------
 
@@ -288,7 +329,8 @@ class Values:
                 declaration = Declaration(name, "parameter", param, _field_default(param.default), owner)
                 self._declarations.append(declaration)
             cls = _annotated_class(param.annotation, self._class_names)
-            self._bind(scope, _Binding("parameter", name, cls=cls, declaration=declaration))
+            imported = None if cls else _annotated_class(param.annotation, self._project)
+            self._bind(scope, _Binding("parameter", name, cls=cls, declaration=declaration, imported=imported))
         for extra in (node.params.star_arg, node.params.star_kwarg):
             if isinstance(extra, cst.Param):
                 self._bind(scope, _Binding("parameter", extra.name.value))
@@ -300,7 +342,8 @@ class Values:
                 continue
             expr = exprs[0] if len(exprs) == 1 else None
             cls = _constructed_class(expr, self._class_names)
-            self._bind(scope, _Binding("local", name, expr=None if cls else expr, cls=cls))
+            imported = None if cls else _constructed_class(expr, self._project)
+            self._bind(scope, _Binding("local", name, expr=None if cls else expr, cls=cls, imported=imported))
         return scope
 
     def _command_line(self, call: cst.Call) -> None:
@@ -411,6 +454,8 @@ class Values:
                 return None
             return value and value.through(expr.value)
         constants = self._constants.get(expr.value, [])
+        if not constants and expr.value in self._project:
+            return self._remote(expr.value, ())
         if len(constants) != 1:
             return None
         value = self._declared(constants[0], depth)
@@ -428,13 +473,23 @@ class Values:
     def _attribute(self, expr: cst.Attribute, depth: int) -> Optional[Value]:
         name = expr.attr.value
         owner = expr.value
+        dotted = _dotted(expr)
+        if dotted is not None and self._is_imported(dotted[0]) and self._binding(_head(expr)) is None:
+            value = self._remote(dotted[0], tuple(dotted[1:]))  # `config.LR`, `hp.TrainConfig.lr`
+            if value is not None:
+                return value
         if isinstance(owner, cst.Name):
             if owner.value in ("self", "cls"):
                 # Which class's method this is would need the enclosing def: ask every class, and
                 # answer only when they agree.
                 return self._agreed([self._member(c, name, depth) for c in self._classes
-                                     if self.field(c, name) or self._assigned_in(c, name)], name)
+                                     if self.field(c, name) or self._assigned_in(c, name)
+                                     or self._inherited_remote(c, name) is not None], name)
             binding = self._binding(owner)
+            if binding is not None and binding.imported and self._is_imported(binding.imported):
+                value = self._remote(binding.imported, (name,))  # `cfg: TrainConfig`, `cfg = TrainConfig()`
+                if value is not None:
+                    return value.through(name)
             cls = binding.cls if binding is not None else (owner.value if owner.value in self._class_names else None)
             if cls is not None:
                 value = self._member(cls, name, depth)
@@ -458,9 +513,51 @@ class Values:
         if declaration is not None:
             return self._declared(declaration, depth)
         assigned = self._assigned_in(cls, name)
+        if not assigned:
+            return self._inherited_remote(cls, name)
         if len(assigned) != 1 or assigned[0] is None:
             return None
         return self._of(assigned[0], depth)
+
+    # ---- other modules -----------------------------------------------------------
+
+    def _is_imported(self, name: str) -> bool:
+        """A module-level import of `name` that no module-level assignment rebinds."""
+        return name in self._project and name not in self._constants
+
+    def _inherited_remote(self, cls: str, name: str) -> Optional[Value]:
+        """A field `cls` inherits from a base class imported from another project module."""
+        for owner in [cls] + self._bases_of(cls):
+            for base in self._classes[owner].bases:
+                if base not in self._classes and self._is_imported(base):
+                    value = self._remote(base, (name,))
+                    if value is not None:
+                        return value
+        return None
+
+    def _remote(self, local: str, attributes: Tuple[str, ...]) -> Optional[Value]:
+        """The number that the imported `local` (then `attributes`) stands for in another project module."""
+        if not self._file.settings.option(CROSS_MODULE_VALUES):
+            return None
+        module, level, imported = self._project[local]
+        names = ((imported,) if imported else ()) + attributes
+        if not names:
+            return None
+        if self._resolver is None:
+            from rllint.analysis.modules import Resolver
+
+            self._resolver = Resolver(self._file.path, self._file.dependencies)
+        written = self._resolver.resolve(module, level, names)
+        if written is None or written.path == os.path.abspath(self._file.path):
+            return None  # a cycle back into this file: its own walk already knows that value
+        key = (written.path, written.line, written.column, written.end_line, written.end_column)
+        node = self._remote_nodes.get(key)
+        if node is None:
+            node = self._remote_nodes[key] = RemoteNode(*key)
+        names = (local,) + attributes[:-1]
+        if written.names and written.names[0] == names[-1]:
+            names = names[:-1]
+        return Value(written.number, node, names + written.names, written.origin)
 
     def _assigned_in(self, cls: str, name: str) -> List[Optional[cst.BaseExpression]]:
         """What the methods of `cls` and its bases assign to `self.<name>`."""
@@ -501,6 +598,107 @@ class Values:
             variable = key.evaluated_value if isinstance(key, cst.SimpleString) else "?"
             return Value(value.number, value.node, value.names, f"default of environment variable {variable}")
         return None
+
+
+def _start_lines(module: cst.Module) -> Dict[cst.CSTNode, int]:
+    """The line each node starts on, as libcst's PositionProvider gives it, from one code generation
+    that counts newlines only: several times cheaper than the full positions, which matters because
+    a value used from another module makes every importing file word a line. Falls back to
+    PositionProvider should libcst's code generation internals change."""
+    try:
+        state = _line_state()(default_indent=module.default_indent, default_newline=module.default_newline)
+        module._codegen(state)
+        return state.lines
+    except (ImportError, AttributeError, TypeError):
+        from libcst.metadata import MetadataWrapper, PositionProvider
+
+        positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        return {node: where.start.line for node, where in positions.items()}
+
+
+@lru_cache(maxsize=None)
+def _line_state() -> type:
+    """A libcst CodegenState that records start lines the way PositionProvider's state records positions."""
+    from contextlib import contextmanager
+
+    from libcst._nodes.internal import CodegenState
+
+    @dataclass(frozen=False)
+    class LineState(CodegenState):
+        lines: Dict[cst.CSTNode, int] = dataclasses.field(default_factory=dict)
+        line: int = 1
+        starts: List[int] = dataclasses.field(default_factory=list)
+
+        def add_indent_tokens(self) -> None:
+            for token in self.indent_tokens:
+                self.add_token(token)
+
+        def add_token(self, value: str) -> None:
+            self.tokens.append(value)
+            if "\n" in value or "\r" in value:
+                self.line += value.count("\n") + value.count("\r") - value.count("\r\n")
+
+        def before_codegen(self, node: cst.CSTNode) -> None:
+            self.starts.append(self.line)
+
+        def after_codegen(self, node: cst.CSTNode) -> None:
+            start = self.starts.pop()
+            if node not in self.lines:  # a syntactic start recorded inside the node wins
+                self.lines[node] = start
+
+        @contextmanager
+        def record_syntactic_position(self, node, *, start_node=None, end_node=None):
+            start = self.line
+            try:
+                yield
+            finally:
+                self.lines[node] = self.lines[start_node] if start_node is not None else start
+
+    return LineState
+
+
+def _imports_by_name(tree: ast.Module) -> Dict[str, Tuple[str, int, Optional[str]]]:
+    """Module-level import statements: bound name -> (module, level, imported name or None for a module).
+
+    Only the import statements are read here; whether a module belongs to the project is found
+    (on disk) when a value is asked for.
+    """
+    found: Dict[str, Tuple[str, int, Optional[str]]] = {}
+    statements = list(tree.body)
+    while statements:
+        statement = statements.pop(0)
+        if isinstance(statement, ast.Import):
+            for alias in statement.names:
+                if alias.asname:
+                    found[alias.asname] = (alias.name, 0, None)
+                else:
+                    top = alias.name.split(".")[0]
+                    found.setdefault(top, (top, 0, None))
+        elif isinstance(statement, ast.ImportFrom):
+            for alias in statement.names:
+                if alias.name != "*":
+                    found[alias.asname or alias.name] = (statement.module or "", statement.level or 0, alias.name)
+        elif isinstance(statement, (ast.If, ast.Try)):  # `try: from .hparams import LR`
+            statements.extend(statement.body)
+            statements.extend(getattr(statement, "orelse", []))
+    return found
+
+
+def _head(expr: cst.BaseExpression) -> cst.BaseExpression:
+    while isinstance(expr, cst.Attribute):
+        expr = expr.value
+    return expr
+
+
+def _dotted(expr: cst.BaseExpression) -> Optional[List[str]]:
+    """`a.b.c` -> ["a", "b", "c"]; None for anything that is not a plain dotted name."""
+    parts = []
+    while isinstance(expr, cst.Attribute):
+        parts.append(expr.attr.value)
+        expr = expr.value
+    if not isinstance(expr, cst.Name):
+        return None
+    return [expr.value] + parts[::-1]
 
 
 def _keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:

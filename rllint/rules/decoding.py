@@ -6,7 +6,9 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from rllint.analysis.context import RLContext
+from rllint.analysis.configs import LaunchConfig
+from rllint.analysis.context import RLContext, tokens
+from rllint.analysis.hparams import EVALUATION, last_part
 from rllint.analysis.imports import Imports
 from rllint.analysis.rewards import RewardFunctions
 from rllint.analysis.syntax import dotted, keyword, positional, walk
@@ -17,6 +19,7 @@ from rllint.analysis.text import (GEN_IDS, PROMPT, PROMPTS, RE_FUNCTIONS, TEXT, 
 from rllint.analysis.tokenizer import TokenizerFacts
 from rllint.analysis.values import Values
 from rllint.diagnostic import Severity
+from rllint.files import KINDS
 from rllint.registry import CSTRule, Option
 
 MIN_GENERATION_TOKENS = Option(
@@ -1111,6 +1114,9 @@ class ShortGenerationLimit(CSTRule):
     trainer's config (`GRPOConfig`, `RLOOConfig`, `OnlineDPOConfig`...), or declared
     as a field of a subclass of such a config, below `min-generation-tokens`. The finding points where the value is written: the
     keyword argument, the `argparse` default, the dataclass field or the constant.
+    In launch configs of RL runs it reads the same keys: verl's `data.max_response_length`,
+    OpenRLHF's `--generate_max_len` and `--rollout.max_new_tokens`, TRL's
+    `max_completion_length`; evaluation settings (`val_kwargs`, `eval.*`) are left alone.
 
     ## Why is this bad?
     Completions longer than the limit are cut off before their answer, score 0, and
@@ -1137,12 +1143,26 @@ class ShortGenerationLimit(CSTRule):
     severity = Severity.WARNING
     message = "rollout length limit `{name}` = {value} ({origin}) is below {limit} tokens: longer completions are cut off before their answer and score 0"
     options = (MIN_GENERATION_TOKENS,)
-    triggers = tuple(_LENGTH_LIMITS)
+    triggers = tuple(_LENGTH_LIMITS) + ("generate-max-len", "max-new-tokens", "max-response-length")
+    file_kinds = KINDS
 
     def __init__(self, file) -> None:
         super().__init__(file)
         self._reported: Set[int] = set()
         self._active: Optional[bool] = None
+
+    def check_config(self) -> None:
+        """Rollout length limits that an RL launch config sets (only its RL commands or documents)."""
+        limit = self.option(MIN_GENERATION_TOKENS)
+        for entry in self.file.fact(LaunchConfig).rl_entries:
+            name = last_part(entry.key).replace("-", "_")
+            if name not in _LENGTH_LIMITS or set(tokens(entry.key)) & EVALUATION:
+                continue
+            value = entry.value
+            if isinstance(value, int) and not isinstance(value, bool) and 1 < value < limit:
+                where = "set here" if entry.command is None else f"given to {entry.command}"
+                self.report_at(entry.line, entry.column, entry.line, entry.column + len(entry.text),
+                               name=entry.key.lstrip("-+"), value=value, origin=where, limit=limit)
 
     def _is_active(self) -> bool:
         if self._active is None:

@@ -7,6 +7,10 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 import libcst as cst
 
 from rllint.analysis.context import RLContext, tokens
+from rllint.analysis.hparams import (
+    EVALUATION, GROUP_CONFIGS, NOT_THE_POLICY, LaunchRuns, belongs_elsewhere, distills, grouped_estimator, is_clip_range,
+    is_estimator_key, is_group_size, is_kl_coefficient, is_learning_rate, is_rl_hyperparameter, last_part,
+)
 from rllint.analysis.imports import Imports
 from rllint.analysis.values import Declaration, Value, Values, format_number
 from rllint.diagnostic import Severity
@@ -21,29 +25,8 @@ LORA_LR_MULTIPLIER = Option(
     "RL601: when the run trains LoRA adapters, the learning-rate limit is multiplied by this factor.",
 )
 
-# Words that make a learning-rate name something else: a bound, a schedule, a multiplier.
-_NOT_A_RATE = {"min", "end", "final", "warmup", "decay", "ratio", "scale", "scaling", "factor", "mult", "multiplier",
-               "schedule", "scheduler", "sched", "type", "kwargs", "name", "steps", "step", "epochs", "gamma",
-               "patience", "cycle", "milestones", "power", "div", "eta", "finder", "range", "search", "grid"}
-# Words that say the rate belongs to something other than the policy (or to a non-RL stage):
-# critics and value heads, reward models, SFT and pre-training; optimizers whose lr has another scale
-# (Prodigy and D-Adaptation take a multiplier, Muon's orthogonalised updates take ~0.02).
-_NOT_THE_POLICY = {"critic", "value", "values", "vf", "reward", "rm", "prm", "discriminator", "disc", "q", "sft",
-                   "pretrain", "pretraining", "prodigy", "dadapt", "dadaptation", "muon", "baseline"}
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OVERRIDE = re.compile(r"\+{0,2}([A-Za-z_][\w.\-]*)=([-+0-9.eE]+)")
-
-
-def is_learning_rate(name: str) -> bool:
-    """`learning_rate`, `lr`, `actor_lr`, `policy_learning_rate`, `optim.lr`; not `min_lr`, `lr_scheduler_type`."""
-    words = tokens(name)
-    if "lr" not in words and not _adjacent(words, "learning", "rate") and "learningrate" not in words:
-        return False
-    return not set(words) & _NOT_A_RATE
-
-
-def _adjacent(words: List[str], first: str, second: str) -> bool:
-    return any(a == first and b == second for a, b in zip(words, words[1:]))
 
 
 class SFTScaleLearningRate(CSTRule):
@@ -92,6 +75,7 @@ class SFTScaleLearningRate(CSTRule):
     message = "learning rate {value}{where} is SFT-scale{lora}: RL post-training at this rate usually collapses; use {advice}"
     options = (MAX_LEARNING_RATE, LORA_LR_MULTIPLIER)
     triggers = ("lr", "LR", "learning_rate", "LEARNING_RATE", "learningRate", "Lr")
+    file_kinds = ("python", "yaml", "shell")
 
     def __init__(self, file) -> None:
         super().__init__(file)
@@ -110,6 +94,19 @@ class SFTScaleLearningRate(CSTRule):
             self._context = self.file.fact(RLContext)
         return self._context.is_rl
 
+    def check_config(self) -> None:
+        """`actor_rollout_ref.actor.optim.lr: 2e-5`, `--actor_learning_rate 2e-5`, `--actor.adam.lr`, TRL's
+        `learning_rate:`; the run's LoRA rank or `use_peft` raises the limit, critic keys are exempt."""
+        group = _config_group(self.file.path)
+        for run in self.file.fact(LaunchRuns):
+            limit = self.option(MAX_LEARNING_RATE) * (self.option(LORA_LR_MULTIPLIER) if run.lora else 1)
+            for entry in run.entries:
+                if (is_learning_rate(last_part(entry.key)) and not belongs_elsewhere(group + entry.key)
+                        and _number(entry.value) is not None and entry.value >= limit * (1 - 1e-9)):
+                    _report_entry(self, entry, value=format_number(entry.value), where=_used_as(entry),
+                                  lora=" even for LoRA" if run.lora else "",
+                                  advice="1e-05..5e-05 for LoRA" if run.lora else "<= 1e-06..5e-06")
+
     # ---- uses ------------------------------------------------------------------------
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -123,7 +120,7 @@ class SFTScaleLearningRate(CSTRule):
         if _is_optimizer_name(node) and _toy_parameters(node):
             return
         context = set(tokens(short)) | self._target_words() | self._parameter_words(node)
-        exempt = exempt or bool(context & _NOT_THE_POLICY)
+        exempt = exempt or bool(context & NOT_THE_POLICY)
         for arg in keywords:
             self._use(arg.value, "`{}` of {}".format(arg.keyword.value, short), arg, arg.keyword.value, exempt)
         positional = [a for a in node.args if a.keyword is None and not a.star]
@@ -133,7 +130,7 @@ class SFTScaleLearningRate(CSTRule):
     def _nest(self, items: Iterable[Tuple[str, cst.CSTNode]], exempt: bool) -> None:
         """`{"critic": {"lr": 1e-4}}`, `dict(critic=dict(lr=1e-4))`: what nests under a critic is the critic's."""
         for key, value in items:
-            if isinstance(value, (cst.Dict, cst.Call)) and (exempt or set(tokens(key)) & _NOT_THE_POLICY):
+            if isinstance(value, (cst.Dict, cst.Call)) and (exempt or set(tokens(key)) & NOT_THE_POLICY):
                 self._inside_other.add(id(value))
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -172,7 +169,7 @@ class SFTScaleLearningRate(CSTRule):
                     self._override(name[2:], number, value)
 
     def _override(self, key: str, text: str, node: cst.CSTNode) -> None:
-        if set(tokens(key)) & _NOT_THE_POLICY:
+        if set(tokens(key)) & NOT_THE_POLICY:
             return
         try:
             number = float(text)
@@ -191,7 +188,7 @@ class SFTScaleLearningRate(CSTRule):
             return
         code = self.file.module.code_for_node
         others = {w for e in elements if e not in rates for w in _words_in(code(e.value))}
-        exempt = exempt or bool(others & _NOT_THE_POLICY)
+        exempt = exempt or bool(others & NOT_THE_POLICY)
         for element in rates:
             self._use(element.value, "key {}".format(element.key.value), element, _string(element.key), exempt)
 
@@ -229,7 +226,7 @@ class SFTScaleLearningRate(CSTRule):
 
     @staticmethod
     def _not_policy(value: Value, name: str) -> bool:
-        return bool({w for n in (name,) + value.names for w in tokens(n)} & _NOT_THE_POLICY)
+        return bool({w for n in (name,) + value.names for w in tokens(n)} & NOT_THE_POLICY)
 
     def _target_words(self) -> Set[str]:
         """Words of the names being assigned: `critic_optimizer = AdamW(...)` belongs to the critic."""
@@ -259,7 +256,7 @@ class SFTScaleLearningRate(CSTRule):
             if declaration.kind == "field" and id(value.node) not in self._inherited:
                 self._inherited[id(value.node)] = [
                     sub for sub in values.subclasses(declaration.owner)
-                    if values.field(sub, declaration.name) is declaration and not set(tokens(sub)) & _NOT_THE_POLICY]
+                    if values.field(sub, declaration.name) is declaration and not set(tokens(sub)) & NOT_THE_POLICY]
         for key, value in declared.items():
             if key not in self._elsewhere:  # declared, and not only ever used for a critic or an SFT stage
                 self._found.setdefault(key, (value, None, None))
@@ -280,25 +277,34 @@ class SFTScaleLearningRate(CSTRule):
             if not is_learning_rate(declaration.name):
                 continue
             owner = set(tokens(declaration.owner or ""))
-            if owner & _NOT_THE_POLICY or set(tokens(declaration.name)) & _NOT_THE_POLICY:
+            if owner & NOT_THE_POLICY or set(tokens(declaration.name)) & NOT_THE_POLICY:
                 continue
             found.append(declaration)
         return found
 
     def _flag(self, value: Value, how: Optional[str], use: Optional[cst.CSTNode], lora: bool) -> None:
-        values = self.file.fact(Values)
-        details = [] if value.origin == "literal" else [value.origin]
+        details = _details(self, value, how, use)
         heirs = self._inherited.get(id(value.node))
         if heirs:
-            details.append("inherited by {}".format(", ".join(heirs)))
-        if how is not None and use is not None:
-            line = values.line(use)
-            if line != values.line(value.node):
-                details.append("used as {} on line {}".format(how, line))
+            details.insert(1, "inherited by {}".format(", ".join(heirs)))
         where = " ({})".format(", ".join(details)) if details else ""
         advice = "1e-05..5e-05 for LoRA" if lora else "<= 1e-06..5e-06"
         self.report(value.node, value=format_number(value.number), where=where,
                     lora=" even for LoRA" if lora else "", advice=advice)
+
+
+def _details(rule: CSTRule, value: Value, how: Optional[str], use: Optional[cst.CSTNode]) -> List[str]:
+    """How a value is declared and where it is used, for the message. A value written in another module
+    (`Values` resolves imports) has no node of this file: its use is named with this file's path."""
+    details = [] if value.origin == "literal" else [value.origin]
+    if how is not None and use is not None:
+        values = rule.file.fact(Values)
+        line = values.line(use)
+        if not isinstance(value.node, cst.CSTNode):
+            details.append("used as {} on line {} of {}".format(how, line, rule.file.path))
+        elif line != values.line(value.node):
+            details.append("used as {} on line {}".format(how, line))
+    return details
 
 
 def _is_optimizer_name(call: cst.Call) -> bool:
@@ -325,3 +331,699 @@ def _toy_parameters(call: cst.Call) -> bool:
 def _words_in(code: str) -> Iterable[str]:
     for word in _WORD.findall(code):
         yield from tokens(word)
+
+
+MAX_KL_COEF = Option(
+    "max-kl-coef", float, 0.5,
+    "RL602: KL penalty coefficients above this value are reported in RL code and launch configs.",
+)
+MIN_CLIP_RANGE = Option(
+    "min-clip-range", float, 0.1,
+    "RL603: PPO/GRPO clip ranges below this value are reported in RL code and launch configs.",
+)
+
+
+def _number(value: object) -> Optional[float]:
+    """A config value that is a number (not a boolean), else None."""
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _used_as(entry) -> str:
+    """Where a config value is used: ` (`key` of entry point)`."""
+    command = " of {}".format(entry.command) if entry.command else ""
+    return " (`{}`{})".format(entry.key.lstrip("-+"), command)
+
+
+def _config_group(path: str) -> str:
+    """A YAML file's Hydra config group, as a key prefix: `config/critic/critic.yaml` is mounted under
+    `critic.`, so its `optim.lr` is the critic's."""
+    parts = re.split(r"[\\/]", path)
+    return parts[-2] + "." if len(parts) >= 2 and path.endswith((".yaml", ".yml")) else ""
+
+
+def _report_entry(rule: CSTRule, entry, **values) -> None:
+    rule.report_at(entry.line, entry.column, entry.line, entry.column + max(len(entry.text), 1), **values)
+
+
+def _callee(call: cst.Call) -> str:
+    """The last name of what is called: `GRPOConfig`, `sample` of `client.sample`."""
+    func = call.func
+    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+
+
+def _literal_string(expr: Optional[cst.BaseExpression]) -> Optional[str]:
+    return _string(expr) if expr is not None else None
+
+
+class _Threshold(CSTRule):
+    """A numeric RL hyperparameter judged wherever it is written: keyword arguments and dict keys, attribute
+    assignments, declarations (argparse defaults, class and dataclass fields, constants, parameter defaults),
+    YAML keys and shell flags. Subclasses say which names (`_names`) and which values (`_judge`)."""
+
+    file_kinds = ("python", "yaml", "shell")
+    declaration_kinds = ("argparse", "field", "constant", "parameter")
+
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self._context: Optional[RLContext] = None
+        # id(node where the value is written) -> (value, how it is used, the node of that use, message values)
+        self._found: Dict[int, Tuple[Value, Optional[str], Optional[cst.CSTNode], dict]] = {}
+
+    def _rl(self) -> bool:
+        if self._context is None:
+            self._context = self.file.fact(RLContext)
+        return self._context.is_rl
+
+    # ---- what subclasses say ----------------------------------------------------------
+
+    def _names(self, name: str, owner: Optional[str], grouped_config: bool = False) -> bool:
+        raise NotImplementedError
+
+    def _judge(self, number: float, name: str, owner: Optional[str], siblings: Dict[str, object],
+               grouped: Optional[bool]) -> Optional[dict]:
+        """Message values when `number` is bad, else None. `siblings`: the other settings given with it
+        (keyword arguments, dict keys, fields of its class: name -> expression or config value);
+        `grouped`: what the launch run says about group normalization (None in Python)."""
+        raise NotImplementedError
+
+    # ---- Python -----------------------------------------------------------------------
+
+    def visit_Call(self, node: cst.Call) -> None:
+        owner = _callee(node)
+        keywords = [a for a in node.args if a.keyword is not None]
+        matched = [a for a in keywords if self._names(a.keyword.value, owner)]
+        if matched and self._rl():
+            siblings = {a.keyword.value: a.value for a in keywords}
+            for arg in matched:
+                self._use(arg.value, "`{}` of {}".format(arg.keyword.value, owner), arg, arg.keyword.value, owner,
+                          siblings)
+
+    def visit_Dict(self, node: cst.Dict) -> None:
+        elements = [e for e in node.elements if isinstance(e, cst.DictElement) and _string(e.key)]
+        matched = [e for e in elements if self._names(_string(e.key), None)]
+        if matched and self._rl():
+            siblings = {_string(e.key): e.value for e in elements}
+            for element in matched:
+                key = _string(element.key)
+                self._use(element.value, "key {!r}".format(key), element, key, None, siblings)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """`config.kl_coef = 1.0`, `cfg["clip_ratio"] = 0.05` (plain names are declarations or locals)."""
+        for target in node.targets:
+            target = target.target
+            if isinstance(target, cst.Attribute):
+                name = target.attr.value
+            elif (isinstance(target, cst.Subscript) and len(target.slice) == 1
+                  and isinstance(target.slice[0].slice, cst.Index)):
+                name = _string(target.slice[0].slice.value)
+            else:
+                continue
+            if name and self._names(name, None) and self._rl():
+                self._use(node.value, None, node, name, None, {})
+
+    def _use(self, expr: cst.BaseExpression, how: Optional[str], where: cst.CSTNode, name: str,
+             owner: Optional[str], siblings: Dict[str, object], grouped: Optional[bool] = None) -> None:
+        value = self.file.fact(Values).of(expr)
+        if value is None or isinstance(value.number, bool):
+            return
+        if grouped is None and owner and owner.startswith("sample"):
+            # `client.sample(..., num_samples=cfg.group_size)`: a group when the value is declared as one
+            grouped = any(is_group_size(n) for n in value.names)
+        verdict = self._judge(value.number, name, owner, siblings, grouped)
+        if verdict is not None and (id(value.node) not in self._found or self._found[id(value.node)][1] is None):
+            self._found[id(value.node)] = (value, how, where, verdict)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        if self._rl():
+            values = self.file.fact(Values)
+            declarations = values.declarations()
+            for declaration in declarations:
+                if declaration.kind not in self.declaration_kinds:
+                    continue
+                owner = declaration.owner if declaration.kind == "field" else None
+                if not self._names(declaration.name, owner):
+                    continue
+                value = values.value_of(declaration)
+                if value is None or isinstance(value.number, bool) or id(value.node) in self._found:
+                    continue
+                siblings = {d.name: d.default for d in declarations
+                            if d.kind == declaration.kind and d.owner == declaration.owner and d.default is not None}
+                # The declaring class is no evidence of how the value is used: RLOOConfig's own default is
+                # not a run's setting.
+                verdict = self._judge(value.number, declaration.name, None, siblings, None)
+                if verdict is not None:
+                    self._found[id(value.node)] = (value, None, None, verdict)
+        for value, how, use, verdict in self._found.values():
+            self._flag(value, how, use, verdict)
+
+    def _flag(self, value: Value, how: Optional[str], use: Optional[cst.CSTNode], verdict: dict) -> None:
+        details = _details(self, value, how, use)
+        self.report(value.node, value=format_number(value.number),
+                    where=" ({})".format(", ".join(details)) if details else "", **verdict)
+
+    # ---- launch configs ---------------------------------------------------------------
+
+    def check_config(self) -> None:
+        for run in self.file.fact(LaunchRuns):
+            grouped_config = run.trl_grouped and not run.dpo_family
+            siblings = {key: entry.value for key, entry in run.keys.items()}
+            for entry in run.entries:
+                number = _number(entry.value)
+                if number is None or not self._names(entry.key, None, grouped_config):
+                    continue
+                verdict = self._judge(number, entry.key, None, siblings, run.grouped)
+                if verdict is not None:
+                    _report_entry(self, entry, value=format_number(number), where=_used_as(entry), **verdict)
+
+
+class KLCoefficientTooLarge(_Threshold):
+    """
+    ## What it does
+    Reports a KL penalty coefficient of PPO, GRPO or RLOO above `max-kl-coef` (default
+    `0.5`): `beta` of TRL's `GRPOConfig` / `RLOOConfig` (in Python or in the YAML config of
+    `trl grpo`), `kl_coef`, `init_kl_coef`, verl's `algorithm.kl_ctrl.kl_coef` and
+    `actor_rollout_ref.actor.kl_loss_coef`, OpenRLHF's `--init_kl_coef`, wherever the
+    value is written: a keyword argument, a dataclass field, a constant, an `argparse`
+    default, a YAML key, a shell flag or variable.
+
+    The `beta` of DPO-family losses (DPO, IPO, CPO, SimPO, ORPO, KTO) is a temperature
+    of the preference loss, not a KL weight, and is never reported; nor are KL targets
+    (`target_kl`, `kl_target`) of adaptive controllers.
+
+    ## Why is this bad?
+    The KL penalty keeps the policy near the reference model. A weight near 1 or above
+    dominates the reward signal (rewards are typically in [0, 1]): the policy cannot
+    move, the reward stays flat, and the run looks like RL "does nothing". Recipes use
+    0.001 to 0.1.
+
+    ## Example
+    ```python
+    training_args = GRPOConfig(output_dir="grpo", beta=2.0)
+    ```
+
+    ## Use instead
+    ```python
+    training_args = GRPOConfig(output_dir="grpo", beta=0.04)
+    ```
+
+    ## Options
+    - `max-kl-coef` (float, default `0.5`): coefficients above it are reported.
+    - `rl-context` (`"auto"` or `"always"`, default `"auto"`): which files count as RL code.
+    """
+
+    code = "RL602"
+    name = "kl-coefficient-too-large"
+    severity = Severity.WARNING
+    message = ("KL coefficient {value}{where} is above {limit}: the penalty outweighs the reward and the policy "
+               "cannot move; use 0.001..0.1")
+    options = (MAX_KL_COEF,)
+    triggers = ("kl", "KL", "beta", "Kl")
+
+    def _names(self, name: str, owner: Optional[str], grouped_config: bool = False) -> bool:
+        return is_kl_coefficient(name, owner, grouped_config)
+
+    def _judge(self, number, name, owner, siblings, grouped) -> Optional[dict]:
+        limit = self.option(MAX_KL_COEF)
+        return {"limit": format_number(limit)} if number > limit and not distills(self.file.text) else None
+
+
+class ClipRangeTooNarrow(_Threshold):
+    """
+    ## What it does
+    Reports a PPO/GRPO clip range below `min-clip-range` (default `0.1`): `cliprange`,
+    `epsilon` of TRL's GRPO/RLOO configs, OpenRLHF's `--eps_clip`, verl's `clip_ratio` and
+    `clip_ratio_low`, `clip_range`, `clip_eps`, and a ratio clamp written
+    `torch.clamp(ratio, 1 - c, 1 + c)` with a small `c`, wherever `c` is written.
+
+    The value-function clip (`cliprange_value`, `value_clip`), the upper bound of an
+    asymmetric clip (`epsilon_high`, `clip_ratio_high`), dual-clip's constant
+    (`clip_ratio_c`) and gradient or reward clipping are other settings and are not
+    reported.
+
+    ## Why is this bad?
+    The clip range bounds how far one update may move each token's probability ratio.
+    With `0.02` almost every token is clipped after the first mini-batch: the gradient
+    vanishes and the policy barely learns, while the logs look healthy. PPO and GRPO use
+    0.2 (DAPO: 0.2 low, 0.28 high).
+
+    ## Example
+    ```python
+    clipped = torch.clamp(ratio, 1 - 0.01, 1 + 0.01)
+    ```
+
+    ## Use instead
+    ```python
+    clipped = torch.clamp(ratio, 1 - 0.2, 1 + 0.2)
+    ```
+
+    ## Options
+    - `min-clip-range` (float, default `0.1`): clip ranges below it are reported.
+    - `rl-context` (`"auto"` or `"always"`, default `"auto"`): which files count as RL code.
+    """
+
+    code = "RL603"
+    name = "clip-range-too-narrow"
+    severity = Severity.WARNING
+    message = ("clip range {value}{where} is below {limit}: almost every token is clipped and the policy barely "
+               "learns; use about 0.2")
+    options = (MIN_CLIP_RANGE,)
+    triggers = ("clip", "CLIP", "Clip", "epsilon", "clamp")
+
+    def _names(self, name: str, owner: Optional[str], grouped_config: bool = False) -> bool:
+        return is_clip_range(name, owner, grouped_config)
+
+    def _judge(self, number, name, owner, siblings, grouped) -> Optional[dict]:
+        limit = self.option(MIN_CLIP_RANGE)
+        return {"limit": format_number(limit)} if 0 < number < limit else None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        """Also `torch.clamp(ratio, 1 - c, 1 + c)` / `ratio.clamp(...)`: `c` is the clip range."""
+        super().visit_Call(node)
+        if _callee(node) not in ("clamp", "clip", "clamp_", "clip_"):
+            return
+        bounds = [a.value for a in node.args if a.keyword is None and not a.star]
+        bounds = bounds[-2:] if len(bounds) >= 2 else [a.value for a in node.args
+                                                      if a.keyword and a.keyword.value in ("min", "max")]
+        if len(bounds) != 2:
+            return
+        low, high = bounds
+        if not (_one_and(low, cst.Subtract) and _one_and(high, cst.Add)) or not self._rl():
+            return
+        self._use(low.right, "the lower bound of a ratio clamp", node, "clip", None, {})
+
+
+def _one_and(expr: cst.BaseExpression, operator: type) -> bool:
+    """`1 - c` / `1.0 + c`."""
+    return (isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, operator)
+            and isinstance(expr.left, (cst.Integer, cst.Float)) and float(expr.left.value) == 1.0)
+
+
+class GroupSizeTooSmall(_Threshold):
+    """
+    ## What it does
+    Reports a group size of 1 (an error) or 2 (a warning) for group-normalized advantage
+    estimators: `num_generations` of TRL's GRPO/RLOO configs, OpenRLHF's
+    `--n_samples_per_prompt` with a group estimator (`--advantage_estimator group_norm`,
+    `rloo`, `reinforce_baseline`), verl's `actor_rollout_ref.rollout.n` with
+    `algorithm.adv_estimator=grpo` / `rloo`, tinker-cookbook's `group_size`, and the
+    `num_samples` of a sampling call, wherever the value is written.
+
+    Methods that do not normalize within groups (PPO with a critic and GAE, REINFORCE++,
+    ReMax; verl's and OpenRLHF's default estimator is GAE) and evaluation sample counts
+    (`val_kwargs.n`, `eval.n_samples_per_prompt`, `num_return_sequences` of a generate
+    call) are not reported.
+
+    ## Why is this bad?
+    Group-relative estimators compare each sample with the other samples of its prompt.
+    With one sample per prompt the advantage is always zero and nothing is learned; with
+    two, the group's standard deviation is noise and each advantage is +-1 whatever
+    the reward gap.
+
+    ## Example
+    ```python
+    training_args = GRPOConfig(output_dir="grpo", num_generations=1)
+    ```
+
+    ## Use instead
+    ```python
+    training_args = GRPOConfig(output_dir="grpo", num_generations=8)
+    ```
+
+    ## Options
+    No threshold: 1 and 2 are reported. `rl-context` (`"auto"` or `"always"`, default
+    `"auto"`) says which files count as RL code.
+    """
+
+    code = "RL604"
+    name = "group-size-too-small"
+    severity = Severity.ERROR
+    message = "group size {value}{where}: {why}"
+    triggers = ("num_generations", "n_samples_per_prompt", "rollout", "group_size", "num_samples", "rloo_k",
+                "samples_per_prompt", "n_samples")
+    declaration_kinds = ("argparse", "field", "constant")
+
+    def _names(self, name: str, owner: Optional[str], grouped_config: bool = False) -> bool:
+        return is_group_size(name, owner)
+
+    def _judge(self, number, name, owner, siblings, grouped) -> Optional[dict]:
+        if number not in (1, 2) or isinstance(number, float) and not number.is_integer():
+            return None
+        if grouped is None:  # Python: the config class, the estimator given with it, or the name decides
+            grouped = _grouped_in_code(name, owner, siblings)
+        if not grouped:
+            return None
+        if number == 1:
+            return {"why": "with one sample per prompt the group-normalized advantage is always zero; use >= 4"}
+        return {"why": "with two samples per prompt the group std is noise; use >= 4", "severity": Severity.WARNING}
+
+
+def _grouped_in_code(name: str, owner: Optional[str], siblings: Dict[str, object]) -> bool:
+    """Is a group size in Python code a group-normalized estimator's? A GRPO/RLOO config or trainer says
+    yes; an estimator given with it decides; a critic given with it says no. A bare `group_size=1` says
+    nothing: test and evaluation builders, distillation and sampling take one sample per prompt."""
+    if owner in GROUP_CONFIGS:
+        return True
+    for key, value in siblings.items():
+        if key and is_estimator_key(key):
+            text = value if isinstance(value, str) else _literal_string(value)
+            verdict = grouped_estimator(text)
+            if verdict is not None:
+                return verdict
+    return False
+
+
+_KL_WORDS = frozenset({"kl", "kld", "kldiv"})
+_REWARD_WORDS = frozenset({"reward", "rewards", "score", "scores", "returns", "return"})
+_IN_REWARD, _AS_LOSS = "use_kl_in_reward", "use_kl_loss"
+
+
+class KLAppliedTwice(CSTRule):
+    """
+    ## What it does
+    Reports a KL penalty applied twice in one run: verl's `algorithm.use_kl_in_reward`
+    and `actor_rollout_ref.actor.use_kl_loss` both true (in a YAML config, in shell
+    overrides, or as the defaults of one config class or call), or a function that
+    subtracts a KL term from the rewards and also adds a KL term to the loss. The finding
+    is on the KL-loss side.
+
+    A KL applied once (in the reward only, or as a loss only) is not reported, nor are
+    coefficients that are set while their switch is off (verl's defaults set both
+    coefficients to 0.001 with both switches off).
+
+    ## Why is this bad?
+    Each mechanism is a full KL regularizer. Both together double the penalty under two
+    coefficients tuned apart, and the KL in the reward also enters the advantages,
+    which are then normalized: the policy is held near the reference much more strongly
+    than intended (verl #265).
+
+    ## Example
+    ```yaml
+    algorithm:
+      use_kl_in_reward: true
+    actor_rollout_ref:
+      actor:
+        use_kl_loss: true
+    ```
+
+    ## Use instead
+    ```yaml
+    algorithm:
+      use_kl_in_reward: false
+    actor_rollout_ref:
+      actor:
+        use_kl_loss: true
+    ```
+
+    ## Options
+    - `rl-context` (`"auto"` or `"always"`, default `"auto"`): which files count as RL code.
+
+    ## References
+    - verl issue #265: KL loss and KL reward both enabled.
+    """
+
+    code = "RL605"
+    name = "kl-applied-twice"
+    severity = Severity.WARNING
+    message = "the KL penalty is applied twice: {detail}; keep one of the two"
+    triggers = ("kl", "KL")
+    file_kinds = ("python", "yaml", "shell")
+
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self._functions: List[Dict[str, List[cst.CSTNode]]] = []  # per enclosing function: reward / loss sides
+
+    def check_config(self) -> None:
+        for run in self.file.fact(LaunchRuns):
+            in_reward = run.last(lambda key: last_part(key) == _IN_REWARD)
+            as_loss = run.last(lambda key: last_part(key) == _AS_LOSS)
+            if in_reward is not None and as_loss is not None and in_reward.value is True and as_loss.value is True:
+                _report_entry(self, as_loss, detail="`{}` is on while `{}` (line {}) is on".format(
+                    as_loss.key.lstrip("-+"), in_reward.key.lstrip("-+"), in_reward.line))
+
+    def _rl(self) -> bool:
+        return self.file.fact(RLContext).is_rl
+
+    # ---- switches given together --------------------------------------------------------
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._switches({a.keyword.value: a.value for a in node.args if a.keyword is not None})
+
+    def visit_Dict(self, node: cst.Dict) -> None:
+        self._switches({_string(e.key): e.value for e in node.elements
+                        if isinstance(e, cst.DictElement) and _string(e.key)})
+
+    def _switches(self, given: Dict[str, cst.BaseExpression]) -> None:
+        if _IN_REWARD in given and _AS_LOSS in given and self._rl():
+            values = self.file.fact(Values)
+            if all(_true(values.of(given[k])) for k in (_IN_REWARD, _AS_LOSS)):
+                self.report(given[_AS_LOSS], detail="`{}` and `{}` are both on".format(_AS_LOSS, _IN_REWARD))
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        """Defaults of one class (or of one command line): both switches on."""
+        if not self._rl() or _IN_REWARD not in self.file.text:
+            return
+        values = self.file.fact(Values)
+        groups: Dict[Tuple[str, Optional[str]], Dict[str, Declaration]] = {}
+        for declaration in values.declarations():
+            if declaration.name in (_IN_REWARD, _AS_LOSS) and declaration.kind in ("field", "argparse"):
+                groups.setdefault((declaration.kind, declaration.owner), {})[declaration.name] = declaration
+        for group in groups.values():
+            if len(group) == 2 and all(_true(values.value_of(d)) for d in group.values()):
+                self.report(values.value_of(group[_AS_LOSS]).node, detail="the defaults of `{}` and `{}` are both "
+                                                                          "on".format(_AS_LOSS, _IN_REWARD))
+
+    # ---- a function that puts the KL in the reward and in the loss -----------------------
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._functions.append({"reward": [], "loss": []})
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        sides = self._functions.pop()
+        if sides["reward"] and sides["loss"] and self._rl():
+            line = self.file.fact(Values).line(sides["reward"][0])
+            for node in sides["loss"]:
+                self.report(node, detail="a KL term is added to the loss after one was subtracted from the rewards "
+                                         "on line {}".format(line))
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if not self._functions:
+            return
+        if isinstance(node.operator, cst.Subtract) and _words(self, node.left) & _REWARD_WORDS \
+                and _words(self, node.right) & _KL_WORDS:
+            self._functions[-1]["reward"].append(node)
+        elif isinstance(node.operator, cst.Add):
+            left, right = _words(self, node.left), _words(self, node.right)
+            if ("loss" in left and right & _KL_WORDS) or ("loss" in right and left & _KL_WORDS):
+                self._functions[-1]["loss"].append(node)
+
+
+def _true(value: Optional[Value]) -> bool:
+    return value is not None and value.number is True
+
+
+def _words(rule: CSTRule, node: cst.CSTNode) -> Set[str]:
+    return set(_words_in(rule.file.module.code_for_node(node)))
+
+
+# Names of objects that hold a whole parsed configuration: `**vars(args)`, `Config(**cfg)`.
+_CONFIG_HOLDERS = frozenset({"args", "arguments", "config", "configs", "cfg", "conf", "opt", "opts", "options",
+                             "flags", "hparams", "hp", "hps", "params", "settings", "namespace", "parsed"})
+_FORWARDERS = ("vars", "asdict", "astuple", "fields", "to_dict", "model_dump", "dict", "to_container", "replace",
+               "to_yaml", "save", "update")
+
+
+class UnusedHyperparameter(CSTRule):
+    """
+    ## What it does
+    Reports an RL hyperparameter (learning rate, KL coefficient or `beta`, clip range,
+    sampling temperature, group size, generation length) declared as an `argparse`
+    argument or a config-class field and never read in the file that consumes that
+    command line or config class, and a value read from such a hyperparameter and then
+    overwritten by a literal before it is used (`kl = args.beta` then `kl = 0.0`). The
+    finding points at the declaration, or at the overwriting literal.
+
+    Parameters forwarded as a whole (`GRPOConfig(**vars(args))`, `Config(**cfg)`,
+    `asdict(config)`), fields of classes that extend another class (a `GRPOConfig` or
+    `TrainingArguments` subclass: the framework reads them), and declarations of a
+    command line or class of which this file reads nothing (a config module whose
+    readers are elsewhere) are not reported.
+
+    Scope: reads are looked for in the declaring file (attribute reads `args.x`,
+    `config.x`, string keys `cfg["x"]`, `getattr(args, "x")`); a command line or class
+    that this file does not consume at all is left alone, since its readers are in
+    other modules.
+
+    ## Why is this bad?
+    The run silently uses another value than the one on the command line or in the
+    config: a `--beta` that never reaches the trainer, a temperature that the sampler
+    does not see. Experiments then compare runs that differ in nothing (nanoGRPO #1,
+    HelloAgents #107).
+
+    ## Example
+    ```python
+    parser.add_argument("--beta", type=float, default=0.04)
+    args = parser.parse_args()
+    config = GRPOConfig(output_dir="grpo", beta=0.0)
+    ```
+
+    ## Use instead
+    ```python
+    parser.add_argument("--beta", type=float, default=0.04)
+    args = parser.parse_args()
+    config = GRPOConfig(output_dir="grpo", beta=args.beta)
+    ```
+
+    ## Options
+    - `rl-context` (`"auto"` or `"always"`, default `"auto"`): which files count as RL code.
+    """
+
+    code = "RL606"
+    name = "unused-hyperparameter"
+    severity = Severity.WARNING
+    message = "{detail}: the run silently uses another value"
+    triggers = ("add_argument", "dataclass", "class ", "DEFINE_", "option")
+
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self._functions: List[Optional[str]] = [None]  # the enclosing function, innermost last
+        self._declared_in: Dict[int, Optional[str]] = {}  # id(add_argument call) -> its function
+        self._skip_strings: Set[int] = set()  # strings of declarations (`dest="lr"`), which are no reads
+        self._targets: Set[int] = set()  # names and attributes assigned to or set by keyword: no reads
+        self._attributes: Set[str] = set()  # attribute and plain names read
+        self._strings: Set[str] = set()  # string constants (keys, getattr names)
+        self._forwarded: Set[Optional[str]] = set()  # functions that forward parsed values as a whole
+        self._forwarded_anywhere = False  # a named config object forwarded as a whole
+        self._instance_forwarded = False  # `asdict(x)`, `vars(x)`: some object's fields read as a whole
+        self._extends: Dict[str, bool] = {}  # class name -> whether it extends another class
+        self._overwrites: List[Tuple[cst.CSTNode, str, str]] = []  # (literal, local name, attribute read)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._functions.append(node.name.value)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._functions.pop()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._extends[node.name.value] = any(
+            not (isinstance(b.value, cst.Name) and b.value.value in ("object", "ABC")) for b in node.bases
+            if b.keyword is None)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        callee = _callee(node)
+        if callee == "add_argument" or callee == "option" or callee.startswith("DEFINE_"):
+            self._declared_in[id(node)] = self._functions[-1]
+            self._skip_strings.update(id(a.value) for a in node.args)
+        if callee in _FORWARDERS and node.args:
+            self._forward(node.args[0].value)
+            self._instance_forwarded |= isinstance(node.args[0].value, (cst.Name, cst.Attribute))
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self._targets.add(id(node.keyword))  # `GRPOConfig(beta=...)` sets `beta`, reads nothing named so
+        if node.star == "**":
+            self._forward(node.value)
+
+    def _forward(self, expr: cst.BaseExpression) -> None:
+        """Values forwarded as a whole: in their own function always; elsewhere when a named object that
+        holds a configuration is (`**vars(args)`, `asdict(config)`), not a fresh call or `**kwargs`."""
+        self._forwarded.add(self._functions[-1])
+        if isinstance(expr, cst.Call) and _callee(expr) in _FORWARDERS and expr.args:
+            expr = expr.args[0].value
+        if isinstance(expr, (cst.Name, cst.Attribute)) and \
+                set(_words_in(self.file.module.code_for_node(expr))) & _CONFIG_HOLDERS:
+            self._forwarded_anywhere = True
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._targets.update(id(t.target) for t in node.targets)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._targets.add(id(node.target))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._targets.add(id(node.attr))  # the attribute's name is read, or written, as the attribute
+        if node.attr.value == "__dict__":
+            self._forward(node.value)
+        elif id(node) not in self._targets:
+            self._attributes.add(node.attr.value)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        """Plain names read: click and typer hand options to the function as parameters of that name."""
+        if id(node) not in self._targets:
+            self._attributes.add(node.value)
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if id(node) not in self._skip_strings:
+            text = _string(node)
+            if text:
+                self._strings.add(text)
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        """`kl = args.beta` ... `kl = 0.0` in one block, `kl` not read in between."""
+        code = self.file.module.code_for_node
+        read_from: Dict[str, str] = {}  # local name -> the attribute it was read from
+        for statement in node.body:
+            assign = _simple_assign(statement)
+            if assign is not None and assign[0] in read_from and _number_literal(assign[1]):
+                self._overwrites.append((assign[1], assign[0], read_from.pop(assign[0])))
+                continue
+            if read_from:
+                text = code(statement)
+                for name in [n for n in read_from if re.search(r"\b{}\b".format(re.escape(n)), text)]:
+                    del read_from[name]  # read, or changed, before any overwrite
+            if assign is not None and isinstance(assign[1], cst.Attribute):
+                read_from[assign[0]] = assign[1].attr.value
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        if not self.file.fact(RLContext).is_rl:
+            return
+        values = self.file.fact(Values)
+        declarations = [d for d in values.declarations() if d.kind in ("argparse", "field")]
+        watched = {d.name for d in declarations if is_rl_hyperparameter(d.name)
+                   and not set(tokens(d.owner or "")) & EVALUATION}  # an evaluation config's are not the run's
+        read = self._attributes | self._strings
+        for declaration in declarations:
+            if declaration.name not in watched or _read_name(declaration) in read or self._exempt(declaration):
+                continue
+            group = [d for d in declarations if self._same_group(d, declaration) and d is not declaration]
+            if not any(_read_name(d) in read for d in group):
+                continue  # this file consumes nothing of that command line or class: its readers are elsewhere
+            self.report(declaration.node, detail="`{}` ({}) is declared but never read".format(
+                declaration.name, declaration.origin))
+        for literal, name, source in self._overwrites:
+            if source in watched:
+                self.report(literal, detail="`{}` is read from `{}` and then overwritten by the literal {}".format(
+                    name, source, self.file.module.code_for_node(literal)))
+
+    def _same_group(self, other: Declaration, declaration: Declaration) -> bool:
+        if declaration.kind == "field":
+            return other.kind == "field" and other.owner == declaration.owner
+        return other.kind == "argparse" and self._declared_in.get(id(other.node)) == \
+            self._declared_in.get(id(declaration.node))
+
+    def _exempt(self, declaration: Declaration) -> bool:
+        if self._forwarded_anywhere:
+            return True
+        if declaration.kind == "field":
+            return self._extends.get(declaration.owner or "", True) or self._instance_forwarded
+        return self._declared_in.get(id(declaration.node), "?") in self._forwarded
+
+
+def _read_name(declaration: Declaration) -> str:
+    """The attribute that reads a declaration: `--actor.eps_clip` is read as `args.actor.eps_clip`."""
+    return declaration.name.rsplit(".", 1)[-1]
+
+
+def _simple_assign(statement: cst.CSTNode) -> Optional[Tuple[str, cst.BaseExpression]]:
+    """`name = value` as a whole statement line."""
+    if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
+        small = statement.body[0]
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+            return small.targets[0].target.value, small.value
+    return None
+
+
+def _number_literal(expr: cst.BaseExpression) -> bool:
+    """`0.0`, `-1`, `1e-6`."""
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
+        expr = expr.expression
+    return isinstance(expr, (cst.Integer, cst.Float))

@@ -1,0 +1,240 @@
+"""Which names and keys are which RL hyperparameter, in every framework's spelling, and what a launch run is.
+
+RL hyperparameters are written under many names: TRL config fields (`learning_rate`,
+`beta`, `epsilon`, `num_generations`), OpenRLHF flags flat and dotted
+(`--actor_learning_rate`, `--actor.adam.lr`, `--init_kl_coef`, `--eps_clip`,
+`--n_samples_per_prompt`), verl keys (`actor_rollout_ref.actor.optim.lr`,
+`algorithm.kl_ctrl.kl_coef`, `actor.clip_ratio_low`, `rollout.n`), tinker-cookbook
+configs (`learning_rate`, `group_size`) and hand-written code. The RL6xx rules, RL306
+and RL402 ask this module what a name means, so that the vocabulary lives in one place.
+
+Some names mean a hyperparameter only for some trainers: `beta` is GRPO's KL weight but
+DPO's temperature; `epsilon` is GRPO's clip range but Adam's denominator term. Those are
+matched only with an owner (the config class or the launch run) that says which.
+
+`LaunchRuns` groups a YAML or shell file's RL entries into runs (one command, or one
+YAML document) and says what each run is: its advantage estimator, whether it
+normalizes within groups, whether it is a GRPO/RLOO-style config, DPO-family, LoRA.
+"""
+from __future__ import annotations
+
+import re
+from typing import Dict, Iterable, List, Optional, Sequence
+
+from rllint.analysis.configs import ConfigEntry, LaunchConfig
+from rllint.analysis.context import tokens
+
+# Words that make a learning-rate name something else: a bound, a schedule, a multiplier.
+NOT_A_RATE = frozenset({
+    "min", "end", "final", "warmup", "decay", "ratio", "scale", "scaling", "factor", "mult", "multiplier",
+    "schedule", "scheduler", "sched", "type", "kwargs", "name", "steps", "step", "epochs", "gamma", "patience",
+    "cycle", "milestones", "power", "div", "eta", "finder", "range", "search", "grid"})
+# Words that say a value belongs to something other than the policy (or to a non-RL stage):
+# critics and value heads, reward models, SFT and pre-training; optimizers whose lr has another
+# scale (Prodigy and D-Adaptation take a multiplier, Muon's orthogonalised updates take ~0.02).
+NOT_THE_POLICY = frozenset({
+    "critic", "value", "values", "vf", "reward", "rm", "prm", "discriminator", "disc", "q", "sft", "pretrain",
+    "pretraining", "prodigy", "dadapt", "dadaptation", "muon", "baseline"})
+# Key parts of the frozen reference model.
+_FROZEN = frozenset({"ref", "reference", "ref_model", "reference_model"})
+# Words that make a key an evaluation or validation setting, not the training run's.
+EVALUATION = frozenset({"eval", "evaluation", "val", "valid", "validation", "test", "testing", "benchmark"})
+
+# Config classes and trainers whose `beta` is a KL weight and whose `epsilon` is the clip range.
+GROUP_CONFIGS = frozenset({"GRPOConfig", "RLOOConfig", "GRPOTrainer", "RLOOTrainer"})
+# Trainers whose `beta` is a temperature of a preference loss, not a KL weight.
+DPO_FAMILY = frozenset({"dpo", "cpo", "orpo", "kto", "simpo", "ipo", "bco", "xpo", "nash", "nashmd", "sppo",
+                        "onlinedpo", "apo", "rpo", "gkd"})
+
+_KL_WEIGHT = frozenset({"coef", "coeff", "coefficient", "weight", "beta", "penalty", "lambda", "alpha"})
+_NOT_A_KL_WEIGHT = frozenset({"target", "horizon", "threshold", "max", "min", "clip", "estimator", "type", "warmup",
+                              "schedule", "use", "enable", "estimate"})
+_CLIP = frozenset({"clip", "cliprange", "clipping"})
+# Clip settings that are not the policy's surrogate clip range: value, gradient, reward and
+# advantage clips, the upper bound of an asymmetric clip, dual-clip's constant, log-ratio caps.
+_NOT_THE_CLIP_RANGE = frozenset({
+    "value", "values", "vf", "critic", "grad", "grads", "gradient", "norm", "reward", "rewards", "adv",
+    "advantage", "advantages", "high", "upper", "max", "c", "dual", "logit", "logits", "log", "obs",
+    "observation", "action", "actions", "fraction", "frac", "kl", "score", "scores", "imp", "tis", "is",
+    "importance", "weight", "weights", "threshold", "mode", "type", "enable", "use", "model", "skip", "cov",
+    "lb", "ub"})
+_GROUP_NAMES = frozenset({"num_generations", "n_samples_per_prompt", "group_size", "rloo_k",
+                          "num_generations_per_prompt", "samples_per_prompt", "n_samples"})
+# Advantage estimators (verl `algorithm.adv_estimator`, OpenRLHF `--advantage_estimator`).
+_NOT_GROUPED = frozenset({"gae", "reinforce", "reinforce_plus_plus", "remax", "ppo", "vtrace"})
+_GROUPED_WORDS = frozenset({"grpo", "rloo", "group", "baseline", "opo", "gpg", "passk", "gspo", "dapo", "drgrpo",
+                            "norm", "leave", "one", "out"})
+_ESTIMATOR_KEYS = frozenset({"adv_estimator", "advantage_estimator", "estimator"})
+
+_LENGTH = re.compile(r"max_(?:new_)?(?:completion_|response_|prompt_|generation_|gen_|seq_|sequence_)?"
+                     r"(?:length|len|tokens)\b|generate_max_len|response_length|prompt_length")
+
+
+def last_part(key: str) -> str:
+    """`actor_rollout_ref.actor.optim.lr` -> `lr`; `--actor.adam.lr` -> `lr`."""
+    return key.lstrip("-+").rsplit(".", 1)[-1]
+
+
+def is_learning_rate(name: str) -> bool:
+    """`learning_rate`, `lr`, `actor_lr`, `policy_learning_rate`, `optim.lr`; not `min_lr`, `lr_scheduler_type`."""
+    words = tokens(name)
+    if "lr" not in words and not _adjacent(words, "learning", "rate") and "learningrate" not in words:
+        return False
+    return not set(words) & NOT_A_RATE
+
+
+def belongs_elsewhere(key: str) -> bool:
+    """A key of a critic, value head, reward model or SFT stage (`critic.optim.lr`, `critic_learning_rate`),
+    or of the frozen reference model (`actor_rollout_ref.ref.optim.lr`, which nothing trains)."""
+    return bool(set(tokens(key)) & NOT_THE_POLICY) or any(p in _FROZEN for p in key.lstrip("-+").split("."))
+
+
+def is_kl_coefficient(name: str, owner: Optional[str] = None, grouped_config: bool = False) -> bool:
+    """`kl_coef`, `init_kl_coef`, `kl_ctrl.kl_coef`, `kl_loss_coef`, `kl_penalty_coef`; `beta` only where it
+    is GRPO/RLOO's KL weight (`owner` a GRPO/RLOO config or trainer, or `grouped_config`)."""
+    part = last_part(name)
+    words = tokens(part)
+    if words == ("beta",):
+        return grouped_config or owner in GROUP_CONFIGS
+    glued = any(w.startswith("kl") and w[2:] in _KL_WEIGHT for w in words)  # `klcoef`
+    if not (glued or "kl" in words and set(words) & _KL_WEIGHT):
+        return False
+    return not set(words) & _NOT_A_KL_WEIGHT
+
+
+def is_clip_range(name: str, owner: Optional[str] = None, grouped_config: bool = False) -> bool:
+    """`cliprange`, `eps_clip`, `clip_ratio`, `clip_ratio_low`, `clip_range`, `clip_eps`; `epsilon` and
+    `epsilon_low` only where they are GRPO's clip range. Not value, gradient or reward clips, nor the upper
+    bound of an asymmetric clip (`clip_ratio_high`, `epsilon_high`) or dual-clip's `clip_ratio_c`."""
+    part = last_part(name)
+    words = tokens(part)
+    if words in (("epsilon",), ("epsilon", "low")):
+        return grouped_config or owner in GROUP_CONFIGS
+    return bool(set(words) & _CLIP) and not set(words) & _NOT_THE_CLIP_RANGE and not belongs_elsewhere(name)
+
+
+def is_group_size(name: str, owner: Optional[str] = None) -> bool:
+    """`num_generations`, `n_samples_per_prompt`, `group_size`, `rloo_k`, verl's `rollout.n`, and tinker's
+    `num_samples` of a sampling call (`owner` `sample`); not evaluation counts (`val_kwargs.n`, `eval.*`)."""
+    key = name.lstrip("-+")
+    if set(tokens(key)) & EVALUATION:
+        return False
+    part = last_part(key).lower()
+    if part in _GROUP_NAMES:
+        return True
+    if part == "num_samples":
+        return bool(owner) and owner.startswith("sample")
+    parts = key.split(".")
+    return len(parts) >= 2 and parts[-2:] == ["rollout", "n"]
+
+
+def grouped_estimator(value: object) -> Optional[bool]:
+    """True for estimators that normalize within a group of samples per prompt (GRPO, RLOO, OpenRLHF's
+    `group_norm` / `reinforce_baseline`), False for those that do not (GAE with a critic, REINFORCE++,
+    ReMax), None when the value does not say."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip().lower()
+    if text in _NOT_GROUPED:
+        return False
+    return True if set(tokens(text)) & _GROUPED_WORDS else None
+
+
+def is_estimator_key(name: str) -> bool:
+    return last_part(name) in _ESTIMATOR_KEYS
+
+
+def is_rl_hyperparameter(name: str) -> bool:
+    """Names RL606 watches: learning rates, KL weights and `beta`, clip ranges, sampling temperatures,
+    group sizes and generation lengths of the training run (not evaluation settings)."""
+    words = tokens(name)
+    if set(words) & EVALUATION:
+        return False
+    return (is_learning_rate(name) or is_kl_coefficient(name, grouped_config=True) or is_clip_range(name)
+            or "temperature" in words or is_group_size(name) or bool(_LENGTH.search(name.lower())))
+
+
+def distills(text: str) -> bool:
+    """On-policy distillation code or config: its "KL penalty" is the KL to a teacher, the training
+    signal itself, not a penalty that holds the policy near a reference."""
+    return "teacher" in text and "distill" in text.lower()
+
+
+def _adjacent(words: Sequence[str], first: str, second: str) -> bool:
+    return any(a == first and b == second for a, b in zip(words, words[1:]))
+
+
+# Top-level keys of verl's and OpenRLHF's (dotted) configs: a run that sets them is not a TRL run.
+_OTHER_STACKS = frozenset({"actor_rollout_ref", "algorithm", "critic", "actor", "rollout", "trainer", "data",
+                           "reward_model", "ref"})
+
+
+class Run:
+    """The entries one launch run receives (one shell command, or one YAML document), last value wins."""
+
+    def __init__(self, entries: List[ConfigEntry], text: str) -> None:
+        self.entries = entries
+        self.keys: Dict[str, ConfigEntry] = {}
+        for entry in entries:
+            self.keys[entry.key.lstrip("-+")] = entry
+        self.command = next((e.command for e in entries if e.command), None)
+        words = set(tokens(self.command or "")) | ({w.lower() for w in re.findall(r"[A-Za-z]+", text)}
+                                                   if self.command is None else set())
+        self._words = words
+
+    def last(self, predicate) -> Optional[ConfigEntry]:
+        found = [e for key, e in self.keys.items() if predicate(key)]
+        return found[-1] if found else None
+
+    @property
+    def estimator(self) -> Optional[ConfigEntry]:
+        return self.last(is_estimator_key)
+
+    @property
+    def trl_grouped(self) -> bool:
+        """A TRL GRPO/RLOO run: `trl grpo`, or a config with `num_generations` / `rloo_k` (TRL's names)."""
+        if any(key.split(".")[0] in _OTHER_STACKS for key in self.keys):
+            return False
+        if self._words & {"grpo", "rloo"} and not self.dpo_family:
+            return True
+        return any(last_part(k) in ("num_generations", "rloo_k") for k in self.keys)
+
+    @property
+    def dpo_family(self) -> bool:
+        """A DPO-family run, whose `beta` is a temperature: its command or (for YAML) its text says so."""
+        return bool(self._words & DPO_FAMILY) and not any(last_part(k) in ("num_generations", "rloo_k")
+                                                           for k in self.keys)
+
+    @property
+    def grouped(self) -> Optional[bool]:
+        """Does the run normalize advantages within groups? The estimator decides; without one, verl and
+        OpenRLHF default to GAE and TRL's GRPO/RLOO always group."""
+        estimator = self.estimator
+        if estimator is not None:
+            return grouped_estimator(estimator.value)
+        return True if self.trl_grouped else False
+
+    @property
+    def lora(self) -> bool:
+        """LoRA on: a rank above 0 (`lora_rank`, `lora_r`, `lora.rank`), or `use_peft` / `use_lora` true."""
+        for key, entry in self.keys.items():
+            words = tokens(key)
+            if ("lora" in words and words[-1] in ("rank", "r")) or last_part(key) in ("lora_rank", "lora_r"):
+                if isinstance(entry.value, (int, float)) and not isinstance(entry.value, bool) and entry.value > 0:
+                    return True
+            if last_part(key) in ("use_peft", "use_lora") and entry.value is True:
+                return True
+        return False
+
+
+class LaunchRuns:
+    """The RL runs of a YAML or shell launch config (`rllint.runner.ConfigFile`)."""
+
+    def __init__(self, file) -> None:
+        groups: Dict[object, List[ConfigEntry]] = {}
+        for entry in file.fact(LaunchConfig).rl_entries:
+            groups.setdefault(entry.invocation, []).append(entry)
+        self.runs = [Run(entries, file.text) for entries in groups.values()]
+
+    def __iter__(self) -> Iterable[Run]:
+        return iter(self.runs)
