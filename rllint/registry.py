@@ -134,8 +134,10 @@ class CSTRule(Rule, cst.BatchableCSTVisitor):
                        severity: Optional[Severity] = None) -> None:
         from rllint.analysis.values import Values  # its position pass, shared with the rules that word lines
 
-        user = self.file.path if used_at is None else f"{self.file.path}:{self.file.fact(Values).line(used_at)}"
-        message = f"{self.message.format(**values)} (used in {user})"
+        message = self.message.format(**values)
+        if self.file.path not in message:  # the rule's own wording may already say where the value is used
+            user = self.file.path if used_at is None else f"{self.file.path}:{self.file.fact(Values).line(used_at)}"
+            message = f"{message} (used in {user})"
         span = (place.line, place.column, place.end_line, place.end_column)
         self.findings.append(Finding(type(self), None, span, message, None, place.path, severity))
 

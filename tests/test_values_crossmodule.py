@@ -210,7 +210,9 @@ def test_a_finding_lands_where_the_value_is_written_once_for_all_importers(tmp_p
     project(tmp_path, {"configs/hparams.py": "LR = 3e-5\n", "a.py": TRAIN, "b.py": TRAIN})
     found, result = rl601([tmp_path / "a.py", tmp_path / "b.py", tmp_path / "configs/hparams.py"])
     assert found == [("hparams.py", 1, "RL601")]
-    assert result.diagnostics[0].message.endswith("(used in {})".format(tmp_path / "a.py"))
+    # The message says where the value is used, once: RL601's wording names the importing file.
+    message = result.diagnostics[0].message
+    assert "on line 4 of {}".format(tmp_path / "a.py") in message and "(used in" not in message
     off, _ = rl601([tmp_path / "a.py"], options={CROSS_MODULE_VALUES.key: False})
     assert off == []
 
@@ -298,3 +300,16 @@ def test_lines_of_nodes_are_those_of_libcst_positions():
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     assert len(positions) > 50
     assert {node: values.line(node) for node in positions} == {node: p.start.line for node, p in positions.items()}
+
+
+def test_a_rule_that_does_not_name_the_importer_gets_it_appended(tmp_path):
+    project(tmp_path, {"configs/hparams.py": "ADV_EPS = 1e4\n", "a.py": """\
+        from configs.hparams import ADV_EPS
+
+
+        def whiten(advantages):
+            return (advantages - advantages.mean()) / (advantages.std() + ADV_EPS)
+    """})
+    result = lint_files([str(tmp_path / "a.py")], Settings(select=["RL201"]), jobs=1)
+    assert [(os.path.basename(d.path), d.line, d.code) for d in result.diagnostics] == [("hparams.py", 1, "RL201")]
+    assert result.diagnostics[0].message.endswith("(used in {})".format(tmp_path / "a.py"))
