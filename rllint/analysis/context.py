@@ -14,6 +14,7 @@ import re
 from typing import FrozenSet, Iterator, Optional, Set, Tuple
 
 from rllint.analysis.imports import Imports
+from rllint.analysis.nodes import AstNodes
 from rllint.analysis.values import Values
 from rllint.registry import Option
 
@@ -108,7 +109,7 @@ class RLContext:
     def _words(self) -> Set[str]:
         """Identifiers, attribute, keyword and parameter names, identifier-like strings: not comments or prose."""
         if self._code_words is None:
-            self._code_words = set(_identifiers(self._file.tree))
+            self._code_words = set(_identifiers(self._file.fact(AstNodes)))
         return self._code_words
 
     def __repr__(self) -> str:
@@ -123,14 +124,15 @@ def _imports_rl(imported) -> Tuple[bool, bool]:
     return False, bool(ours) and not any(_NON_RL_NAME.search(name) for name in ours)
 
 
-def _identifiers(tree: ast.Module) -> Iterator[str]:
+def _identifiers(nodes: AstNodes) -> Iterator[str]:
     """Identifiers, attribute and keyword names, and identifier-like string keys; no docstrings or prose."""
     docstrings = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                docstrings.add(id(first.value))
+    for node in nodes.of(ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef):
+        first = node.body[0] if node.body else None
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+            docstrings.add(id(first.value))
+    for node in nodes.of(ast.Name, ast.Attribute, ast.keyword, ast.arg, ast.FunctionDef, ast.AsyncFunctionDef,
+                         ast.ClassDef, ast.alias, ast.Constant):
         if isinstance(node, ast.Name):
             yield node.id
         elif isinstance(node, ast.Attribute):

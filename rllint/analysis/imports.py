@@ -11,6 +11,8 @@ from typing import Dict, Optional, Set
 
 import libcst as cst
 
+from rllint.analysis.nodes import AstNodes
+
 
 class Imports:
     """Local name -> the dotted name it was imported as, for every import in the file."""
@@ -18,7 +20,7 @@ class Imports:
     def __init__(self, file) -> None:
         self.aliases: Dict[str, str] = {}
         self.modules: Set[str] = set()
-        for node in ast.walk(file.tree):
+        for node in file.fact(AstNodes).in_source_order(ast.Import, ast.ImportFrom):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     self.modules.add(alias.name)

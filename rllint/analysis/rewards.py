@@ -13,6 +13,7 @@ from typing import Dict, List, Optional, Set
 
 import libcst as cst
 
+from rllint.analysis.nodes import AstNodes
 from rllint.analysis.syntax import walk
 from rllint.analysis.text import Scope, Scopes, call_tail, number, words
 
@@ -45,13 +46,13 @@ def _decorator_names(decorator: ast.expr) -> List[str]:
     return parts
 
 
-def _registered_names(tree: ast.Module) -> Set[str]:
+def _registered_names(nodes: AstNodes) -> Set[str]:
     """Function names passed as `reward_funcs=`, put in a reward dict or list, or decorated
     by a reward registry."""
     names: Set[str] = set()
     lists: Dict[str, List[ast.expr]] = {}
     roots: List[ast.expr] = []
-    for node in ast.walk(tree):
+    for node in nodes.of(ast.Assign, ast.keyword, ast.Call, ast.FunctionDef, ast.AsyncFunctionDef):
         if isinstance(node, ast.Assign):
             if isinstance(node.value, (ast.List, ast.Tuple, ast.Dict)):
                 elements = node.value.values if isinstance(node.value, ast.Dict) else node.value.elts
@@ -95,7 +96,7 @@ class RewardFunctions:
         self.file = file
         self.scopes: Scopes = file.fact(Scopes)
         text = file.text
-        self.registered = _registered_names(file.tree) if "reward" in text or "score" in text else set()
+        self.registered = _registered_names(file.fact(AstNodes)) if "reward" in text or "score" in text else set()
         self._defines_any: Optional[bool] = None
 
     def is_reward(self, fn: cst.FunctionDef) -> bool:
@@ -123,7 +124,7 @@ class RewardFunctions:
             self._defines_any = any(
                 self._is_reward(node.name, [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs],
                                 node.args.kwarg is not None)
-                for node in ast.walk(self.file.tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
+                for node in self.file.fact(AstNodes).of(ast.FunctionDef, ast.AsyncFunctionDef))
         return self._defines_any
 
     def takes_batch(self, fn: cst.FunctionDef) -> bool:

@@ -12,6 +12,7 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from rllint.analysis.nodes import AstNodes
 from rllint.analysis.syntax import keyword
 from rllint.analysis.text import Scope, Scopes, call_tail, number
 
@@ -41,7 +42,7 @@ class TokenizerFacts:
         self.scopes: Scopes = file.fact(Scopes)
         self.pad_is_eos = False
         self.custom_tokens: List[str] = []
-        for node in ast.walk(file.tree):
+        for node in file.fact(AstNodes).of(ast.Assign, ast.Call):
             if isinstance(node, ast.Assign) and any(
                     isinstance(t, ast.Attribute) and t.attr in ("pad_token", "pad_token_id") for t in node.targets):
                 if _mentions_attr(node.value, ("eos_token", "eos_token_id")):

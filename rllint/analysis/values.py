@@ -26,6 +26,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple, Union
 import libcst as cst
 
 from rllint.analysis.imports import Imports
+from rllint.analysis.nodes import AstNodes
 from rllint.registry import Option
 
 CROSS_MODULE_VALUES = Option(
@@ -212,7 +213,7 @@ class Values:
         self._resolver = None
         self._remote_nodes: Dict[Tuple[str, int, int, int, int], RemoteNode] = {}
         # Class names first, so that a function above a class can still be typed by it.
-        self._class_names = {n.name for n in ast.walk(file.tree) if isinstance(n, ast.ClassDef)}
+        self._class_names = {n.name for n in file.fact(AstNodes).of(ast.ClassDef)}
         self._walk(file.module.body, [])
         module_names: Dict[str, List[Optional[cst.BaseExpression]]] = {}
         _collect_locals(file.module, module_names)

@@ -314,9 +314,14 @@ def _is_optimizer_name(call: cst.Call) -> bool:
 
 
 def _string(node: cst.CSTNode) -> Optional[str]:
-    if isinstance(node, cst.SimpleString) and isinstance(node.evaluated_value, str):
-        return node.evaluated_value
-    return None
+    """The text of a plain string literal. Most have no prefix or escape, and libcst's
+    `evaluated_value` (an `ast.literal_eval` per string) was a hot spot of this rule."""
+    if not isinstance(node, cst.SimpleString):
+        return None
+    if not node.prefix and "\\" not in node.value:
+        return node.raw_value
+    value = node.evaluated_value
+    return value if isinstance(value, str) else None
 
 
 def _toy_parameters(call: cst.Call) -> bool:

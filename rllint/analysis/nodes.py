@@ -1,0 +1,27 @@
+"""The nodes of a file's `ast` tree by type: one walk shared by every analysis that scans the whole file.
+
+Several analyses look for one kind of node anywhere in the file (imports, class
+definitions, reward registrations, tokenizer set-up, identifiers); each walking the
+tree on its own cost more than the rules that asked them.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Dict, List
+
+
+class AstNodes:
+    def __init__(self, file) -> None:
+        self._by_type: Dict[type, List[ast.AST]] = {}
+        for node in ast.walk(file.tree):
+            self._by_type.setdefault(type(node), []).append(node)
+
+    def of(self, *types: type) -> List[ast.AST]:
+        """The nodes of these exact types, type by type."""
+        if len(types) == 1:
+            return self._by_type.get(types[0], [])
+        return [node for kind in types for node in self._by_type.get(kind, [])]
+
+    def in_source_order(self, *types: type) -> List[ast.AST]:
+        """The nodes of these exact types, as they stand in the source."""
+        return sorted(self.of(*types), key=lambda node: (node.lineno, node.col_offset))
