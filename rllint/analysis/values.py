@@ -27,6 +27,7 @@ import libcst as cst
 
 from rllint.analysis.imports import Imports
 from rllint.analysis.nodes import AstNodes
+from rllint.analysis.syntax import bound_names, children, dotted, keyword
 from rllint.registry import Option
 
 CROSS_MODULE_VALUES = Option(
@@ -156,13 +157,10 @@ class _Scope:
         return id(name) in self._names.get(name.value, ())
 
 
-_FIELDS: Dict[type, Tuple[str, ...]] = {}
-
-
 def _names_under(root: cst.CSTNode) -> Dict[str, Set[int]]:
     """The Name nodes of a scope, by name (a class body does not enclose its methods).
 
-    A plain loop over the nodes' fields: several times faster than a libcst visitor.
+    A plain loop over the nodes' syntactic children: several times faster than a libcst visitor.
     """
     names: Dict[str, Set[int]] = {}
     stack: List[object] = [root]
@@ -175,15 +173,7 @@ def _names_under(root: cst.CSTNode) -> Dict[str, Set[int]]:
             continue
         if skip_functions and kind is cst.FunctionDef:
             continue
-        fields = _FIELDS.get(kind)
-        if fields is None:
-            fields = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(kind))
-        for field_name in fields:
-            child = getattr(node, field_name)
-            if isinstance(child, cst.CSTNode):
-                stack.append(child)
-            elif isinstance(child, (tuple, list)):
-                stack.extend(c for c in child if isinstance(c, cst.CSTNode))
+        stack.extend(children(node))
     return names
 
 
@@ -368,7 +358,7 @@ class Values:
             self._command_line(call)
         if not chain:
             for target, value in _targets(statement):
-                for name in _bound_names(target):
+                for name in bound_names(target):
                     plain = isinstance(target, cst.Name) and value is not None
                     declaration = Declaration(name, "constant", statement, value if plain else None)
                     self._constants.setdefault(name, []).append(declaration)
@@ -474,9 +464,10 @@ class Values:
     def _attribute(self, expr: cst.Attribute, depth: int) -> Optional[Value]:
         name = expr.attr.value
         owner = expr.value
-        dotted = _dotted(expr)
-        if dotted is not None and self._is_imported(dotted[0]) and self._binding(_head(expr)) is None:
-            value = self._remote(dotted[0], tuple(dotted[1:]))  # `config.LR`, `hp.TrainConfig.lr`
+        spelled = dotted(expr)
+        parts = spelled.split(".") if spelled is not None else None
+        if parts is not None and self._is_imported(parts[0]) and self._binding(_head(expr)) is None:
+            value = self._remote(parts[0], tuple(parts[1:]))  # `config.LR`, `hp.TrainConfig.lr`
             if value is not None:
                 return value
         if isinstance(owner, cst.Name):
@@ -691,22 +682,10 @@ def _head(expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr
 
 
-def _dotted(expr: cst.BaseExpression) -> Optional[List[str]]:
-    """`a.b.c` -> ["a", "b", "c"]; None for anything that is not a plain dotted name."""
-    parts = []
-    while isinstance(expr, cst.Attribute):
-        parts.append(expr.attr.value)
-        expr = expr.value
-    if not isinstance(expr, cst.Name):
-        return None
-    return [expr.value] + parts[::-1]
-
-
 def _keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg.value
-    return None
+    """The value given as `name=` to a call, if any."""
+    arg = keyword(call, name)
+    return None if arg is None else arg.value
 
 
 def _number_in_string(node: cst.SimpleString) -> Optional[Value]:
@@ -760,16 +739,6 @@ def _targets(statement: cst.BaseSmallStatement) -> Iterable[Tuple[cst.BaseExpres
         yield statement.target, None
 
 
-def _bound_names(target: cst.BaseExpression) -> Iterable[str]:
-    if isinstance(target, cst.Name):
-        yield target.value
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            yield from _bound_names(element.value)
-    elif isinstance(target, cst.StarredElement):
-        yield from _bound_names(target.value)
-
-
 def _statements(body: cst.BaseSuite) -> List[cst.BaseStatement]:
     return list(body.body) if isinstance(body, cst.IndentedBlock) else [body] if isinstance(body, cst.SimpleStatementSuite) else []
 
@@ -783,24 +752,24 @@ def _collect_locals(body: cst.CSTNode, found: Dict[str, List[Optional[cst.BaseEx
         for statement in body.body:
             for target, value in _targets(statement):
                 plain = isinstance(target, cst.Name)
-                for name in _bound_names(target):
+                for name in bound_names(target):
                     found.setdefault(name, []).append(value if plain else None)
             if isinstance(statement, (cst.Import, cst.ImportFrom)) and not isinstance(statement.names, cst.ImportStar):
                 for alias in statement.names:
                     bound = alias.asname.name if alias.asname else alias.name
-                    for name in _bound_names(bound) if isinstance(bound, cst.Name) else ():
+                    for name in bound_names(bound) if isinstance(bound, cst.Name) else ():
                         found.setdefault(name, []).append(None)
         return
     if isinstance(body, cst.For):
-        for name in _bound_names(body.target):
+        for name in bound_names(body.target):
             found.setdefault(name, []).append(None)
     elif isinstance(body, cst.With):
         for item in body.items:
             if item.asname is not None:
-                for name in _bound_names(item.asname.name):
+                for name in bound_names(item.asname.name):
                     found.setdefault(name, []).append(None)
     elif isinstance(body, cst.ExceptHandler) and body.name is not None:
-        for name in _bound_names(body.name.name):
+        for name in bound_names(body.name.name):
             found.setdefault(name, []).append(None)
     for child in _compound_children(body):
         _collect_locals(child, found)
