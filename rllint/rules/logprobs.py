@@ -437,18 +437,14 @@ class GatherNonFinalDim(TensorRule):
     triggers = ("gather", "take_along_dim")
 
     def visit_Call(self, node: cst.Call) -> None:
-        if callee(node) not in ("gather", "take_along_dim"):
+        found = _vocab_gather(self, node)
+        if found is None:
+            return
+        gather, kind = found
+        dim = int_value(gather.dim)
+        if dim is None or dim == -1 or dim == kind.dim:
             return
         tensors = self.tensors()
-        gather = tensors.gather(node)
-        if gather is None:
-            return
-        dim = int_value(gather.dim)
-        if dim is None or dim == -1:
-            return
-        kind = tensors.is_vocab(gather.source)
-        if kind is None or kind.kind not in (LOGITS, LOGPROBS, PROBS) or dim == kind.dim:
-            return
         rank = kind.rank
         if rank is not None:
             if dim == rank - 1:
@@ -505,15 +501,11 @@ class GatherIndexRank(TensorRule):
     triggers = ("gather", "take_along_dim")
 
     def visit_Call(self, node: cst.Call) -> None:
-        if callee(node) not in ("gather", "take_along_dim"):
+        found = _vocab_gather(self, node)
+        if found is None:
             return
+        gather, kind = found
         tensors = self.tensors()
-        gather = tensors.gather(node)
-        if gather is None:
-            return
-        kind = tensors.is_vocab(gather.source)
-        if kind is None or kind.kind not in (LOGITS, LOGPROBS, PROBS):
-            return
         index_kind = tensors.kind(gather.index)
         if index_kind is None or index_kind.kind != TOKEN_IDS or tensors.unsqueezed(gather.index):
             return
@@ -668,15 +660,13 @@ class UnshiftedLogprobGather(TensorRule):
     triggers = ("gather", "take_along_dim")
 
     def visit_Call(self, node: cst.Call) -> None:
-        if callee(node) not in ("gather", "take_along_dim"):
+        found = _vocab_gather(self, node)
+        if found is None:
             return
+        gather, kind = found
         tensors = self.tensors()
-        gather = tensors.gather(node)
-        if gather is None:
-            return
         dim = int_value(gather.dim)
-        kind = tensors.is_vocab(gather.source)
-        if kind is None or kind.kind not in (LOGITS, LOGPROBS, PROBS) or kind.dim not in (None, -1):
+        if kind.dim not in (None, -1):
             return
         if dim != -1 and not (dim == 2 and kind.rank in (None, 3)):
             return
@@ -699,3 +689,18 @@ class UnshiftedLogprobGather(TensorRule):
             if name:
                 return name if name in _FULL_SEQUENCE_IDS or tensors.code(step, 1000) in inputs else None
         return None
+
+
+def _vocab_gather(rule: TensorRule, node: cst.Call):
+    """`(gather, kind)` when `node` is a gather / take_along_dim on a vocabulary-shaped tensor
+    (logits, log-probs, probabilities), else None: the common first step of RL105, RL106, RL109."""
+    if callee(node) not in ("gather", "take_along_dim"):
+        return None
+    tensors = rule.tensors()
+    gather = tensors.gather(node)
+    if gather is None:
+        return None
+    kind = tensors.is_vocab(gather.source)
+    if kind is None or kind.kind not in (LOGITS, LOGPROBS, PROBS):
+        return None
+    return gather, kind
