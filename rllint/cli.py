@@ -58,7 +58,11 @@ class _DefaultCheck(click.Group):
             ctx.exit(2)
 
 
-@click.group(cls=_DefaultCheck, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_DefaultCheck, context_settings={"help_option_names": ["-h", "--help"]},
+             epilog="\b\nOptions of check (see `rllint check --help`):\n"
+                    "  --select --ignore --extend-select --format -o --statistics --config\n"
+                    "  --exclude --extend-exclude --force-exclude --exit-zero --stdin-filename\n"
+                    "  --jobs --no-cache")
 @click.version_option(__version__, prog_name="rllint")
 def main() -> None:
     """rllint: static analysis for reinforcement-learning post-training code.

@@ -416,3 +416,10 @@ def test_a_second_run_reads_the_cache_and_no_cache_skips_it(tmp_path, monkeypatc
     assert os.listdir(os.environ["RLLINT_CACHE_DIR"])
     third = CliRunner().invoke(cli.main, ["--no-cache", "bad.py"])
     assert third.exit_code == 1 and calls == ["bad.py"]
+
+
+def test_top_level_help_names_the_check_options():
+    result = CliRunner().invoke(cli.main, ["--help"])
+    assert result.exit_code == 0
+    for flag in ("--select", "--format", "--statistics", "--no-cache", "--exit-zero"):
+        assert flag in result.output
