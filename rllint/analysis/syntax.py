@@ -17,7 +17,7 @@ _PUNCTUATION = frozenset({
     "footer", "trailing_whitespace", "operator", "dot", "asynchronous", "newline", "lbracket", "rbracket",
     "lbrace", "rbrace", "indent", "star", "whitespace",
 })
-_GETTERS: Dict[type, Callable[[Any], tuple]] = {}  # node type -> a getter of its syntactic fields (and its class)
+_GETTERS: Dict[type, Callable[[Any], tuple]] = {}  # node type -> a getter of the fields that may hold nodes
 _IS_NODE: Dict[type, bool] = {}
 
 
@@ -25,26 +25,38 @@ def children(node: cst.CSTNode) -> List[cst.CSTNode]:
     """The syntactic children of a node, in source order, without whitespace and punctuation."""
     getter = _GETTERS.get(type(node))
     if getter is None:
-        names = [f for f in node.__dataclass_fields__ if f not in _PUNCTUATION and "whitespace" not in f]
-        getter = _GETTERS[type(node)] = operator.attrgetter(*names, "__class__") if names else (lambda n: ())
+        getter = _GETTERS[type(node)] = _getter(node)
     found: List[cst.CSTNode] = []
+    is_node = _IS_NODE
     for value in getter(node):
         kind = type(value)
         if kind is list or kind is tuple:
             for item in value:
-                if _is_node(type(item)):
+                known = is_node.get(type(item))
+                if known is None:
+                    known = is_node[type(item)] = isinstance(item, cst.CSTNode)
+                if known:
                     found.append(item)
-        elif _is_node(kind):
-            found.append(value)
+        else:
+            known = is_node.get(kind)
+            if known is None:
+                known = is_node[kind] = isinstance(value, cst.CSTNode)
+            if known:
+                found.append(value)
     return found
 
 
-def _is_node(kind: type) -> bool:
-    """`issubclass(kind, cst.CSTNode)`, cached: CSTNode is an ABC, and its checks are slow."""
-    known = _IS_NODE.get(kind)
-    if known is None:
-        known = _IS_NODE[kind] = issubclass(kind, cst.CSTNode)
-    return known
+def _getter(node: cst.CSTNode) -> Callable[[Any], tuple]:
+    """A getter of the fields of `node`'s type that can hold syntax nodes. Fields that hold text
+    (`Name.value`, `SimpleString.value`) never hold a node in libcst, so they are left out too."""
+    names = [f for f in node.__dataclass_fields__
+             if f not in _PUNCTUATION and "whitespace" not in f and not isinstance(getattr(node, f), str)]
+    if not names:
+        return lambda n: ()
+    if len(names) == 1:
+        single = operator.attrgetter(names[0])
+        return lambda n: (single(n),)
+    return operator.attrgetter(*names)
 
 
 def walk(node: cst.CSTNode, into_functions: bool = False) -> Iterator[cst.CSTNode]:
