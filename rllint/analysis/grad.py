@@ -620,25 +620,25 @@ class GradFlow:
                 self._meet(self._eval(func.value, frame, record=False), args[0])
             if name in _NON_DIFFERENTIABLE:
                 return EMPTY
-            qualified = self.imports.qualified(func) or ""
-            if qualified.startswith("numpy."):
-                self._stopper(call, flow, frame, record)
-                return EMPTY
-            if qualified.startswith("torch.") and name in _TORCH_NON_DIFFERENTIABLE:
-                return EMPTY
-            return flow
-        if isinstance(func, cst.Name):
+        elif isinstance(func, cst.Name):
             if func.value in _STOP_BUILTINS and len(call.args) == 1:
                 self._stopper(call, flow, frame, record)
                 return EMPTY
             if func.value in _NEUTRAL_BUILTINS:
                 return EMPTY
-            qualified = self.imports.qualified(func) or ""
-            if qualified.startswith("numpy."):
-                self._stopper(call, flow, frame, record)
-                return EMPTY
-            if qualified.startswith("torch.") and name in _TORCH_NON_DIFFERENTIABLE:
-                return EMPTY
+        else:
+            return flow
+        return self._library_call(call, func, name, flow, frame, record)
+
+    def _library_call(self, call: cst.Call, func: cst.BaseExpression, name: str, flow, frame, record: bool):
+        """numpy leaves the graph (a stopper when it touches gradient); torch's integer-valued functions
+        carry none; anything else passes its inputs' flow on."""
+        qualified = self.imports.qualified(func) or ""
+        if qualified.startswith("numpy."):
+            self._stopper(call, flow, frame, record)
+            return EMPTY
+        if qualified.startswith("torch.") and name in _TORCH_NON_DIFFERENTIABLE:
+            return EMPTY
         return flow
 
     def helper_of(self, call: cst.Call) -> Optional[cst.FunctionDef]:
