@@ -60,12 +60,20 @@ _NOT_THE_CLIP_RANGE = frozenset({
     "lb", "ub"})
 _GROUP_NAMES = frozenset({"num_generations", "n_samples_per_prompt", "group_size", "rloo_k",
                           "num_generations_per_prompt", "samples_per_prompt", "n_samples"})
+# Words a file must contain to set a group size (file prefilter of RL402 and RL604).
+GROUP_SIZE_TRIGGERS = tuple(sorted(_GROUP_NAMES)) + ("num_samples", "rollout")
 # Advantage estimators (verl `algorithm.adv_estimator`, OpenRLHF `--advantage_estimator`).
 _NOT_GROUPED = frozenset({"gae", "reinforce", "reinforce_plus_plus", "remax", "ppo", "vtrace"})
 _GROUPED_WORDS = frozenset({"grpo", "rloo", "group", "baseline", "opo", "gpg", "passk", "gspo", "dapo", "drgrpo",
                             "norm", "leave", "one", "out"})
 _ESTIMATOR_KEYS = frozenset({"adv_estimator", "advantage_estimator", "estimator"})
 
+# Rollout length limits (RL306), by the names that frameworks and scripts give them.
+ROLLOUT_LENGTH_LIMITS = frozenset({
+    "max_new_tokens", "max_tokens", "max_completion_length", "response_length", "max_response_length",
+    "generate_max_len", "max_gen_len", "max_generation_length", "max_completion_tokens",
+})
+# Every length setting of a run (RL606), rollout limits and prompt/sequence lengths alike.
 _LENGTH = re.compile(r"max_(?:new_)?(?:completion_|response_|prompt_|generation_|gen_|seq_|sequence_)?"
                      r"(?:length|len|tokens)\b|generate_max_len|response_length|prompt_length")
 

@@ -8,7 +8,7 @@ import libcst as cst
 
 from rllint.analysis.configs import LaunchConfig
 from rllint.analysis.context import RLContext, tokens
-from rllint.analysis.hparams import EVALUATION, last_part
+from rllint.analysis.hparams import EVALUATION, ROLLOUT_LENGTH_LIMITS, last_part
 from rllint.analysis.imports import Imports
 from rllint.analysis.rewards import RewardFunctions
 from rllint.analysis.syntax import dotted, keyword, positional, walk
@@ -1099,9 +1099,6 @@ class GenerationSuppressesEos(CSTRule):
         return first is not None and second is not None and first.number == second.number
 
 
-# Rollout length limits, by the names that frameworks and scripts give them.
-_LENGTH_LIMITS = {"max_new_tokens", "max_tokens", "max_completion_length", "response_length", "max_response_length",
-                  "generate_max_len", "max_gen_len", "max_generation_length", "max_completion_tokens"}
 
 
 class ShortGenerationLimit(CSTRule):
@@ -1143,7 +1140,7 @@ class ShortGenerationLimit(CSTRule):
     severity = Severity.WARNING
     message = "rollout length limit `{name}` = {value} ({origin}) is below {limit} tokens: longer completions are cut off before their answer and score 0"
     options = (MIN_GENERATION_TOKENS,)
-    triggers = tuple(_LENGTH_LIMITS) + ("generate-max-len", "max-new-tokens", "max-response-length")
+    triggers = tuple(ROLLOUT_LENGTH_LIMITS) + ("generate-max-len", "max-new-tokens", "max-response-length")
     file_kinds = KINDS
 
     def __init__(self, file) -> None:
@@ -1156,7 +1153,7 @@ class ShortGenerationLimit(CSTRule):
         limit = self.option(MIN_GENERATION_TOKENS)
         for entry in self.file.fact(LaunchConfig).rl_entries:
             name = last_part(entry.key).replace("-", "_")
-            if name not in _LENGTH_LIMITS or set(tokens(entry.key)) & EVALUATION:
+            if name not in ROLLOUT_LENGTH_LIMITS or set(tokens(entry.key)) & EVALUATION:
                 continue
             value = entry.value
             if isinstance(value, int) and not isinstance(value, bool) and 1 < value < limit:
@@ -1176,14 +1173,14 @@ class ShortGenerationLimit(CSTRule):
         values = self.file.fact(Values)
         owners = {sub for base in _SAMPLER_CALLS if base.endswith("Config") for sub in values.subclasses(base)}
         for declaration in values.declarations():
-            if declaration.kind == "field" and declaration.owner in owners and declaration.name in _LENGTH_LIMITS:
+            if declaration.kind == "field" and declaration.owner in owners and declaration.name in ROLLOUT_LENGTH_LIMITS:
                 self._judge(declaration.name, values.value_of(declaration))
 
     def visit_Call(self, node: cst.Call) -> None:
         if call_tail(node) not in _SAMPLER_CALLS:
             return  # a limit handed to a sampler or an RL trainer's config is a rollout limit
         for arg in node.args:
-            if arg.keyword is not None and arg.keyword.value in _LENGTH_LIMITS and self._is_active():
+            if arg.keyword is not None and arg.keyword.value in ROLLOUT_LENGTH_LIMITS and self._is_active():
                 self._judge(arg.keyword.value, self.file.fact(Values).of(arg.value))
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -1194,7 +1191,7 @@ class ShortGenerationLimit(CSTRule):
 
     def _settings(self, settings: Dict[str, Tuple[cst.BaseExpression, cst.CSTNode]]) -> None:
         for key, (value, _) in settings.items():
-            if key in _LENGTH_LIMITS and self._is_active():
+            if key in ROLLOUT_LENGTH_LIMITS and self._is_active():
                 self._judge(key, self.file.fact(Values).of(value))
 
     def _judge(self, name: str, value) -> None:

@@ -8,8 +8,8 @@ import libcst as cst
 
 from rllint.analysis.context import RLContext, tokens
 from rllint.analysis.hparams import (
-    EVALUATION, GROUP_CONFIGS, NOT_THE_POLICY, LaunchRuns, belongs_elsewhere, distills, grouped_estimator, is_clip_range,
-    is_estimator_key, is_group_size, is_kl_coefficient, is_learning_rate, is_rl_hyperparameter, last_part,
+    EVALUATION, GROUP_CONFIGS, GROUP_SIZE_TRIGGERS, NOT_THE_POLICY, LaunchRuns, belongs_elsewhere, distills,
+    grouped_estimator, is_clip_range, is_estimator_key, is_group_size, is_kl_coefficient, is_learning_rate, is_rl_hyperparameter, last_part,
 )
 from rllint.analysis.imports import Imports
 from rllint.analysis.values import Declaration, Value, Values, format_number
@@ -663,8 +663,7 @@ class GroupSizeTooSmall(_Threshold):
     name = "group-size-too-small"
     severity = Severity.ERROR
     message = "group size {value}{where}: {why}"
-    triggers = ("num_generations", "n_samples_per_prompt", "rollout", "group_size", "num_samples", "rloo_k",
-                "samples_per_prompt", "n_samples")
+    triggers = GROUP_SIZE_TRIGGERS
     declaration_kinds = ("argparse", "field", "constant")
 
     def _names(self, name: str, owner: Optional[str], grouped_config: bool = False) -> bool:

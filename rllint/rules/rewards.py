@@ -7,6 +7,7 @@ import libcst as cst
 
 from rllint.analysis.context import RLContext
 from rllint.analysis.imports import Imports
+from rllint.analysis.hparams import GROUP_SIZE_TRIGGERS, is_group_size
 from rllint.analysis.rewards import RewardFunctions
 from rllint.analysis.syntax import keyword, walk
 from rllint.analysis.text import (GEN_IDS, PROMPTS, TEXTS, Scope, TextRoles, call_tail, number,
@@ -110,8 +111,6 @@ class RewardReturnsScalar(_RewardRule):
             self.report(node, function=function.name.value, expr=self.source(node.value))
 
 
-_GROUP_SIZES = {"num_generations", "group_size", "n_samples_per_prompt", "num_samples", "samples_per_prompt",
-                "num_generations_per_prompt", "rollout_n", "n_samples"}
 
 
 class BinaryRewardSmallGroup(_RewardRule):
@@ -149,7 +148,7 @@ class BinaryRewardSmallGroup(_RewardRule):
     severity = Severity.WARNING
     message = "`{function}` only returns {values}, and the group size is {group} ({origin}): most groups get identical rewards and zero advantage"
     options = (MIN_BINARY_GROUP_SIZE,)
-    triggers = tuple(_GROUP_SIZES) + ("SamplingParams",)
+    triggers = GROUP_SIZE_TRIGGERS + ("SamplingParams",)
 
     def __init__(self, file) -> None:
         super().__init__(file)
@@ -174,11 +173,11 @@ class BinaryRewardSmallGroup(_RewardRule):
         """The largest group size the file sets (small evaluation counts do not lower it)."""
         if self._group is None:
             values = self.file.fact(Values)
-            found = [values.value_of(d) for d in values.declarations() if d.name in _GROUP_SIZES]
+            found = [values.value_of(d) for d in values.declarations() if is_group_size(d.name, d.owner)]
             for node in walk(self.file.module, into_functions=True):
                 if isinstance(node, cst.Call):
                     for arg in node.args:
-                        if arg.keyword is not None and (arg.keyword.value in _GROUP_SIZES or (
+                        if arg.keyword is not None and (is_group_size(arg.keyword.value, call_tail(node)) or (
                                 arg.keyword.value == "n" and call_tail(node) == "SamplingParams")):
                             found.append(values.of(arg.value))
             sizes = [v for v in found if v is not None and not isinstance(v.number, bool) and v.number >= 1]
