@@ -252,14 +252,15 @@ def rules_command(output_format: str) -> None:
     """List every rule: code, name, severity, and whether it runs by default."""
     rows: List[Dict[str, Any]] = [
         {"code": rule.code, "name": rule.name, "severity": getattr(rule.severity, "value", rule.severity),
-         "default_enabled": rule.default_enabled, "options": [option.key for option in rule.options]}
+         "tier": rule.tier.value, "default_enabled": rule.default_enabled, "options": [option.key for option in rule.options]}
         for rule in load_rules().values()
     ]
     if output_format == "json":
         click.echo(json.dumps(rows, indent=2))
         return
-    table = [("CODE", "NAME", "SEVERITY", "DEFAULT")]
-    table += [(row["code"], row["name"], row["severity"], "on" if row["default_enabled"] else "off") for row in rows]
-    widths = [max(len(line[column]) for line in table) for column in range(3)]
+    table = [("CODE", "NAME", "SEVERITY", "TIER", "DEFAULT")]
+    table += [(row["code"], row["name"], row["severity"], row["tier"], "on" if row["default_enabled"] else "off")
+              for row in rows]
+    widths = [max(len(line[column]) for line in table) for column in range(4)]
     for line in table:
-        click.echo("  ".join(cell.ljust(width) for cell, width in zip(line, widths)) + f"  {line[3]}")
+        click.echo("  ".join(cell.ljust(width) for cell, width in zip(line, widths)) + f"  {line[4]}")

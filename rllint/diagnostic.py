@@ -14,6 +14,15 @@ class Severity(str, enum.Enum):
     INFO = "info"
 
 
+class Tier(str, enum.Enum):
+    """How a rule earned its place (clippy's tiers): `correctness` fires only on bugs; `suspicious` runs by
+    default while its precision on the primer's real repositories stays >= 0.9; `pedantic` runs on request."""
+
+    CORRECTNESS = "correctness"
+    SUSPICIOUS = "suspicious"
+    PEDANTIC = "pedantic"
+
+
 @dataclass(frozen=True)
 class Diagnostic:
     """A finding. Lines are 1-based; columns are 1-based, as in flake8's and ruff's output."""

@@ -136,7 +136,7 @@ def _status_line(rule: type) -> str:
         default = "on by default"
     else:
         default = f"off by default (turn it on with `extend-select = [\"{rule.code}\"]`)"
-    return f"Severity: **{severity}**. {default[0].upper()}{default[1:]}."
+    return f"Severity: **{severity}**. Tier: **{rule.tier.value}**. {default[0].upper()}{default[1:]}."
 
 
 def render_page(rule: type) -> str:
@@ -174,14 +174,14 @@ def render_index() -> str:
         "Generated from the rules' docstrings by `python -m rllint.docs`; do not edit by hand.",
         "`rllint rule CODE` prints a page in the terminal.",
         "",
-        "| Code | Name | Severity | Default | What it does |",
-        "| --- | --- | --- | --- | --- |",
+        "| Code | Name | Severity | Tier | Default | What it does |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for rule in load_rules().values():
         severity = getattr(rule.severity, "value", rule.severity)
         default = "on" if rule.default_enabled else "off"
         link = f"[{rule.code}]({rule.code}.md)"
-        lines.append(f"| {link} | {rule.name} | {severity} | {default} | {_cell(summary(rule))} |")
+        lines.append(f"| {link} | {rule.name} | {severity} | {rule.tier.value} | {default} | {_cell(summary(rule))} |")
     return "\n".join(lines) + "\n"
 
 

@@ -16,7 +16,7 @@ from typing import Any, Callable, ClassVar, Dict, Iterable, List, Optional, Sequ
 
 import libcst as cst
 
-from rllint.diagnostic import Severity
+from rllint.diagnostic import Severity, Tier
 
 _CODE = re.compile(r"^RL\d{3}$")
 
@@ -45,7 +45,9 @@ class Rule:
     code: ClassVar[str] = ""
     name: ClassVar[str] = ""
     severity: ClassVar[Severity] = Severity.WARNING
-    default_enabled: ClassVar[bool] = True
+    # clippy's tiers: `correctness` and `suspicious` rules run by default, `pedantic` ones on request.
+    tier: ClassVar[Tier] = Tier.SUSPICIOUS
+    default_enabled: ClassVar[bool] = True  # set from `tier` for every subclass
     message: ClassVar[str] = ""  # str.format template of the one-line finding message
     options: ClassVar[Tuple[Option, ...]] = ()
     # A file whose text contains none of these words cannot hold a finding; empty: always run.
@@ -56,6 +58,7 @@ class Rule:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        cls.default_enabled = cls.tier is not Tier.PEDANTIC
         if cls.__dict__.get("code"):
             if not _CODE.match(cls.code) or cls.code in RULES:
                 raise ValueError(f"bad or duplicate rule code {cls.code!r} on {cls.__name__}")

@@ -327,11 +327,11 @@ def test_unknown_rule_is_a_usage_error():
 def test_rules_lists_every_rule_as_an_aligned_table():
     lines = run("rules").stdout.splitlines()
     header = lines[0].split()
-    assert header == ["CODE", "NAME", "SEVERITY", "DEFAULT"]
+    assert header == ["CODE", "NAME", "SEVERITY", "TIER", "DEFAULT"]
     rows = {line.split()[0]: line.split() for line in lines[1:]}
-    assert rows["RL000"] == ["RL000", "syntax-error", "error", "on"]
-    assert rows["RL001"] == ["RL001", "unused-suppression", "info", "off"]
-    for column in ("NAME", "SEVERITY", "DEFAULT"):
+    assert rows["RL000"] == ["RL000", "syntax-error", "error", "correctness", "on"]
+    assert rows["RL001"] == ["RL001", "unused-suppression", "info", "pedantic", "off"]
+    for column in ("NAME", "SEVERITY", "TIER", "DEFAULT"):
         start = lines[0].index(column)
         assert all(line[start - 2:start] == "  " and line[start] != " " for line in lines[1:])
 
@@ -339,7 +339,7 @@ def test_rules_lists_every_rule_as_an_aligned_table():
 def test_rules_as_json():
     rows = {row["code"]: row for row in json.loads(run("rules", "--format", "json").stdout)}
     assert rows["RL001"] == {"code": "RL001", "name": "unused-suppression", "severity": "info",
-                             "default_enabled": False, "options": []}
+                             "tier": "pedantic", "default_enabled": False, "options": []}
 
 
 def test_version():

@@ -5,7 +5,7 @@ import sys
 import pytest
 
 from rllint import docs, registry
-from rllint.diagnostic import Severity
+from rllint.diagnostic import Severity, Tier
 from rllint.docs import DEFAULT_FOLDER, render_index, render_page
 from rllint.registry import Option, Rule, load_rules
 
@@ -29,7 +29,7 @@ def test_page_has_title_status_and_sections_in_order(rule):
     page = render_page(rule)
     lines = page.splitlines()
     assert lines[0] == f"# {rule.code} {rule.name}"
-    assert lines[2].startswith(f"Severity: **{rule.severity.value}**. ")
+    assert lines[2].startswith(f"Severity: **{rule.severity.value}**. Tier: **{rule.tier.value}**. ")
     assert ("On by default." if rule.default_enabled else "Off by default") in lines[2]
     positions = [lines.index(heading) for heading in REQUIRED]
     assert positions == sorted(positions)
@@ -91,7 +91,7 @@ def test_generated_options_section(monkeypatch):
 
         name = "probe-rule"
         severity = Severity.INFO
-        default_enabled = False
+        tier = Tier.PEDANTIC
         options = (
             Option("max-probe", float, 1e-3, "The largest probe allowed."),
             Option("probe-mode", str, "auto", "When to probe.", choices=("auto", "always")),
@@ -102,7 +102,7 @@ def test_generated_options_section(monkeypatch):
     Probe.code = "RL997"
     page = render_page(Probe)
     assert page.splitlines()[2] == (
-        'Severity: **info**. Off by default (turn it on with `extend-select = ["RL997"]`).')
+        'Severity: **info**. Tier: **pedantic**. Off by default (turn it on with `extend-select = ["RL997"]`).')
     section = page.split("## Options\n", 1)[1].split("\n## ", 1)[0]
     assert section.startswith("Tune it with these.\n\n- `other-tool-key` is not an option of this rule and stays.\n\n")
     assert "hand-written" not in section and "generated list replaces" not in section

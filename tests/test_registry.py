@@ -1,6 +1,8 @@
 """Rule selection as ruff users expect it: codes, prefixes, names, ALL; the most specific selector wins."""
 import pytest
 
+from rllint.diagnostic import Tier
+
 from rllint.registry import RULES, UnknownSelector, find_rule, load_rules, select_rules, validate_selectors
 
 
@@ -19,6 +21,12 @@ def test_default_selection_leaves_out_off_by_default_rules():
     chosen = codes(select_rules(None))
     assert "RL000" in chosen and "RL001" not in chosen
     assert chosen == {code for code, rule in load_rules().items() if rule.default_enabled}
+
+
+def test_tier_decides_the_default():
+    rules = load_rules()
+    assert all(rule.default_enabled == (rule.tier is not Tier.PEDANTIC) for rule in rules.values())
+    assert rules["RL000"].tier is Tier.CORRECTNESS and rules["RL001"].tier is Tier.PEDANTIC
 
 
 def test_prefix_all_and_rl_select_every_rule_including_off_by_default():

@@ -10,7 +10,7 @@ from rllint.analysis.context import tokens
 from rllint.analysis.imports import Imports
 from rllint.analysis.tensors import ADVANTAGES, MASK, REWARDS, TensorRule, Tensors, int_value, last_part
 from rllint.analysis.values import Value, Values, format_number
-from rllint.diagnostic import Severity
+from rllint.diagnostic import Severity, Tier
 from rllint.registry import CSTRule, Option
 
 MAX_EPSILON = Option(
@@ -114,6 +114,7 @@ class LargeEpsilon(CSTRule):
     code = "RL201"
     name = "large-epsilon"
     severity = Severity.ERROR
+    tier = Tier.CORRECTNESS
     message = "epsilon {value}{where} {role}; {consequence} (use 1e-6 to 1e-4){hint}"
     options = (MAX_EPSILON,)
     triggers = ("std", "var", "norm", "sqrt", "sigma", "rms", "whiten", "dvantage", "stdev")
@@ -402,6 +403,7 @@ class GroupLayoutMismatch(TensorRule):
     code = "RL202"
     name = "group-layout-mismatch"
     severity = Severity.ERROR
+    tier = Tier.CORRECTNESS
     message = "`{expr}` {problem}: each row mixes completions of different prompts, so group baselines are wrong"
     triggers = ("view(", "reshape(")
 
@@ -465,6 +467,7 @@ class GroupStatsNotBroadcast(TensorRule):
     code = "RL203"
     name = "group-stats-not-broadcast"
     severity = Severity.ERROR
+    tier = Tier.CORRECTNESS
     message = "`{expr}` combines per-completion values with the per-group {stat} `{stats}`, {problem}"
     triggers = ("view(", "reshape(")
 
@@ -547,7 +550,7 @@ class StdNormalizedAdvantages(TensorRule):
     code = "RL204"
     name = "std-normalized-advantages"
     severity = Severity.INFO
-    default_enabled = False
+    tier = Tier.PEDANTIC
     message = ("`{expr}` divides by the per-group std `{std}`: prompts whose rewards barely differ get their noise "
                "amplified (Dr. GRPO drops this division)")
     triggers = ("std(",)
@@ -596,7 +599,7 @@ class LengthNormalizedLoss(TensorRule):
     code = "RL205"
     name = "length-normalized-loss"
     severity = Severity.INFO
-    default_enabled = False
+    tier = Tier.PEDANTIC
     message = ("`{expr}` normalises each sequence's loss by its own length: tokens of long completions weigh less "
                "(length bias; Dr. GRPO divides the token sum by a constant)")
     triggers = ("mask",)
@@ -651,6 +654,7 @@ class MeanOverPadding(TensorRule):
     code = "RL206"
     name = "mean-over-padding"
     severity = Severity.ERROR
+    tier = Tier.CORRECTNESS
     message = ("`{expr}` averages a per-token loss over every position, padding included{why}: padding dilutes the "
                "gradient; divide the masked sum by `{mask}.sum()`")
     triggers = ("mask",)

@@ -18,7 +18,7 @@ from rllint.analysis.text import (GEN_IDS, PROMPT, PROMPTS, RE_FUNCTIONS, TEXT, 
                                   REASONING_MARKER)
 from rllint.analysis.tokenizer import TokenizerFacts
 from rllint.analysis.values import Values
-from rllint.diagnostic import Severity
+from rllint.diagnostic import Severity, Tier
 from rllint.files import KINDS
 from rllint.registry import CSTRule, Option
 
@@ -164,6 +164,7 @@ class ThinkRegexWithoutDotall(FunctionRule):
     code = "RL302"
     name = "think-regex-without-dotall"
     severity = Severity.ERROR
+    tier = Tier.CORRECTNESS
     message = "pattern {pattern} uses `.` across reasoning markers without re.DOTALL: multi-line reasoning never matches"
     triggers = ("think>", "reasoning>", "_of_thought", "thought>")
 

@@ -18,7 +18,7 @@ from rllint.analysis.roles import (OLD_POLICY, POLICY_NAMES, REFERENCE, REFERENC
 from rllint.analysis.syntax import dotted
 from rllint.analysis.tensors import argument, number_value
 from rllint.analysis.values import Values
-from rllint.diagnostic import Severity
+from rllint.diagnostic import Severity, Tier
 from rllint.registry import CSTRule
 
 
@@ -72,6 +72,7 @@ class ReferenceNotFrozen(CSTRule):
     code = "RL501"
     name = "reference-not-frozen"
     severity = Severity.ERROR
+    tier = Tier.CORRECTNESS
     message = "{detail}"
     options = (REFERENCE_NAMES, POLICY_NAMES)
     triggers = ("ref", "initial_", "frozen_", "deepcopy", "from_pretrained")
@@ -132,6 +133,7 @@ class ReferenceForwardWithGrad(CSTRule):
     code = "RL502"
     name = "reference-forward-with-grad"
     severity = Severity.ERROR
+    tier = Tier.CORRECTNESS
     message = ("`{call}` runs the {role} `{model}` with gradient enabled: autograd keeps its activations "
                "for a backward that must not reach it (wrap it in `torch.no_grad()` or detach the result)")
     options = (REFERENCE_NAMES, POLICY_NAMES)
@@ -183,6 +185,7 @@ class ItemInLossPath(CSTRule):
     code = "RL503"
     name = "item-in-loss-path"
     severity = Severity.ERROR
+    tier = Tier.CORRECTNESS
     message = "`{expr}` on line {line} is in the loss: {path}; gradients stop here"
     triggers = ("backward", "loss")
 
@@ -230,6 +233,7 @@ class InPlaceOnGraphTensor(CSTRule):
     code = "RL504"
     name = "in-place-on-graph-tensor"
     severity = Severity.ERROR
+    tier = Tier.CORRECTNESS
     message = ("in-place `{op}` on `{target}`, which carries gradient from {origin}: autograd may need the "
                "overwritten values (use `masked_fill`, `torch.where` or an out-of-place op)")
     triggers = ("_(", "] =", "] *=", "] +=", "] -=", "] /=")
@@ -280,6 +284,7 @@ class PolicyForwardUnderNoGrad(CSTRule):
     code = "RL505"
     name = "policy-forward-under-no-grad"
     severity = Severity.ERROR
+    tier = Tier.CORRECTNESS
     message = ("the policy output here is cut from the graph ({how}), and nothing else in the loss `{loss}` "
                "(line {line}) carries gradient: backpropagating it trains nothing (compute the current log-probs "
                "with gradient)")
@@ -380,6 +385,7 @@ class MalformedClipBounds(CSTRule):
     code = "RL507"
     name = "malformed-clip-bounds"
     severity = Severity.ERROR
+    tier = Tier.CORRECTNESS
     message = "`{expr}` clamps the PPO ratio to {problem}: the bounds must be `1 - c` and `1 + c`"
     triggers = ("clamp", "clip")
 

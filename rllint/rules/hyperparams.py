@@ -13,7 +13,7 @@ from rllint.analysis.hparams import (
 )
 from rllint.analysis.imports import Imports
 from rllint.analysis.values import Declaration, Value, Values, format_number
-from rllint.diagnostic import Severity
+from rllint.diagnostic import Severity, Tier
 from rllint.registry import CSTRule, Option
 
 MAX_LEARNING_RATE = Option(

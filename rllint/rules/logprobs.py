@@ -9,7 +9,7 @@ from rllint.analysis.tensors import (
     CHOSEN, LOGITS, LOGPROBS, NEGLOGP, PROBS, REF_ROLE, REJECTED, TOKEN_IDS, TensorRule, Tensors, argument, int_value, last_part,
     name_kind, number_value,
 )
-from rllint.diagnostic import Severity
+from rllint.diagnostic import Severity, Tier
 
 
 def callee(call: cst.Call) -> Optional[str]:
@@ -61,6 +61,7 @@ class ReversedImportanceRatio(TensorRule):
     code = "RL101"
     name = "reversed-importance-ratio"
     severity = Severity.ERROR
+    tier = Tier.CORRECTNESS
     message = ("`{expr}` is {first}/new: the PPO ratio is inverted, so clipping keeps the policy moving "
                "away from high-advantage tokens (use `exp(new - {first})`)")
     triggers = ("exp(",)
@@ -194,6 +195,7 @@ class ReversedPreferenceMargin(TensorRule):
     code = "RL102"
     name = "reversed-preference-margin"
     severity = Severity.ERROR
+    tier = Tier.CORRECTNESS
     message = ("`{expr}` falls as the rejected response beats the chosen one: minimising it trains the "
                "policy toward the rejected responses (the margin must be chosen - rejected)")
     triggers = ("sigmoid", "softplus")
@@ -295,6 +297,7 @@ class CrossEntropyAsLogProb(TensorRule):
     code = "RL103"
     name = "cross-entropy-as-log-prob"
     severity = Severity.ERROR
+    tier = Tier.CORRECTNESS
     message = ("`{target}` holds `{op}(..., reduction=\"none\")`, a negative log-prob: negate it "
                "(`-{op}(...)`) or every ratio and KL term built on it has the wrong sign")
     triggers = ("cross_entropy", "nll_loss")
@@ -352,6 +355,7 @@ class ReversedLogSoftmax(TensorRule):
     code = "RL104"
     name = "reversed-log-softmax"
     severity = Severity.ERROR
+    tier = Tier.CORRECTNESS
     message = "`{expr}` is logsumexp(x) - x, the negative log-softmax (>= 0), used as log-probs: use `x - logsumexp(x)`"
     triggers = ("logsumexp",)
 
@@ -432,6 +436,7 @@ class GatherNonFinalDim(TensorRule):
     code = "RL105"
     name = "gather-non-final-dim"
     severity = Severity.ERROR
+    tier = Tier.CORRECTNESS
     message = ("`{expr}` gathers along dim {dim} of a vocabulary-shaped {kind} tensor: it picks values at "
                "other positions, not the log-prob of each token (gather along dim -1)")
     triggers = ("gather", "take_along_dim")

@@ -1,5 +1,5 @@
 """Rules about the linter itself: files that do not parse, suppressions that suppress nothing."""
-from rllint.diagnostic import Severity
+from rllint.diagnostic import Severity, Tier
 from rllint.files import KINDS
 from rllint.registry import Rule
 
@@ -33,6 +33,7 @@ class SyntaxErrorRule(Rule):
     code = "RL000"
     name = "syntax-error"
     severity = Severity.ERROR
+    tier = Tier.CORRECTNESS
     message = "syntax error: {detail}"
     file_kinds = KINDS
 
@@ -66,6 +67,6 @@ class UnusedSuppression(Rule):
     code = "RL001"
     name = "unused-suppression"
     severity = Severity.INFO
-    default_enabled = False
+    tier = Tier.PEDANTIC
     file_kinds = KINDS
     message = "unused suppression of `{selector}`: nothing on this line is reported under it"

@@ -13,7 +13,7 @@ from rllint.analysis.syntax import keyword, walk
 from rllint.analysis.text import (GEN_IDS, PROMPTS, TEXTS, Scope, TextRoles, call_tail, number,
                                   per_completion_name)
 from rllint.analysis.values import Values
-from rllint.diagnostic import Severity
+from rllint.diagnostic import Severity, Tier
 from rllint.registry import Option
 from rllint.rules.decoding import FunctionRule, is_display_call
 
@@ -100,6 +100,7 @@ class RewardReturnsScalar(_RewardRule):
     code = "RL401"
     name = "reward-returns-scalar"
     severity = Severity.ERROR
+    tier = Tier.CORRECTNESS
     message = "`{function}` receives a batch of completions but returns one number (`{expr}`): every completion gets the same reward"
     triggers = _REWARD_TRIGGERS
 
@@ -336,6 +337,7 @@ class RewardListMisaligned(_RewardRule):
     code = "RL403"
     name = "reward-list-misaligned"
     severity = Severity.ERROR
+    tier = Tier.CORRECTNESS
     message = "{what} in `{function}`: {consequence}, and the rewards after it shift onto the wrong completions"
     triggers = _REWARD_TRIGGERS
 
