@@ -102,6 +102,8 @@ def _split_commas(ctx: click.Context, param: click.Parameter, values: Tuple[str,
               help="Apply excludes to paths given on the command line too (for pre-commit and editors).")
 @click.option("--respect-gitignore/--no-respect-gitignore", default=None,
               help="Skip files that .gitignore files ignore (on by default).")
+@click.option("--lint-vendored/--no-lint-vendored", default=None,
+              help="Lint copies of RL frameworks (verl, trl, openrlhf) found inside the project; skipped by default.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings (errors still exit 2).")
 @click.option("--stdin-filename", metavar="NAME",
               help="With the path `-`, read the source from standard input and lint it as this file.")
@@ -113,7 +115,7 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
           statistics: bool, select: Optional[List[str]], extend_select: Optional[List[str]],
           ignore: Optional[List[str]], config_file: Optional[Path], exclude: Optional[List[str]],
           extend_exclude: Optional[List[str]], force_exclude: Optional[bool], respect_gitignore: Optional[bool],
-          exit_zero: bool, stdin_filename: Optional[str], jobs: Optional[int], no_cache: bool) -> None:
+          lint_vendored: Optional[bool], exit_zero: bool, stdin_filename: Optional[str], jobs: Optional[int], no_cache: bool) -> None:
     """Lint PATHS (files or folders; default: the current folder)."""
     from_stdin = paths == (STDIN,) or (not paths and stdin_filename is not None)
     if STDIN in paths and not from_stdin:
@@ -121,6 +123,7 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
     overrides = {
         "select": select, "extend_select": extend_select, "ignore": ignore, "exclude": exclude,
         "extend_exclude": extend_exclude, "force_exclude": force_exclude, "respect_gitignore": respect_gitignore,
+        "lint_vendored": lint_vendored,
     }
     try:
         start = None if config_file else _config_start(paths, stdin_filename)
@@ -132,7 +135,10 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
     if from_stdin:
         result = _lint_stdin(stdin_filename, settings)
     else:
-        files, unwalkable = discover(list(paths) or ["."], settings)
+        notices: List[str] = []
+        files, unwalkable = discover(list(paths) or ["."], settings, notices)
+        for notice in notices:
+            click.echo(f"rllint: {notice}", err=True)
         result = lint_files(files, settings, jobs=jobs, cache=None if no_cache else ResultCache(settings))
         result.errors[:0] = unwalkable
     diagnostics = [replace(d, path=_display(d.path)) for d in result.diagnostics]

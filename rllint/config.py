@@ -36,6 +36,7 @@ _CORE: Dict[str, Tuple[str, str]] = {
     "extend-exclude": ("extend_exclude", "strings"),
     "respect-gitignore": ("respect_gitignore", "bool"),
     "force-exclude": ("force_exclude", "bool"),
+    "lint-vendored": ("lint_vendored", "bool"),
 }
 _FLAGS = {attr for attr, _ in _CORE.values()}  # the keys of `overrides`
 
@@ -73,7 +74,7 @@ def load_settings(config_file: Optional[Path] = None, start: Optional[Path] = No
     """Settings from `config_file` (or the closest config found from `start`, default cwd), then command-line
     `overrides`, a dict with any of: select (list, replaces), extend_select (list, added), ignore (list, added),
     per_file_ignores (dict, added), exclude (list, replaces), extend_exclude (list, added),
-    respect_gitignore (bool), force_exclude (bool). A None value means the flag was not given.
+    respect_gitignore (bool), force_exclude (bool), lint_vendored (bool). A None value means the flag was not given.
 
     As in ruff, a `select` override starts the selection afresh: the config's `extend-select` and
     `ignore` are dropped with its `select` (`--select RL105` runs RL105 even if the config ignores it).
@@ -182,7 +183,7 @@ def _apply_overrides(settings: Settings, overrides: dict) -> None:
         settings.exclude = flag("exclude", "strings")
     if "extend_exclude" in given:
         settings.extend_exclude = settings.extend_exclude + flag("extend_exclude", "strings")
-    for key in ("respect_gitignore", "force_exclude"):
+    for key in ("respect_gitignore", "force_exclude", "lint_vendored"):
         if key in given:
             setattr(settings, key, flag(key, "bool"))
 

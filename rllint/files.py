@@ -32,6 +32,7 @@ import pathspec
 
 from rllint.diagnostic import FileError
 from rllint.settings import Settings
+from rllint.vendored import vendored_framework
 
 _KINDS = {".py": "python", ".pyi": "python", ".yaml": "yaml", ".yml": "yaml", ".sh": "shell", ".bash": "shell"}
 KINDS = ("python", "yaml", "shell")
@@ -45,14 +46,19 @@ def file_kind(path: str) -> Optional[str]:
     return _KINDS.get(os.path.splitext(path)[1])
 
 
-def discover(paths: Sequence[str], settings: Settings) -> Tuple[List[str], List[FileError]]:
+def discover(paths: Sequence[str], settings: Settings,
+             notices: Optional[List[str]] = None) -> Tuple[List[str], List[FileError]]:
     """Files to lint, in a stable sorted order, and errors for paths that cannot be walked.
 
     Paths are returned as given or joined onto what was given (`src/train.py`), never resolved.
+    `notices` collects one line per folder skipped for a reason the user may want to know
+    (a vendored copy of an RL framework, `rllint.vendored`).
     """
     walk = _Walk(settings)
     for given in paths:
         walk.explicit(os.path.normpath(given))
+    if notices is not None:
+        notices.extend(walk.notices)
     return sorted(walk.files), walk.errors
 
 
@@ -67,6 +73,8 @@ class _Walk:
         self._force_exclude = settings.force_exclude
         self._gitignore = settings.respect_gitignore
         self._kinds = settings.linted_kinds()
+        self._vendored = not settings.lint_vendored
+        self.notices: List[str] = []
         self._specs: Dict[str, Optional[_Ignore]] = {}  # folder -> its .gitignore, read once
         self._loops: Set[Tuple[int, int]] = set()  # the links already reported
         self.files: Set[str] = set()
@@ -129,8 +137,15 @@ class _Walk:
             except OSError as error:
                 self.errors.append(FileError(shown, f"cannot list directory: {error.strerror or error}"))
                 continue
+            names = frozenset(entry.name for entry in entries)
+            if shown != top and self._vendored:
+                framework = vendored_framework(shown, names)
+                if framework is not None:
+                    self.notices.append(f"{shown}: a copy of the {framework} framework, not linted "
+                                        "(lint it with --lint-vendored or by naming it)")
+                    continue
             if self._gitignore and shown != top:
-                ignores = self._folder_ignores(real, ignores, {entry.name for entry in entries})
+                ignores = self._folder_ignores(real, ignores, names)
             for entry in entries:
                 name = entry.name
                 child_shown = name if shown == "." else os.path.join(shown, name)

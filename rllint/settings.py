@@ -31,6 +31,7 @@ class Settings:
     extend_exclude: List[str] = field(default_factory=list)
     respect_gitignore: bool = True
     force_exclude: bool = False
+    lint_vendored: bool = False  # lint copies of RL frameworks found in a walk (`rllint.vendored`)
     options: Dict[str, Any] = field(default_factory=dict)
     root: Path = field(default_factory=Path.cwd)  # the folder relative patterns are anchored at
     # The oldest Python the project supports, from `requires-python` (None: unknown, assume current).
