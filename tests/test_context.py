@@ -1,4 +1,4 @@
-"""RLContext: which files are RL training code, which frameworks they use, whether they train LoRA."""
+"""RLContext: the RL vocabulary of a file, which frameworks it uses, whether it trains LoRA."""
 import ast
 import textwrap
 
@@ -14,111 +14,6 @@ def context(source: str, **options) -> RLContext:
     text = textwrap.dedent(source)
     file = FileContext("example.py", text, cst.parse_module(text), ast.parse(text), Settings(options=options))
     return file.fact(RLContext)
-
-
-def facts(source: str, **options):
-    found = context(source, **options)
-    return found.is_rl, found.frameworks, found.uses_lora
-
-
-RL_SOURCES = {
-    "trl trainer": """
-        from trl import GRPOConfig, GRPOTrainer
-        config = GRPOConfig(output_dir="out")
-    """,
-    "trl submodule": """
-        from trl.trainer.dpo_trainer import DPOTrainer
-    """,
-    "trl attribute": """
-        import trl
-        trainer = trl.PPOTrainer(config)
-    """,
-    "openrlhf": """
-        from openrlhf.trainer.ppo_trainer import BasePPOTrainer
-    """,
-    "verl": """
-        from verl.trainer.ppo.ray_trainer import RayPPOTrainer
-    """,
-    "tinker cookbook rl": """
-        from tinker_cookbook.rl import train
-    """,
-    "hand-written loop": """
-        import torch
-
-        def step(policy, ref_model, batch):
-            logps = policy(batch)
-            with torch.no_grad():
-                ref_logps = ref_model(batch)
-            advantages = batch["rewards"] - batch["rewards"].mean()
-            return -(advantages * logps).mean() + 0.05 * (logps - ref_logps).mean()
-    """,
-    "dataclass config": """
-        from dataclasses import dataclass
-
-        @dataclass
-        class Config:
-            num_generations: int = 8
-            clip_ratio: float = 0.2
-    """,
-    "string keys": """
-        def losses(batch):
-            return batch["advantages"] * batch["old_logps"]
-    """,
-}
-
-NOT_RL_SOURCES = {
-    "sft script": '''
-        """SFT before the RL stage; rewards, advantages and the reference model come later."""
-        from trl import SFTConfig, SFTTrainer
-
-        config = SFTConfig(output_dir="out", learning_rate=2e-5)  # not a rollout: no advantages here
-    ''',
-    "reward model trainer": """
-        from trl import RewardConfig, RewardTrainer
-
-        def train(model, data):
-            reward = RewardTrainer(model=model, args=RewardConfig(output_dir="rm"), train_dataset=data)
-            return reward.train()
-    """,
-    "one weak word": """
-        def score(reward, chosen, rejected):
-            return reward(chosen) - reward(rejected)
-    """,
-    "prose strings": """
-        HELP = "advantages of the rollout policy with a reference model and a KL penalty"
-        print(HELP)
-    """,
-    "framework utilities only": """
-        from verl.utils import hf_tokenizer
-
-        tokenizer = hf_tokenizer("Qwen/Qwen2.5-0.5B")
-    """,
-    "tinker supervised": """
-        import tinker
-        from tinker_cookbook.supervised import train
-    """,
-    "classifier": """
-        import torch.nn.functional as F
-
-        def loss(logits, labels):
-            return F.cross_entropy(logits, labels)
-    """,
-}
-
-
-@pytest.mark.parametrize("name", sorted(RL_SOURCES))
-def test_rl_sources(name):
-    assert context(RL_SOURCES[name]).is_rl is True
-
-
-@pytest.mark.parametrize("name", sorted(NOT_RL_SOURCES))
-def test_sources_that_are_not_rl(name):
-    assert context(NOT_RL_SOURCES[name]).is_rl is False
-
-
-@pytest.mark.parametrize("name", sorted(NOT_RL_SOURCES))
-def test_rl_context_always_makes_every_file_rl(name):
-    assert context(NOT_RL_SOURCES[name], **{"rl-context": "always"}).is_rl is True
 
 
 def test_frameworks_are_the_imported_ones():
@@ -153,12 +48,24 @@ def test_lora_detection(source, expected):
 
 
 def test_facts_of_a_trl_lora_script():
-    assert facts("""
+    found = context("""
         from peft import LoraConfig
         from trl import GRPOConfig, GRPOTrainer
 
         trainer = GRPOTrainer(model="m", args=GRPOConfig(output_dir="o"), peft_config=LoraConfig(r=8))
-    """) == (True, frozenset({"trl"}), True)
+    """)
+    assert (found.imports_rl_trainer, found.frameworks, found.uses_lora) == (True, frozenset({"trl"}), True)
+
+
+@pytest.mark.parametrize("source, weight", [
+    ("def f(advantages, old_logps):\n    return advantages * old_logps\n", 6),
+    ("# advantages of the policy\nx = 1\n", 0),  # comments do not count
+    ("HELP = 'advantages of the rollout policy'\n", 0),  # neither does prose
+    ("from verl.utils import hf_tokenizer\n", 2),  # a framework imported for something else than SFT
+    ("from trl import SFTTrainer\n", 0),
+])
+def test_vocabulary_weighs_code_words_once_per_concept(source, weight):
+    assert context(source).vocabulary == weight
 
 
 def test_tokens_split_identifiers_and_keys():

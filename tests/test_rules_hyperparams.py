@@ -33,10 +33,11 @@ def test_a_file_that_is_not_rl_code_is_silent_unless_rl_context_is_always():
 
 def test_the_limit_and_the_lora_multiplier_are_options():
     assert findings(GRPO, **{"max-learning-rate": 1e-4}) == []
-    assert [line for line, _, _ in findings(GRPO, **{"max-learning-rate": 5e-5})] == [4]
+    assert [line for line, _, _ in findings(GRPO, **{"max-learning-rate": 4e-5})] == [4]
+    assert findings(GRPO, **{"max-learning-rate": 5e-5}) == []  # the limit itself is not reported
     lora = GRPO.replace("from trl import GRPOConfig", "from trl import GRPOConfig\nfrom peft import LoraConfig")
     assert findings(lora) == []
-    assert [line for line, _, _ in findings(lora, **{"lora-lr-multiplier": 5.0})] == [5]
+    assert [line for line, _, _ in findings(lora, **{"lora-lr-multiplier": 4.0})] == [5]
 
 
 def test_the_message_names_the_value_where_it_is_declared_and_where_it_is_used():
@@ -119,7 +120,7 @@ def test_rl601_in_yaml_says_which_key_and_lora_rank_raises_the_limit():
 
 
 def test_rl601_hydra_config_group_of_a_critic_is_the_critics():
-    text = "optim:\n  lr: 1e-5\nppo_epochs: 1\nkl_loss_coef: 0.001\n"
+    text = "optim:\n  lr: 2e-5\nppo_epochs: 1\nkl_loss_coef: 0.001\n"
     assert config_findings(text, "config/critic/critic.yaml", "RL601") == []
     assert [f[:2] for f in config_findings(text, "config/actor/actor.yaml", "RL601")] == [(2, "RL601")]
 
@@ -259,3 +260,10 @@ def test_rl606_a_value_overwritten_before_any_use():
     assert [(d.line, d.column, d.message) for d in result.diagnostics] == [
         (14, 19, "`temperature` is read from `temperature` and then overwritten by the literal 1.0: the run "
                  "silently uses another value")]
+
+
+def test_test_and_smoke_launchers_are_no_runs():
+    script = "python3 -m verl.trainer.main_ppo actor_rollout_ref.actor.optim.lr=5e-5 data.max_response_length=32\n"
+    assert [f[1] for f in config_findings(script, "scripts/run_grpo.sh", "RL6")] == ["RL601"]
+    for path in ("tests/e2e/run_ray_trainer.sh", "scripts/smoke_grpo.sh", "debug/run.sh"):
+        assert config_findings(script, path, "RL6") == [] and config_findings(script, path, "RL306") == []

@@ -1,10 +1,9 @@
-"""Is this file RL training code, which RL frameworks does it use, does it train LoRA adapters?
+"""How much a file speaks RL, which RL frameworks it uses, whether it trains LoRA adapters.
 
-Threshold rules about hyperparameters (RL6xx, RL306) only make sense in RL code: an
-SFT script at 2e-5 is right. A file is RL code when it imports an RL trainer or
-config, or when its own identifiers speak the RL vocabulary. Comments, docstrings and
-prose strings do not count, and neither does a single weak word: a reward-model
-trainer says `reward` and `chosen` but is not RL code.
+`rllint.analysis.purpose` decides what a file is for from what it does; this module gives
+it the file's vocabulary: whether it imports an RL trainer or config, and the weight of the
+RL words of its own identifiers. Comments, docstrings and prose strings do not count, and
+neither does a single weak word: a reward-model trainer says `reward` and `chosen`.
 """
 from __future__ import annotations
 
@@ -61,7 +60,6 @@ _CONCEPTS = {
     "baseline": (1, {"baseline"}),
     "sampling": (1, {"completions", "generations"}),
 }
-_RL_THRESHOLD = 4
 _FRAMEWORK_WEIGHT = 2
 _TOKEN = {token: concept for concept, (_, tokens) in _CONCEPTS.items() for token in tokens}
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -70,7 +68,7 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
 class RLContext:
-    """`is_rl`, `frameworks` and `uses_lora` of one file (see the module docstring)."""
+    """`frameworks`, `imports_rl_trainer`, `vocabulary` and `uses_lora` of one file (see the module docstring)."""
 
     def __init__(self, file) -> None:
         self._file = file
@@ -78,26 +76,22 @@ class RLContext:
         self._imported = list(imports.modules) + list(imports.aliases.values())
         self.frameworks: FrozenSet[str] = frozenset(
             f for f in FRAMEWORKS if any(name == f or name.startswith(f + ".") for name in self._imported))
+        # An RL trainer, config or module imported; a framework imported for something else than SFT or RMs.
+        self.imports_rl_trainer, self._imports_framework = _imports_rl(self._imported)
         # Every word of the text, comments and docstrings included, bounds the vocabulary from above:
         # most files that are not RL code are settled without a walk of their tree.
         self._text_words = set(_WORD.findall(file.text))
         self._code_words: Optional[Set[str]] = None
-        self._is_rl: Optional[bool] = None
         self._uses_lora: Optional[bool] = None
 
     @property
-    def is_rl(self) -> bool:
-        """RL training code: imports an RL trainer or config, or its identifiers speak the RL vocabulary."""
-        if self._is_rl is None:
-            if self._file.settings.option(RL_CONTEXT) == "always":
-                self._is_rl = True
-            else:
-                # A framework's utilities (`verl.utils`, `tinker`) serve SFT too: they count as vocabulary.
-                trainer, framework = _imports_rl(self._imported)
-                bonus = _FRAMEWORK_WEIGHT if framework else 0
-                self._is_rl = trainer or (_vocabulary_weight(self._text_words) + bonus >= _RL_THRESHOLD
-                                          and _vocabulary_weight(self._words()) + bonus >= _RL_THRESHOLD)
-        return self._is_rl
+    def vocabulary(self) -> int:
+        """The weight of the RL vocabulary of the file's code (each concept once; comments and prose do not
+        count), plus a framework's weight when it imports an RL framework for something else than SFT."""
+        bonus = _FRAMEWORK_WEIGHT if self._imports_framework else 0
+        if _vocabulary_weight(self._text_words) == 0:
+            return bonus
+        return _vocabulary_weight(self._words()) + bonus
 
     @property
     def uses_lora(self) -> bool:
@@ -113,7 +107,7 @@ class RLContext:
         return self._code_words
 
     def __repr__(self) -> str:
-        return f"RLContext(is_rl={self.is_rl}, frameworks={sorted(self.frameworks)}, uses_lora={self.uses_lora})"
+        return f"RLContext(vocabulary={self.vocabulary}, frameworks={sorted(self.frameworks)}, uses_lora={self.uses_lora})"
 
 
 def _imports_rl(imported) -> Tuple[bool, bool]:

@@ -162,12 +162,6 @@ def is_rl_hyperparameter(name: str) -> bool:
             or "temperature" in words or is_group_size(name) or bool(_LENGTH.search(name.lower())))
 
 
-def distills(text: str) -> bool:
-    """On-policy distillation code or config: its "KL penalty" is the KL to a teacher, the training
-    signal itself, not a penalty that holds the policy near a reference."""
-    return "teacher" in text and "distill" in text.lower()
-
-
 def _adjacent(words: Sequence[str], first: str, second: str) -> bool:
     return any(a == first and b == second for a, b in zip(words, words[1:]))
 

@@ -7,7 +7,8 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from rllint.analysis.configs import LaunchConfig
-from rllint.analysis.context import RLContext, tokens
+from rllint.analysis.context import tokens
+from rllint.analysis.purpose import Purpose
 from rllint.analysis.hparams import EVALUATION, ROLLOUT_LENGTH_LIMITS, last_part
 from rllint.analysis.imports import Imports
 from rllint.analysis.rewards import RewardFunctions
@@ -1164,7 +1165,7 @@ class ShortGenerationLimit(CSTRule):
 
     def _is_active(self) -> bool:
         if self._active is None:
-            self._active = bool(self.file.fact(RLContext).is_rl)
+            self._active = self.file.fact(Purpose).rl_settings
         return self._active
 
     def visit_Module(self, node: cst.Module) -> None:

@@ -7,8 +7,9 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 import libcst as cst
 
 from rllint.analysis.context import RLContext, tokens
+from rllint.analysis.purpose import Purpose, distills
 from rllint.analysis.hparams import (
-    EVALUATION, GROUP_CONFIGS, GROUP_SIZE_TRIGGERS, NOT_THE_POLICY, LaunchRuns, belongs_elsewhere, distills,
+    EVALUATION, GROUP_CONFIGS, GROUP_SIZE_TRIGGERS, NOT_THE_POLICY, LaunchRuns, belongs_elsewhere,
     grouped_estimator, is_clip_range, is_estimator_key, is_group_size, is_kl_coefficient, is_learning_rate, is_rl_hyperparameter, last_part,
 )
 from rllint.analysis.imports import Imports
@@ -18,7 +19,7 @@ from rllint.registry import CSTRule, Option
 
 MAX_LEARNING_RATE = Option(
     "max-learning-rate", float, 1e-5,
-    "RL601: learning rates at or above this value are reported in RL code (1e-5 itself is reported).",
+    "RL601: learning rates above this value are reported in RL code (the value itself is not).",
 )
 LORA_LR_MULTIPLIER = Option(
     "lora-lr-multiplier", float, 10.0,
@@ -32,8 +33,8 @@ _OVERRIDE = re.compile(r"\+{0,2}([A-Za-z_][\w.\-]*)=([-+0-9.eE]+)")
 class SFTScaleLearningRate(CSTRule):
     """
     ## What it does
-    Reports, in RL training code, a learning rate at or above `max-learning-rate`
-    (default `1e-5`; `1e-5` itself is reported): `learning_rate=` / `lr=` of a trainer
+    Reports, in RL training code, a learning rate above `max-learning-rate`
+    (default `1e-5`; `1e-5` itself is not reported): `learning_rate=` / `lr=` of a trainer
     config, an optimizer or any call, `actor_learning_rate`, an `argparse` default, a
     dataclass or class field (also when a GRPO config inherits it from a shared base),
     a module constant, an environment-variable default. The finding points where the
@@ -64,7 +65,7 @@ class SFTScaleLearningRate(CSTRule):
     ```
 
     ## Options
-    - `max-learning-rate` (float, default `1e-5`): rates at or above it are reported.
+    - `max-learning-rate` (float, default `1e-5`): rates above it are reported.
     - `lora-lr-multiplier` (float, default `10`): the limit is multiplied by it for LoRA runs.
     - `rl-context` (`"auto"` or `"always"`, default `"auto"`): which files count as RL code.
     """
@@ -92,7 +93,7 @@ class SFTScaleLearningRate(CSTRule):
     def _rl(self) -> bool:
         if self._context is None:
             self._context = self.file.fact(RLContext)
-        return self._context.is_rl
+        return self.file.fact(Purpose).rl_settings
 
     def check_config(self) -> None:
         """`actor_rollout_ref.actor.optim.lr: 2e-5`, `--actor_learning_rate 2e-5`, `--actor.adam.lr`, TRL's
@@ -102,7 +103,7 @@ class SFTScaleLearningRate(CSTRule):
             limit = self.option(MAX_LEARNING_RATE) * (self.option(LORA_LR_MULTIPLIER) if run.lora else 1)
             for entry in run.entries:
                 if (is_learning_rate(last_part(entry.key)) and not belongs_elsewhere(group + entry.key)
-                        and _number(entry.value) is not None and entry.value >= limit * (1 - 1e-9)):
+                        and _number(entry.value) is not None and entry.value > limit * (1 + 1e-9)):
                     _report_entry(self, entry, value=format_number(entry.value), where=_used_as(entry),
                                   lora=" even for LoRA" if run.lora else "",
                                   advice="1e-05..5e-05 for LoRA" if run.lora else "<= 1e-06..5e-06")
@@ -265,7 +266,7 @@ class SFTScaleLearningRate(CSTRule):
         lora = self._context is not None and self._context.uses_lora
         limit = self.option(MAX_LEARNING_RATE) * (self.option(LORA_LR_MULTIPLIER) if lora else 1)
         for value, how, use in self._found.values():
-            if value.number >= limit * (1 - 1e-9):
+            if value.number > limit * (1 + 1e-9):
                 self._flag(value, how, use, lora)
 
     def _declarations(self) -> Iterable[Declaration]:
@@ -397,7 +398,7 @@ class _Threshold(CSTRule):
     def _rl(self) -> bool:
         if self._context is None:
             self._context = self.file.fact(RLContext)
-        return self._context.is_rl
+        return self.file.fact(Purpose).rl_settings
 
     # ---- what subclasses say ----------------------------------------------------------
 
@@ -765,7 +766,7 @@ class KLAppliedTwice(CSTRule):
                     as_loss.key.lstrip("-+"), in_reward.key.lstrip("-+"), in_reward.line))
 
     def _rl(self) -> bool:
-        return self.file.fact(RLContext).is_rl
+        return self.file.fact(Purpose).rl_settings
 
     # ---- switches given together --------------------------------------------------------
 
@@ -978,7 +979,7 @@ class UnusedHyperparameter(CSTRule):
                 read_from[assign[0]] = assign[1].attr.value
 
     def leave_Module(self, original_node: cst.Module) -> None:
-        if not self.file.fact(RLContext).is_rl:
+        if not self.file.fact(Purpose).rl_settings:
             return
         values = self.file.fact(Values)
         declarations = [d for d in values.declarations() if d.kind in ("argparse", "field")]

@@ -5,7 +5,7 @@ from typing import FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from rllint.analysis.context import RLContext
+from rllint.analysis.purpose import Purpose
 from rllint.analysis.imports import Imports
 from rllint.analysis.hparams import GROUP_SIZE_TRIGGERS, is_group_size
 from rllint.analysis.rewards import RewardFunctions
@@ -427,7 +427,7 @@ class UncheckedParallelZip(_RewardRule):
             return
         if (self.file.settings.target_version or (3, 10)) < (3, 10):
             return
-        if not (self.file.fact(RLContext).is_rl or self.file.fact(RewardFunctions).defines_any):
+        if not (self.file.fact(Purpose).rl_code or self.file.fact(RewardFunctions).defines_any):
             return
         scope = self.scope
         reward = self.in_reward()
