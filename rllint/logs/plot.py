@@ -47,12 +47,15 @@ def plot_runs(runs: Sequence, path: Path, shown: Callable[[str], str] = str) -> 
                 axis.annotate(f"{finding.rule.code} from step {start}", (start, 1), xycoords=("data", "axes fraction"),
                               xytext=(4, -4), textcoords="offset points", va="top", fontsize=8, color=_FLAG,
                               fontweight="bold")
+        low, high = min(series.smooth), max(series.smooth)
+        if low > 0 and high / low > 100:  # an exploding KL: a linear axis would flatten everything before it
+            axis.set_yscale("log")
         axis.set_title(f"{shown(run.path)}: {series.key}", fontsize=9, loc="left")
         axis.set_ylabel(series.metric, fontsize=8)
         axis.tick_params(labelsize=8)
         axis.grid(alpha=0.3)
     axes[-1, 0].set_xlabel("step", fontsize=8)
-    axes[0, 0].legend(fontsize=7, loc="upper right", frameon=False)
+    axes[0, 0].legend(fontsize=7, loc="lower right", bbox_to_anchor=(1, 1), ncol=2, frameon=False)
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)
