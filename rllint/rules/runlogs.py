@@ -8,7 +8,7 @@ This module imports nothing from `rllint.logs`, so the catalogue (`rllint rules`
 """
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import ClassVar, List, Optional
 
 from rllint.diagnostic import Severity, Tier
 from rllint.registry import LogRule, Option
@@ -228,7 +228,20 @@ class EntropyCollapse(LogRule):
                         then=entropy.value(first), now=entropy.describe(episode.last))
 
 
-class HighClipFraction(LogRule):
+class _AboveBound(LogRule):
+    """A rule whose condition is its one metric's smoothed value above the option `bound`."""
+
+    bound: ClassVar[Option]
+
+    def check(self) -> None:
+        series = self.run.series(self.metrics[0])
+        if series is None:
+            return
+        bound = self.option(self.bound)
+        _report_episodes(self, series, [value > bound for value in series.smooth], bound=bound)
+
+
+class HighClipFraction(_AboveBound):
     """
     ## What it does
     Reports a clip fraction (the share of tokens whose importance ratio left `[1 - eps,
@@ -260,17 +273,9 @@ class HighClipFraction(LogRule):
     tier = Tier.SUSPICIOUS
     metrics = ("clip_fraction",)
     options = (MAX_CLIP_FRACTION, *_COMMON)
+    bound = MAX_CLIP_FRACTION
     message = ("clip fraction `{key}` stayed above {bound:g} from step {step} ({then} then, {now}): updates leave the "
                "trust region on most tokens; lower the learning rate or reuse each batch for fewer PPO epochs")
-
-    def check(self) -> None:
-        clip = self.run.series("clip_fraction")
-        if clip is None:
-            return
-        bound = self.option(MAX_CLIP_FRACTION)
-        for episode in clip.episodes([value > bound for value in clip.smooth]):
-            self.report(clip, episode.first, episode.last, key=clip.key, bound=bound, step=clip.steps[episode.first],
-                        then=clip.value(episode.first), now=clip.describe(episode.last))
 
 
 class ResponseLengthCollapse(LogRule):
@@ -315,10 +320,8 @@ class ResponseLengthCollapse(LogRule):
         if length is None:
             return
         early, ratio = length.early(), self.option(MIN_LENGTH_RATIO)
-        for episode in length.episodes([value < ratio * early for value in length.smooth]):
-            self.report(length, episode.first, episode.last, key=length.key, ratio=ratio, early=length.format(early),
-                        step=length.steps[episode.first], then=length.value(episode.first),
-                        now=length.describe(episode.last))
+        _report_episodes(self, length, [value < ratio * early for value in length.smooth], ratio=ratio,
+                         early=length.format(early))
 
 
 class ResponseLengthExplosion(LogRule):
@@ -362,13 +365,11 @@ class ResponseLengthExplosion(LogRule):
         if length is None:
             return
         early, ratio = length.early(), self.option(MAX_LENGTH_RATIO)
-        for episode in length.episodes([value > ratio * early for value in length.smooth]):
-            self.report(length, episode.first, episode.last, key=length.key, ratio=ratio, early=length.format(early),
-                        step=length.steps[episode.first], then=length.value(episode.first),
-                        now=length.describe(episode.last))
+        _report_episodes(self, length, [value > ratio * early for value in length.smooth], ratio=ratio,
+                         early=length.format(early))
 
 
-class TruncatedResponses(LogRule):
+class TruncatedResponses(_AboveBound):
     """
     ## What it does
     Reports a share of responses cut at the generation limit (TRL's
@@ -400,18 +401,9 @@ class TruncatedResponses(LogRule):
     tier = Tier.SUSPICIOUS
     metrics = ("truncated_fraction",)
     options = (MAX_TRUNCATED_FRACTION, *_COMMON)
+    bound = MAX_TRUNCATED_FRACTION
     message = ("truncated share `{key}` stayed above {bound:g} from step {step} ({then} then, {now}): responses are cut "
                "at the length limit and score as failures; raise the limit or mask truncated completions")
-
-    def check(self) -> None:
-        truncated = self.run.series("truncated_fraction")
-        if truncated is None:
-            return
-        bound = self.option(MAX_TRUNCATED_FRACTION)
-        for episode in truncated.episodes([value > bound for value in truncated.smooth]):
-            self.report(truncated, episode.first, episode.last, key=truncated.key, bound=bound,
-                        step=truncated.steps[episode.first], then=truncated.value(episode.first),
-                        now=truncated.describe(episode.last))
 
 
 class RewardHackingSuspect(LogRule):
@@ -530,7 +522,7 @@ class RewardRisesWithLength(LogRule):
                         now=reward.describe(last), what=what, entropy=entropy.key, paid=paid)
 
 
-class ZeroVarianceGroups(LogRule):
+class ZeroVarianceGroups(_AboveBound):
     """
     ## What it does
     Reports a fraction of groups whose rewards are all equal (TRL's
@@ -562,18 +554,9 @@ class ZeroVarianceGroups(LogRule):
     tier = Tier.SUSPICIOUS
     metrics = ("zero_std_fraction",)
     options = (MAX_ZERO_STD_FRACTION, *_COMMON)
+    bound = MAX_ZERO_STD_FRACTION
     message = ("share of all-equal groups `{key}` stayed above {bound:g} from step {step} ({then} then, {now}): those "
                "groups have zero advantage and teach nothing; use larger groups or filter prompts by difficulty")
-
-    def check(self) -> None:
-        zero_std = self.run.series("zero_std_fraction")
-        if zero_std is None:
-            return
-        bound = self.option(MAX_ZERO_STD_FRACTION)
-        for episode in zero_std.episodes([value > bound for value in zero_std.smooth]):
-            self.report(zero_std, episode.first, episode.last, key=zero_std.key, bound=bound,
-                        step=zero_std.steps[episode.first], then=zero_std.value(episode.first),
-                        now=zero_std.describe(episode.last))
 
 
 class UnmonitoredRun(LogRule):
@@ -617,6 +600,14 @@ class UnmonitoredRun(LogRule):
         if logged:
             first = min(logged, key=lambda s: (s.steps[0], s.key))
             self.report(first, 0, 0, logged=", ".join(f"`{s.key}`" for s in logged))
+
+
+def _report_episodes(rule: LogRule, series, flags: List[bool], **values) -> None:
+    """Report each episode of `flags` on `series` with the values every such message names: the key, the
+    onset step, the smoothed value then and at the episode's end."""
+    for episode in series.episodes(flags):
+        rule.report(series, episode.first, episode.last, key=series.key, step=series.steps[episode.first],
+                    then=series.value(episode.first), now=series.describe(episode.last), **values)
 
 
 def _trend(series, before: int, now: int) -> float:
