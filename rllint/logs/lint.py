@@ -98,14 +98,14 @@ def _check(run: Run, source: Source, settings: Settings, mapping: Dict[str, str]
     if longest < 2 * window:
         result.warnings.append((run.path, f"only {longest} logged steps; trends need {2 * window} (2 x log-window)"))
     metrics = RunMetrics(run.path, series, settings)
+    rules = [rule for rule in settings.rules_for(run.path) if issubclass(rule, LogRule)]
     findings: List[LogFinding] = []
-    for rule in settings.rules_for(run.path):
-        if issubclass(rule, LogRule):
-            check = rule(metrics)
-            check.check()
-            findings.extend(check.findings)
+    for rule in rules:
+        check = rule(metrics)
+        check.check()
+        findings.extend(check.findings)
     result.diagnostics.extend(_diagnostic(run.path, finding) for finding in findings)
-    read_by = {metric for rule in settings.rules_for(run.path) if issubclass(rule, LogRule) for metric in rule.metrics}
+    read_by = {metric for rule in rules for metric in rule.metrics}
     result.runs.append(CheckedRun(run.path, [s for m, s in series.items() if m in read_by], findings))
 
 

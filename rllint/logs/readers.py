@@ -221,8 +221,12 @@ def _read_json(path: str, text: str) -> Run:
 def _entry_lines(text: str, records: List[Any]) -> List[int]:
     """The line of each log_history entry's `"step"` key (TRL writes one per entry); 1 when they cannot
     be matched one to one."""
-    start = text.find('"log_history"')
-    found = [text.count("\n", 0, match.start()) + 1 for match in _STEP_KEY.finditer(text, max(start, 0))]
+    found: List[int] = []
+    line, position = 1, 0
+    for match in _STEP_KEY.finditer(text, max(text.find('"log_history"'), 0)):
+        line += text.count("\n", position, match.start())
+        position = match.start()
+        found.append(line)
     with_step = [isinstance(record, dict) and "step" in record for record in records]
     if len(found) != sum(with_step):
         return [1] * len(records)

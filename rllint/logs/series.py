@@ -44,6 +44,7 @@ class Series:
     window: int = 9
     sequence_level: bool = False  # a KL summed over the sequence (TRL PPO), not a per-token mean
     _smooth: Optional[List[float]] = field(default=None, repr=False)
+    _noise: Optional[float] = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.values)
@@ -68,10 +69,10 @@ class Series:
 
     def noise(self) -> float:
         """The spread of one logged value around the trend (robust: from successive differences)."""
-        if len(self.values) < 3:
-            return 0.0
-        diffs = [abs(b - a) for a, b in zip(self.values, self.values[1:])]
-        return statistics.median(diffs) * _MAD_TO_SIGMA
+        if self._noise is None:
+            diffs = [abs(b - a) for a, b in zip(self.values, self.values[1:])]
+            self._noise = statistics.median(diffs) * _MAD_TO_SIGMA if len(diffs) > 1 else 0.0
+        return self._noise
 
     def moved(self, start: int, end: int, z: float = 3.0) -> float:
         """How far the smoothed level at `end` is from the one at `start`, in standard errors of a
