@@ -270,3 +270,81 @@ def rules_command(output_format: str) -> None:
     widths = [max(len(line[column]) for line in table) for column in range(4)]
     for line in table:
         click.echo("  ".join(cell.ljust(width) for cell, width in zip(line, widths)) + f"  {line[4]}")
+
+
+@main.command("logs")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.option("--output-format", "--format", "output_format", type=click.Choice(list(FORMATS)), default="text",
+              show_default=True, help="How findings are written; text is `path: step N: CODE message`.")
+@click.option("-o", "--output-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the report to this file instead of standard output.")
+@click.option("--select", multiple=True, callback=_split_commas, metavar="RULES",
+              help="Rules to run (codes, prefixes such as RL7, names or ALL); replaces the configured ones.")
+@click.option("--extend-select", multiple=True, callback=_split_commas, metavar="RULES",
+              help="Rules to run in addition to the selected ones (RL706 and RL709 are off by default).")
+@click.option("--ignore", multiple=True, callback=_split_commas, metavar="RULES", help="Rules not to run.")
+@click.option("--metric", "metrics", multiple=True, metavar="NAME=KEY",
+              help="Read metric NAME from the logged key KEY (e.g. kl=train/approx_kl); NAME is one of kl, entropy, "
+                   "clip_fraction, reward, response_length, truncated_fraction, zero_std_fraction, held_out, "
+                   "repetition.")
+@click.option("--plot", "plot_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also draw every checked metric, with the flagged spans marked, to this PNG (needs the `plot` "
+                   "extra).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Use this configuration file instead of the closest one.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings (errors still exit 2).")
+@click.pass_context
+def logs_command(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output_file: Optional[Path],
+                 select: Optional[List[str]], extend_select: Optional[List[str]], ignore: Optional[List[str]],
+                 metrics: Tuple[str, ...], plot_file: Optional[Path], config_file: Optional[Path],
+                 exit_zero: bool) -> None:
+    """Lint training runs' logged metrics (RL7xx) in PATHS: TRL trainer_state.json (checkpoint folders too),
+    JSON-lines, CSV and TensorBoard event files (with the `tensorboard` extra)."""
+    from rllint.logs.lint import lint_logs  # the logs package costs `rllint check` nothing
+    from rllint.logs.metrics import MappingError, parse_mapping
+    from rllint.rules.runlogs import LOG_METRICS
+
+    if plot_file is not None:
+        from rllint.logs.plot import PlotUnavailable, require_matplotlib
+
+        try:
+            require_matplotlib()
+        except PlotUnavailable as error:
+            click.echo(f"rllint: error: {error}", err=True)
+            ctx.exit(2)
+    try:
+        start = None if config_file else _config_start(paths, None)
+        settings = load_settings(config_file, start, {"select": select, "extend_select": extend_select,
+                                                      "ignore": ignore})
+    except ConfigError as error:
+        click.echo(f"rllint: error: {error}", err=True)
+        ctx.exit(2)
+    try:
+        mapping = {**parse_mapping(settings.option(LOG_METRICS)), **parse_mapping(metrics)}
+    except MappingError as error:
+        raise click.BadParameter(str(error), param_hint="--metric") from None
+
+    result = lint_logs(list(paths), settings, mapping)
+    diagnostics = [replace(d, path=_display(d.path)) for d in result.diagnostics]
+    report = io.StringIO()
+    FORMATS[output_format](diagnostics, report)
+    _emit(report.getvalue(), output_file, ctx)
+    for path, warning in result.warnings:
+        click.echo(f"rllint: warning: {_display(path)}: {warning}", err=True)
+    for error in result.errors:
+        click.echo(f"rllint: error: {_display(error.path)}: {error.message}", err=True)
+    if plot_file is not None:
+        from rllint.logs.plot import plot_runs
+
+        try:
+            drawn = plot_runs(result.runs, plot_file, _display)
+        except OSError as error:
+            click.echo(f"rllint: error: cannot write {plot_file}: {error.strerror or error}", err=True)
+            ctx.exit(2)
+        if not drawn:
+            click.echo("rllint: warning: --plot: no run had a metric to draw; nothing written", err=True)
+    if output_format in _TEXT_FORMATS:
+        click.echo(_summary(diagnostics, result.errors), err=True)
+    if result.errors:
+        ctx.exit(2)
+    ctx.exit(1 if diagnostics and not exit_zero else 0)

@@ -250,6 +250,9 @@ def _option_value(option: Option, value: Any, where: str, path: Path) -> Any:
         if bad:
             allowed = ", ".join(repr(choice) for choice in option.choices)
             raise ConfigError(f"{where} must be one of {allowed}, not {bad[0]!r}", path=path, key=option.key)
+    problem = option.check(checked) if option.check is not None else None
+    if problem:
+        raise ConfigError(f"{where}: {problem}", path=path, key=option.key)
     return checked
 
 

@@ -37,6 +37,8 @@ class Diagnostic:
     severity: Severity
     message: str
     fix: Optional[str] = None
+    # For a finding in a training log (`rllint logs`): the step where the condition began.
+    step: Optional[int] = None
 
     def sort_key(self) -> tuple:
         return (self.path, self.line, self.column, self.code)
@@ -53,6 +55,7 @@ class Diagnostic:
             "severity": self.severity.value,
             "message": self.message,
             "fix": self.fix,
+            **({} if self.step is None else {"step": self.step}),
         }
 
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from rllint.registry import Option, load_rules
+from rllint.registry import LogRule, Option, load_rules
 from rllint.rules.meta import SyntaxErrorRule, UnusedSuppression
 
 DEFAULT_FOLDER = Path(__file__).resolve().parent.parent / "rules"
@@ -119,6 +119,11 @@ _NOT_BY_COMMENT = {
 
 
 def _suppression_section(rule: type) -> str:
+    if issubclass(rule, LogRule):
+        return ("A log has no comments, so `per-file-ignores` plays the part of `# noqa`: "
+                f"`\"runs/old-sweep/*\" = [\"{rule.code}\"]` silences it for the logs under that folder. "
+                f"For every run, `ignore = [\"{rule.code}\"]` under `[tool.rllint]`, or `--ignore {rule.code}` "
+                "for one invocation of `rllint logs`.")
     project = (f"`ignore = [\"{rule.code}\"]` under `[tool.rllint]`, or `per-file-ignores` for some files "
                f"(`\"scripts/*.py\" = [\"{rule.code}\"]`).")
     if rule in _NOT_BY_COMMENT:

@@ -12,7 +12,7 @@ import inspect
 import pkgutil
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, ClassVar, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -30,6 +30,8 @@ class Option:
     default: Any
     doc: str
     choices: Tuple[Any, ...] = ()  # the allowed values, when only a few are
+    # A further check of a well-typed value: the problem as a phrase, or None when the value is fine.
+    check: Optional[Callable[[Any], Optional[str]]] = None
 
     def __post_init__(self) -> None:
         OPTIONS[self.key] = self
@@ -153,6 +155,40 @@ class CSTRule(Rule, cst.BatchableCSTVisitor):
     def check_config(self) -> None:
         """Judge a launch config (`self.file` is a ConfigFile); only for rules whose file_kinds name one."""
         raise NotImplementedError(f"{self.code} lists config kinds in file_kinds but has no check_config")
+
+
+class LogFinding(NamedTuple):
+    """A report from a log rule: the logged points `first`..`last` of `series` (an `rllint.logs.series.Series`)."""
+
+    rule: type
+    series: Any
+    first: int
+    last: int
+    message: str
+
+
+class LogRule(Rule):
+    """A check of a training run's logged metrics (RL7xx), run by `rllint logs`, never on a source file
+    (no file kind). `metrics` names what it reads (`rllint.logs.metrics.METRICS`); `check` asks the run
+    (`rllint.logs.lint.RunMetrics`) for their series and reports episodes with `report`."""
+
+    file_kinds = ()
+    metrics: ClassVar[Tuple[str, ...]] = ()
+
+    def __init__(self, run: Any) -> None:
+        self.run = run
+        self.findings: List[LogFinding] = []
+
+    def option(self, option: Option) -> Any:
+        return self.run.settings.option(option)
+
+    def check(self) -> None:
+        raise NotImplementedError(f"{self.code} has no check")
+
+    def report(self, series: Any, first: int, last: int, **values: Any) -> None:
+        """Report the condition that held on points `first`..`last` of `series`; the finding is placed at
+        the step where it began."""
+        self.findings.append(LogFinding(type(self), series, first, last, self.message.format(**values)))
 
 
 def load_rules() -> Dict[str, type]:

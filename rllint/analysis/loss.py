@@ -8,6 +8,12 @@ backward). From each sink the slice follows, within the function, every assignme
 augmented assignment, loop target, `with ... as` and container mutation (`xs.append(v)`)
 that defines a name it uses, and into the return statements of local helper functions
 whose results it uses. Each statement remembers how it was reached, for messages.
+
+A backward is a policy-gradient step when its slice multiplies a value that carries the
+policy's gradient by a weight without gradient that is an advantage, reward or return
+(`logps * advantages`, `ratio * batch["adv"]`), or by a value-model advantage; SFT
+cross-entropy, DPO margins and critic losses are not. `training_loops()` finds the loops
+that take such a step on every pass: a hand-written RL training loop.
 """
 from __future__ import annotations
 
@@ -16,11 +22,17 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from rllint.analysis.grad import INPLACE_METHODS, MUTATING_CONTAINER, STOPPED, GradFlow, Tag, carries
-from rllint.analysis.roles import POLICY, VALUE, ModelRoles, calls_in
-from rllint.analysis.syntax import children, dotted
+from rllint.analysis.context import tokens
+from rllint.analysis.grad import (ADVANTAGE, GRAD, INPLACE_METHODS, MUTATING_CONTAINER, STOPPED, GradFlow, Tag,
+                                  carries)
+from rllint.analysis.roles import POLICY, VALUE, ModelRoles, body_of, calls_in, statements
+from rllint.analysis.syntax import children, dotted, walk
 
 _MUTATORS = MUTATING_CONTAINER | INPLACE_METHODS
+# Words of the weights a policy-gradient loss multiplies log-probs or ratios by.
+_WEIGHT_WORDS = frozenset({"advantage", "advantages", "adv", "advs", "reward", "rewards", "return", "returns",
+                           "gae", "score", "scores"})
+_LOOPS = (cst.For, cst.While)
 
 
 @dataclass
@@ -176,6 +188,75 @@ class LossSlice:
 
     # ---- what rules ask ----
 
+    def policy_gradient(self, sink: Sink) -> bool:
+        """Whether the loss at `sink` weights the policy's log-probs or ratios by an advantage, reward or
+        return (see the module docstring)."""
+        statements_of = [stmt for stmt, step in self.slice.items() if step.sink is sink] + [sink.node]
+        for stmt in statements_of:
+            for node in walk(stmt, into_functions=True):
+                for factor, weight in _factors(node):
+                    if self._carries_policy(factor) and self._is_weight(weight):
+                        return True
+        return False
+
+    def training_loops(self) -> List[cst.CSTNode]:
+        """The outermost `for` / `while` loops that take a policy-gradient backward step on every pass, in
+        their body or through the local functions they call (to any depth). A loop inside a function that
+        such a loop calls is part of that loop, not another one."""
+        steps = {sink.node: sink.function for sink in self.sinks if sink.backward and self.policy_gradient(sink)}
+        if not steps:
+            return []
+        training = {function for function in steps.values() if function is not None}
+        changed = True
+        while changed:  # functions that call a training function train too
+            changed = False
+            for scope, stmts in self.roles.calls.items():
+                if isinstance(scope, cst.FunctionDef) and scope not in training and any(
+                        self.grad.helper_of(call) in training for _, calls in stmts for call in calls):
+                    training.add(scope)
+                    changed = True
+        loops: List[Tuple[Optional[cst.CSTNode], cst.CSTNode]] = []
+        reached: Set[cst.FunctionDef] = set()
+        for scope in self.roles.calls:
+            for stmt in statements(body_of(scope)):
+                if not isinstance(stmt, _LOOPS) or any(loop is not stmt and _inside(stmt, loop) for _, loop in loops):
+                    continue
+                called = {self.grad.helper_of(call) for call in calls_in(stmt)} - {None}
+                if any(node in steps for node in walk(stmt)) or called & training:
+                    loops.append((scope, stmt))
+                    reached |= self._reachable(called & training)
+        return [loop for scope, loop in loops if scope not in reached]
+
+    def _reachable(self, functions: Set[cst.FunctionDef]) -> Set[cst.FunctionDef]:
+        """`functions` and the local functions they call, to any depth."""
+        seen: Set[cst.FunctionDef] = set()
+        work = list(functions)
+        while work:
+            function = work.pop()
+            if function in seen:
+                continue
+            seen.add(function)
+            work.extend(h for _, calls in self.roles.calls.get(function, ()) for call in calls
+                        for h in [self.grad.helper_of(call)] if h is not None)
+        return seen
+
+    def _carries_policy(self, expr: cst.CSTNode) -> bool:
+        return any(tag.kind == GRAD for node in _name_nodes(expr) for tag in self.grad.name_flows.get(node, ()))
+
+    def _is_weight(self, expr: cst.CSTNode) -> bool:
+        """An advantage, reward or return without gradient: by a name or a string key, or a value-model advantage."""
+        flow = [tag for node in _name_nodes(expr) for tag in self.grad.name_flows.get(node, ())]
+        if any(tag.kind == GRAD for tag in flow):
+            return False
+        if any(tag.kind == ADVANTAGE for tag in flow) or any(node in self.grad.advantages for node in walk(expr)):
+            return True
+        for node in walk(expr):
+            word = (node.attr.value if isinstance(node, cst.Attribute) else node.value if isinstance(node, cst.Name)
+                    else node.evaluated_value if isinstance(node, cst.SimpleString) else None)
+            if isinstance(word, str) and _WEIGHT_WORDS.intersection(tokens(word)):
+                return True
+        return False
+
     def gradless_losses(self) -> Iterator[Tuple[Sink, List[Tag]]]:
         """Losses (at a backward call, or returned by a loss function) that carry no gradient because
         policy outputs were cut (no_grad / detach).
@@ -271,6 +352,29 @@ def _uses(expression: cst.CSTNode) -> Set[str]:
             continue
         stack.extend(children(node))
     return keys
+
+
+def _factors(node: cst.CSTNode) -> Iterator[Tuple[cst.CSTNode, cst.CSTNode]]:
+    """Both orders of the two factors of a product: `a * b`, `a.mul(b)`, `torch.mul(a, b)`."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+        pair = (node.left, node.right)
+    elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in (
+            "mul", "multiply"):
+        args = [a.value for a in node.args if a.keyword is None]
+        if len(args) == 2:
+            pair = (args[0], args[1])
+        elif len(args) == 1:
+            pair = (node.func.value, args[0])
+        else:
+            return
+    else:
+        return
+    yield pair
+    yield pair[::-1]
+
+
+def _inside(node: cst.CSTNode, container: cst.CSTNode) -> bool:
+    return any(inner is node for inner in walk(container))
 
 
 def _name_nodes(expression: cst.CSTNode) -> Iterator[cst.CSTNode]:

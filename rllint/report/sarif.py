@@ -57,6 +57,7 @@ def write(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
                                "endLine": d.end_line, "endColumn": d.end_column},
                 },
             }],
+            **({} if d.step is None else {"properties": {"step": d.step}}),
         }
         for d in diagnostics
     ]
