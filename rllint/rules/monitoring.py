@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rllint.analysis.context import RLContext
 from rllint.analysis.logged import LoggedMetrics
 from rllint.analysis.loss import LossSlice
+from rllint.analysis.purpose import Purpose
 from rllint.diagnostic import Severity, Tier
 from rllint.registry import CSTRule
 
@@ -68,7 +68,7 @@ class UnmonitoredTrainingLoop(CSTRule):
     triggers = ("backward",)
 
     def visit_Module(self, node: cst.Module) -> None:
-        if not self.file.fact(RLContext).is_rl:
+        if not self.file.fact(Purpose).rl_run:
             return
         loops = self.file.fact(LossSlice).training_loops()
         if not loops:
