@@ -94,15 +94,17 @@ def lint_bytes(data: bytes, path: str, settings: Settings) -> FileResult:
     return lint_text(text, path, settings)
 
 
-def lint_text(text: str, path: str, settings: Settings, kind: Optional[str] = None) -> FileResult:
+def lint_text(text: str, path: str, settings: Settings, kind: Optional[str] = None,
+              tree: Optional[ast.Module] = None) -> FileResult:
     """Lint `text` as the file `path` would be linted (standard input without a name is Python);
-    `kind` overrides the kind the name says (a notebook's code cells are Python)."""
+    `kind` overrides the kind the name says (a notebook's code cells are Python); `tree` is the
+    text's `ast` tree when the caller has parsed it already (flake8 has)."""
     kind = kind or file_kind(path) or "python"
     rules = [rule for rule in settings.rules_for(path) if kind in rule.file_kinds]
     if kind != "python":
         return _lint_config(text, path, kind, settings, rules)
     try:
-        tree = ast.parse(text, filename=path)
+        tree = tree or ast.parse(text, filename=path)
     except SyntaxError as error:
         return FileResult(_syntax_error(path, error, rules))
     except (RecursionError, MemoryError):
