@@ -392,6 +392,19 @@ def _summary(diagnostics: Sequence[Diagnostic], errors: Sequence[FileError], fix
     return "\n".join(lines)
 
 
+@main.command("server")
+@click.pass_context
+def server_command(ctx: click.Context) -> None:
+    """Run the language server (LSP over standard input and output) for editors."""
+    try:
+        from rllint.server import serve
+    except ImportError as error:
+        click.echo(f"rllint: error: `rllint server` needs the `lsp` extra ({error.name} is not installed): "
+                   "pip install 'rllint[lsp]'", err=True)
+        ctx.exit(2)
+    serve()
+
+
 @main.command("rule")
 @click.argument("selector", metavar="CODE|NAME")
 def rule_command(selector: str) -> None:
