@@ -42,11 +42,14 @@ def _method(call: cst.Call, file) -> Optional[Plan]:
     func = call.func
     if not (isinstance(func, cst.Attribute) and func.attr.value in _OUT_OF_PLACE and dotted(func.value)):
         return None
-    if not any(isinstance(node, cst.Expr) and node.value is call for node in walk(file.module, into_functions=True)):
+    statement = next((node for node in walk(file.module, into_functions=True)
+                      if isinstance(node, cst.Expr) and node.value is call), None)
+    if statement is None:
         return None  # the call's value is used (`y = x.mul_(m)`): rebinding would change what `y` holds
     rebound = cst.Assign(targets=[cst.AssignTarget(func.value)],
-                         value=call.with_changes(func=func.with_changes(attr=cst.Name(func.attr.value[:-1]))))
-    return Plan(f"Use `{func.attr.value[:-1]}` and rebind the name", [(call, rebound)])
+                         value=call.with_changes(func=func.with_changes(attr=cst.Name(func.attr.value[:-1]))),
+                         semicolon=statement.semicolon)
+    return Plan(f"Use `{func.attr.value[:-1]}` and rebind the name", [(statement, rebound)])
 
 
 def _masked(statement: cst.CSTNode, target: cst.BaseExpression, value: cst.BaseExpression,
@@ -71,4 +74,5 @@ def _masked(statement: cst.CSTNode, target: cst.BaseExpression, value: cst.BaseE
         comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
         replaced = cst.Call(func=where, args=[cst.Arg(mask, comma=comma), cst.Arg(changed, comma=comma), cst.Arg(tensor)])
         message = "Use `torch.where` and rebind the name"
-    return Plan(message, [(statement, cst.Assign(targets=[cst.AssignTarget(tensor)], value=replaced))])
+    return Plan(message, [(statement, cst.Assign(targets=[cst.AssignTarget(tensor)], value=replaced,
+                                                 semicolon=statement.semicolon))])

@@ -5,6 +5,7 @@ from typing import Optional
 
 import libcst as cst
 
+from rllint.analysis.imports import Imports
 from rllint.analysis.syntax import keyword, positional
 from rllint.analysis.text import number
 from rllint.fix import Plan, fixes
@@ -25,12 +26,15 @@ def upcast(node: cst.CSTNode, file) -> Optional[Plan]:
     if not isinstance(node, cst.Call) or not isinstance(node.func, (cst.Attribute, cst.Name)) or keyword(node, "dtype"):
         return None
     name = node.func.attr.value if isinstance(node.func, cst.Attribute) else node.func.value
-    argument = keyword(node, "input")
-    operand = argument.value if argument is not None else positional(node, 0)
-    if name not in _UPCAST_FUNCTIONS or operand is None:
-        if name not in _UPCAST_METHODS or not isinstance(node.func, cst.Attribute):
+    if (file.fact(Imports).qualified(node.func) or "").startswith("torch."):  # `F.log_softmax(logits, -1)`
+        argument = keyword(node, "input")
+        operand = argument.value if argument is not None else positional(node, 0)
+        if name not in _UPCAST_FUNCTIONS or operand is None:
             return None
+    elif name in _UPCAST_METHODS and isinstance(node.func, cst.Attribute):
         operand = node.func.value  # `logits.log_softmax(-1)`: the receiver is the tensor
+    else:
+        return None
     return Plan("Upcast with `.float()` first", [(operand, method_call(operand, "float"))])
 
 
