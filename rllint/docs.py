@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from rllint.fix import load_builders
 from rllint.registry import Option, load_rules
 from rllint.rules.meta import SyntaxErrorRule, UnusedSuppression
 
@@ -130,6 +131,21 @@ def _suppression_section(rule: type) -> str:
     )
 
 
+def _fix_section(rule: type) -> str:
+    """Whether the rule has a fix, whether it is safe and why (from its builder in `rllint.fix`)."""
+    builder = load_builders().get(rule.code)
+    if builder is None:
+        return "This rule has no automatic fix."
+    how = "`rllint --fix`" if builder.safe else "`rllint --fix --unsafe-fixes`"
+    return (f"This rule has a fix, {'safe' if builder.safe else 'unsafe'}: {how} applies it, `--diff` shows it, "
+            f"and editors offer it as a quick fix. {builder.safety}")
+
+
+def _fix_kind(rule: type) -> str:
+    builder = load_builders().get(rule.code)
+    return "" if builder is None else "safe" if builder.safe else "unsafe"
+
+
 def _status_line(rule: type) -> str:
     severity = getattr(rule.severity, "value", rule.severity)
     if rule.default_enabled:
@@ -152,6 +168,8 @@ def render_page(rule: type) -> str:
         order.insert(position, "Options")
         body["Options"] = ""
     body["Options"] = _options_section(rule, body["Options"])
+    order.insert(order.index("Options"), "Fix safety")
+    body["Fix safety"] = _fix_section(rule)
     order.insert(order.index("Options") + 1, "Suppressing it")
     body["Suppressing it"] = _suppression_section(rule)
 
@@ -174,14 +192,15 @@ def render_index() -> str:
         "Generated from the rules' docstrings by `python -m rllint.docs`; do not edit by hand.",
         "`rllint rule CODE` prints a page in the terminal.",
         "",
-        "| Code | Name | Severity | Tier | Default | What it does |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| Code | Name | Severity | Tier | Default | Fix | What it does |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for rule in load_rules().values():
         severity = getattr(rule.severity, "value", rule.severity)
         default = "on" if rule.default_enabled else "off"
         link = f"[{rule.code}]({rule.code}.md)"
-        lines.append(f"| {link} | {rule.name} | {severity} | {rule.tier.value} | {default} | {_cell(summary(rule))} |")
+        lines.append(f"| {link} | {rule.name} | {severity} | {rule.tier.value} | {default} | {_fix_kind(rule)} "
+                     f"| {_cell(summary(rule))} |")
     return "\n".join(lines) + "\n"
 
 
