@@ -161,4 +161,6 @@ def test_fix_safety_says_whether_a_fix_exists_and_whether_it_is_safe():
     assert "This rule has a fix, safe: `rllint --fix` applies it" in render_page(rules["RL302"])
     assert "This rule has a fix, unsafe: `rllint --fix --unsafe-fixes` applies it" in render_page(rules["RL504"])
     assert "This rule has no automatic fix." in render_page(rules["RL201"])
-    assert "| RL302 " in render_index() and "| safe |" in render_index() and "| unsafe |" in render_index()
+    index = render_index()
+    assert "| correctness | on | safe | Reports a regular expression" in index
+    assert "| correctness | on | unsafe | Reports in-place masking" in index
