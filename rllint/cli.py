@@ -43,8 +43,8 @@ class _DefaultCheck(click.Group):
         top_level = set(ctx.help_option_names) | {"--version"}
         if not args or (args[0] not in self.commands and args[0] not in top_level):
             if args and _looks_like_a_command(args[0]):
-                close = difflib.get_close_matches(args[0], [name for name in self.commands if name != "check"], n=1)
-                hint = f"; did you mean `rllint {close[0]}`?" if close else ""
+                close = difflib.get_close_matches(args[0], [name for name in self.commands if name != "check"], n=2)
+                hint = "; did you mean " + " or ".join(f"`rllint {name}`" for name in sorted(close)) + "?" if close else ""
                 raise click.UsageError(f"no such command or path: {args[0]!r}{hint}", ctx)
             args = ["check", *args]
         return super().parse_args(ctx, args)

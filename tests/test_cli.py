@@ -11,6 +11,11 @@ import sys
 import pytest
 from click.testing import CliRunner
 
+try:
+    import tomllib
+except ImportError:  # Python < 3.11
+    import tomli as tomllib
+
 from rllint import __version__, cli
 from rllint.docs import render_page
 from rllint.rules.meta import SyntaxErrorRule
@@ -423,3 +428,93 @@ def test_top_level_help_names_the_check_options():
     assert result.exit_code == 0
     for flag in ("--select", "--format", "--statistics", "--no-cache", "--exit-zero"):
         assert flag in result.output
+
+
+def test_each_file_is_linted_with_its_closest_config_whatever_else_is_passed(project):
+    """pre-commit passes files from several folders in one call: a nested config applies all the same."""
+    (project / "sub").mkdir()
+    (project / "sub" / "bad.py").write_text(BAD)
+    (project / "sub" / ".rllint.toml").write_text('ignore = ["RL000"]\nextend-exclude = ["skipped.py"]\n')
+    (project / "sub" / "skipped.py").write_text(BAD)
+    alone = json.loads(run("--format", "json", "sub/bad.py").stdout)
+    together = json.loads(run("--format", "json", "sub/bad.py", "bad.py").stdout)
+    assert alone == [] and [d["path"] for d in together] == ["bad.py"]
+    forced = json.loads(run("--format", "json", "--force-exclude", "sub/skipped.py", "bad.py").stdout)
+    assert [d["path"] for d in forced] == ["bad.py"]  # the nested config's excludes hold for named files
+
+
+def test_github_and_sarif_paths_are_relative_to_the_project_root(project, monkeypatch):
+    (project / "pyproject.toml").write_text("[tool.rllint]\n")
+    (project / "src").mkdir()
+    (project / "src" / "bad.py").write_text(BAD)
+    monkeypatch.chdir(project / "src")
+    assert run("--format", "github", "bad.py").stdout.startswith("::error file=src/bad.py,line=")
+    log = json.loads(run("--format", "sarif", "bad.py").stdout)
+    location = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert location == {"uri": "src/bad.py", "uriBaseId": "%SRCROOT%"}
+    assert log["runs"][0]["originalUriBaseIds"]["%SRCROOT%"]["uri"] == project.resolve().as_uri() + "/"
+    assert run("bad.py").stdout.startswith("bad.py:")  # text stays relative to the working folder
+
+
+def test_read_errors_reach_the_machine_formats(project):
+    (project / "latin.py").write_bytes(b"name = '\xe9'\n")
+    github = run("--format", "github", "latin.py", "bad.py")
+    assert github.exit_code == 2
+    assert github.stdout.splitlines()[-1].startswith("::error file=latin.py,title=rllint::cannot be decoded")
+    (entry,) = [d for d in json.loads(run("--format", "json", "latin.py").stdout)]
+    assert (entry["path"], entry["code"], entry["name"], entry["line"]) == ("latin.py", None, "file-error", None)
+    lines = run("--format", "json-lines", "latin.py").stdout.splitlines()
+    assert json.loads(lines[0])["name"] == "file-error"
+    sarif_run = json.loads(run("--format", "sarif", "latin.py").stdout)["runs"][0]
+    (invocation,) = sarif_run["invocations"]
+    assert invocation["executionSuccessful"] is False
+    assert invocation["toolExecutionNotifications"][0]["message"]["text"].startswith("cannot be decoded")
+    assert "could not be linted" not in run("--format", "json", "latin.py").stdout  # no summary in machine formats
+
+
+def test_sarif_names_the_tool_home_and_each_rule_page(project):
+    from rllint import REPOSITORY, rule_page_url
+
+    driver = json.loads(run("--format", "sarif", "bad.py").stdout)["runs"][0]["tool"]["driver"]
+    assert driver["informationUri"] == REPOSITORY
+    assert driver["rules"][0]["helpUri"] == rule_page_url("RL000")
+
+
+def test_an_unknown_command_that_is_no_path_is_named(project):
+    result = run("rulez")
+    assert result.exit_code == 2
+    assert "no such command or path: 'rulez'; did you mean `rllint rule` or `rllint rules`?" in result.stderr
+    assert "no such command or path: 'frobnicate'" in run("frobnicate").stderr
+    (project / "rulez").mkdir()
+    assert run("rulez").exit_code == 0  # an existing folder of that name is linted
+
+
+def test_quiet_prints_findings_only_and_verbose_says_more(project):
+    (project / "notes.txt").write_text("not linted\n")
+    quiet = run("-q", "bad.py", "notes.txt")
+    assert (quiet.stdout, quiet.stderr) == (BAD_LINE + "\n", "")
+    verbose = run("-v", "bad.py")
+    assert "rllint: 1 file with the default settings\n" in verbose.stderr
+    assert "rllint: linted 1 file in " in verbose.stderr
+
+
+def test_show_files_lists_what_would_be_linted(project):
+    (project / "vendor").mkdir()
+    (project / "vendor" / "x.py").write_text(GOOD)
+    result = run("--show-files", "--extend-exclude", "vendor")
+    assert (result.exit_code, result.stdout) == (0, "bad.py\ngood.py\nunused.py\n")
+
+
+def test_show_settings_prints_the_resolved_settings_as_toml(project):
+    (project / "rllint.toml").write_text('ignore = ["RL201"]\nmax-epsilon = 0.001\n')
+    result = run("--show-settings", "--extend-select", "RL001", "bad.py")
+    assert result.exit_code == 0
+    assert result.stdout.startswith("# Settings for bad.py\n# config file: rllint.toml\n")
+    table = tomllib.loads(result.stdout)["tool"]["rllint"]
+    assert (table["ignore"], table["extend-select"], table["max-epsilon"]) == (["RL201"], ["RL001"], 0.001)
+
+
+def test_fix_summary_and_hint(project):
+    (project / "regex.py").write_text("import re\nA = re.compile(r'<think>.*?</think>')\n")
+    result = run("regex.py")
+    assert result.stdout.splitlines()[-2:] == ["Found 1 finding in 1 file.", "1 fixable with `--fix`."]
