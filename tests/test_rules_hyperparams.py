@@ -259,3 +259,10 @@ def test_rl606_a_value_overwritten_before_any_use():
     assert [(d.line, d.column, d.message) for d in result.diagnostics] == [
         (14, 19, "`temperature` is read from `temperature` and then overwritten by the literal 1.0: the run "
                  "silently uses another value")]
+
+
+def test_the_advice_never_holds_the_reported_value_when_the_limit_is_lowered():
+    (finding,) = findings(GRPO.replace("5e-5", "8e-7"), **{"max-learning-rate": 5e-7})
+    assert finding[2].endswith("RL post-training at this rate usually collapses; use < 5e-07")
+    (default,) = findings(GRPO)
+    assert default[2].endswith("use <= 1e-06..5e-06")
