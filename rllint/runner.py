@@ -236,7 +236,7 @@ def _positioned(path: str, findings: List[Finding], wrapper: Optional[MetadataWr
             line, column = where.start.line, where.start.column + 1
             end_line, end_column = where.end.line, where.end.column + 1
         where = path if finding.path is None else _shown_path(finding.path, path)
-        fix = build_fix(finding.rule.code, finding.node, file) if finding.node is not None and file else None
+        fix = build_fix(finding.rule.code, finding.node, file, positions) if finding.node is not None and file else None
         spans.append((where, finding.rule, line, column, end_line, end_column, finding.message, fix,
                       finding.severity or finding.rule.severity))
     return [Diagnostic(where, line, col, end_line, end_col, rule.code, rule.name, severity, message, fix)

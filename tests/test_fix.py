@@ -71,8 +71,8 @@ def test_json_fix_carries_the_edit(tmp_path, monkeypatch):
     (finding,) = json.loads(run("--select", "RL302", "--format", "json", "train.py").stdout)
     assert finding["fix"] == {
         "message": "Add `flags=re.DOTALL`", "applicability": "safe",
-        "edits": [{"content": ", flags=re.DOTALL", "location": {"row": 3, "column": 42},
-                   "end_location": {"row": 3, "column": 42}}]}
+        "edits": [{"content": "re.compile(r'<think>.*?</think>', flags=re.DOTALL)", "location": {"row": 3, "column": 10},
+                   "end_location": {"row": 3, "column": 43}}]}  # the reported call, rewritten
     (edit,) = finding["fix"]["edits"]
     applied = edited(source, [Edit(edit["location"]["row"], edit["location"]["column"], edit["end_location"]["row"],
                                    edit["end_location"]["column"], edit["content"])])

@@ -2,9 +2,9 @@
 
 A builder (one per rule code, in the family modules of this package) is given the reported node
 and the file's facts, and returns the nodes to replace and their replacements, built with
-libcst's `with_changes`. The fix is the `Edit` of the text that changes when the tree is
-rendered with them, so everything outside it stays byte for byte; `rllint.fix.apply` applies
-edits, re-parses the result and lints again until nothing fixable is left.
+libcst's `with_changes`. The fix is one `Edit` over the replaced nodes' span, its text taken
+from the module rendered with the replacements, so everything outside stays byte for byte;
+`rllint.fix.apply` applies edits, re-parses the result and lints again until nothing fixable is left.
 
 A fix is *safe* when it does what the rule's page asks for and nothing else; *unsafe* when it
 may change behaviour beyond the bug (it then needs `--unsafe-fixes`). Each builder says which
@@ -12,13 +12,13 @@ and why, and the rule's page prints it under "Fix safety".
 """
 from __future__ import annotations
 
-import bisect
 import importlib
 import pkgutil
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import libcst as cst
+from libcst.metadata import CodeRange
 
 # A node of the file and the node that replaces it.
 Change = Tuple[cst.CSTNode, cst.CSTNode]
@@ -92,31 +92,28 @@ def load_builders() -> Dict[str, Builder]:
     return BUILDERS
 
 
-def build_fix(code: str, node: cst.CSTNode, file: Any) -> Optional[Fix]:
+def build_fix(code: str, node: cst.CSTNode, file: Any, positions: Mapping[cst.CSTNode, CodeRange]) -> Optional[Fix]:
     """The fix of a finding of rule `code` at `node`, or None when the rule has no fix or this finding
     cannot be fixed.
 
     The changes are made on the module's tree and the module is rendered again, so that every
-    replacement is indented as its place needs; the edit is the one stretch of text that differs,
-    and everything around it is the file's own text, byte for byte."""
+    replacement is indented as its place needs. The edit spans the replaced nodes (`positions`);
+    everything around them is the file's own text, byte for byte."""
     builder = load_builders().get(code)
     plan = builder.build(node, file) if builder is not None else None
-    if plan is None:
+    if plan is None or any(original not in positions for original, _ in plan.changes):
         return None
-    new_text = file.module.visit(_Replace(plan.changes)).code
     old_text = file.text
-    if new_text == old_text:
-        return None
-    prefix = 0
-    limit = min(len(old_text), len(new_text))
-    while prefix < limit and old_text[prefix] == new_text[prefix]:
-        prefix += 1
-    suffix = 0
-    while suffix < limit - prefix and old_text[-1 - suffix] == new_text[-1 - suffix]:
-        suffix += 1
+    new_text = file.module.visit(_Replace(plan.changes)).code
     starts = _line_starts(old_text)
-    (line, column), (end_line, end_column) = _position(starts, prefix), _position(starts, len(old_text) - suffix)
-    edit = Edit(line, column, end_line, end_column, new_text[prefix:len(new_text) - suffix])
+    spans = [positions[original] for original, _ in plan.changes]
+    first = min((span.start.line, span.start.column) for span in spans)
+    last = max((span.end.line, span.end.column) for span in spans)
+    start, end = _offset(starts, first[0], first[1] + 1), _offset(starts, last[0], last[1] + 1)
+    kept = len(old_text) - end
+    if new_text == old_text or new_text[:start] != old_text[:start] or new_text[len(new_text) - kept:] != old_text[end:]:
+        return None
+    edit = Edit(first[0], first[1] + 1, last[0], last[1] + 1, new_text[start:len(new_text) - kept])
     return Fix(plan.message, (edit,), builder.safe and not plan.unsafe)
 
 
@@ -129,13 +126,6 @@ class _Replace(cst.CSTTransformer):
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
         return self._changes.get(id(original_node), updated_node)
-
-
-def _position(starts: List[int], offset: int) -> Tuple[int, int]:
-    """1-based line and column of a text offset."""
-    line = bisect.bisect_right(starts, offset) - 1
-    line = min(line, len(starts) - 2) if len(starts) > 1 else 0
-    return line + 1, offset - starts[line] + 1
 
 
 def edited(text: str, edits: Sequence[Edit]) -> str:
