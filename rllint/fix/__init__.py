@@ -3,7 +3,7 @@
 A builder (one per rule code, in the family modules of this package) is given the reported node
 and the file's facts, and returns the nodes to replace and their replacements, built with
 libcst's `with_changes`. The fix is one `Edit` over the replaced nodes' span, its text taken
-from the module rendered with the replacements, so everything outside stays byte for byte;
+from their statement rendered with the replacements, so everything outside stays byte for byte;
 `rllint.fix.apply` applies edits, re-parses the result and lints again until nothing fixable is left.
 
 A fix is *safe* when it does what the rule's page asks for and nothing else; *unsafe* when it
@@ -96,36 +96,55 @@ def build_fix(code: str, node: cst.CSTNode, file: Any, positions: Mapping[cst.CS
     """The fix of a finding of rule `code` at `node`, or None when the rule has no fix or this finding
     cannot be fixed.
 
-    The changes are made on the module's tree and the module is rendered again, so that every
-    replacement is indented as its place needs. The edit spans the replaced nodes (`positions`);
-    everything around them is the file's own text, byte for byte."""
+    The changes are made on the tree of the module-level statement that holds them, which is rendered
+    again, so that every replacement is indented as its place needs (a statement at module level
+    renders exactly as it is written). The edit spans the replaced nodes (`positions`); everything
+    around them is the file's own text, byte for byte."""
     builder = load_builders().get(code)
     plan = builder.build(node, file) if builder is not None else None
     if plan is None or any(original not in positions for original, _ in plan.changes):
         return None
-    old_text = file.text
-    new_text = file.module.visit(_Replace(plan.changes)).code
-    starts = _line_starts(old_text)
     spans = [positions[original] for original, _ in plan.changes]
     first = min((span.start.line, span.start.column) for span in spans)
     last = max((span.end.line, span.end.column) for span in spans)
-    start, end = _offset(starts, first[0], first[1] + 1), _offset(starts, last[0], last[1] + 1)
-    kept = len(old_text) - end
-    if new_text == old_text or new_text[:start] != old_text[:start] or new_text[len(new_text) - kept:] != old_text[end:]:
+    statement = next((top for top in file.module.body if top in positions
+                      and (positions[top].start.line, positions[top].start.column) <= first
+                      and last <= (positions[top].end.line, positions[top].end.column)), None)
+    if statement is None:
         return None
-    edit = Edit(first[0], first[1] + 1, last[0], last[1] + 1, new_text[start:len(new_text) - kept])
+    old = file.module.code_for_node(statement)
+    new = file.module.code_for_node(statement.visit(_Replace(plan.changes, positions)))
+    starts = _line_starts(file.text)
+    start, end = _offset(starts, first[0], first[1] + 1), _offset(starts, last[0], last[1] + 1)
+    where = file.text.find(old, max(0, end - len(old)))
+    kept = where + len(old) - end  # the statement's text after the edit
+    if where < 0 or where > start or new[:start - where] != old[:start - where] or new[len(new) - kept:] != old[len(old) - kept:]:
+        return None
+    edit = Edit(first[0], first[1] + 1, last[0], last[1] + 1, new[start - where:len(new) - kept])
     return Fix(plan.message, (edit,), builder.safe and not plan.unsafe)
 
 
 class _Replace(cst.CSTTransformer):
-    """Puts each change's replacement in place of its node (matched by identity)."""
+    """Puts each change's replacement in place of its node (matched by identity), descending only
+    into nodes whose span holds a node to replace."""
 
-    def __init__(self, changes: Sequence[Change]) -> None:
+    def __init__(self, changes: Sequence[Change], positions: Mapping[cst.CSTNode, CodeRange]) -> None:
         super().__init__()
         self._changes = {id(original): replacement for original, replacement in changes}
+        self._spans = [positions[original] for original, _ in changes]
+        self._positions = positions
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        span = self._positions.get(node)
+        return span is None or any(_holds(span, target) for target in self._spans)
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
         return self._changes.get(id(original_node), updated_node)
+
+
+def _holds(outer: CodeRange, inner: CodeRange) -> bool:
+    return ((outer.start.line, outer.start.column) <= (inner.start.line, inner.start.column)
+            and (inner.end.line, inner.end.column) <= (outer.end.line, outer.end.column))
 
 
 def edited(text: str, edits: Sequence[Edit]) -> str:
