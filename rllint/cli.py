@@ -33,7 +33,6 @@ from rllint.runner import FileResult, lint_bytes, lint_files
 from rllint.settings import Settings
 
 STDIN = "-"
-_TEXT_FORMATS = ("text", "concise")
 
 
 class _DefaultCheck(click.Group):
