@@ -22,12 +22,12 @@ import click
 
 from rllint import __version__
 from rllint.cache import ResultCache
-from rllint.config import ConfigError, ConfigTree, find_config, load_settings
+from rllint.config import ConfigError, ConfigTree, find_config, load_settings, settings_table
 from rllint.diagnostic import Diagnostic, FileError
 from rllint.docs import render_page, toml_value
 from rllint.files import discover, file_kind
 from rllint.fix.apply import add_noqa_comments, applicable, fix_files
-from rllint.registry import OPTIONS, UnknownSelector, find_rule, load_rules
+from rllint.registry import UnknownSelector, find_rule, load_rules
 from rllint.report import FORMATS, MACHINE_FORMATS, ROOTED_FORMATS
 from rllint.runner import FileResult, lint_bytes, lint_files
 from rllint.settings import Settings
@@ -287,15 +287,7 @@ def _settings_text(path: str, settings: Settings) -> str:
              f"# target Python: {'.'.join(map(str, settings.target_version)) if settings.target_version else 'not set'}",
              f"# rules: {', '.join(rule.code for rule in settings.rules())}",
              "[tool.rllint]"]
-    core = {"select": settings.select, "extend-select": settings.extend_select, "ignore": settings.ignore,
-            "exclude": settings.exclude, "extend-exclude": settings.extend_exclude,
-            "respect-gitignore": settings.respect_gitignore, "force-exclude": settings.force_exclude}
-    lines += [f"{key} = {toml_value(value)}" for key, value in core.items() if value is not None]
-    lines += [f"{key} = {toml_value(settings.option(option))}" for key, option in sorted(OPTIONS.items())
-              if settings.option(option) is not None]
-    if settings.per_file_ignores:
-        lines += ["", "[tool.rllint.per-file-ignores]"]
-        lines += [f"{toml_value(pattern)} = {toml_value(codes)}" for pattern, codes in settings.per_file_ignores.items()]
+    lines += [f"{key} = {toml_value(value)}" for key, value in settings_table(settings).items()]
     return "\n".join(lines) + "\n"
 
 

@@ -151,6 +151,14 @@ class ConfigTree:
         return self._targets[folder]
 
 
+def settings_table(settings: Settings) -> Dict[str, Any]:
+    """Every config key with the value `settings` hold (options at their defaults included), for
+    `--show-settings`; keys without a value (no `select` given) are left out."""
+    table = {key: getattr(settings, attr) for key, (attr, _) in _CORE.items()}
+    table.update({key: settings.option(option) for key, option in sorted(OPTIONS.items())})
+    return {key: value for key, value in table.items() if value is not None}
+
+
 _LOWER_BOUND = re.compile(r"(?:>=|~=|==|>)\s*(\d+)\.(\d+)")
 
 

@@ -506,12 +506,13 @@ def test_show_files_lists_what_would_be_linted(project):
 
 
 def test_show_settings_prints_the_resolved_settings_as_toml(project):
-    (project / "rllint.toml").write_text('ignore = ["RL201"]\nmax-epsilon = 0.001\n')
+    (project / "rllint.toml").write_text('ignore = ["RL201"]\nmax-epsilon = 0.001\n[per-file-ignores]\n"tests/*" = ["RL6"]\n')
     result = run("--show-settings", "--extend-select", "RL001", "bad.py")
     assert result.exit_code == 0
     assert result.stdout.startswith("# Settings for bad.py\n# config file: rllint.toml\n")
     table = tomllib.loads(result.stdout)["tool"]["rllint"]
     assert (table["ignore"], table["extend-select"], table["max-epsilon"]) == (["RL201"], ["RL001"], 0.001)
+    assert table["per-file-ignores"] == {"tests/*": ["RL6"]} and table["lint-vendored"] is False
 
 
 def test_fix_summary_and_hint(project):
