@@ -84,10 +84,13 @@ def fixes(code: str, safe: bool, safety: str) -> Callable:
     return register
 
 
+_NOT_FAMILIES = {"apply", "edits"}  # the fix driver and the node helpers
+
+
 def load_builders() -> Dict[str, Builder]:
     """Import every family module of this package once; the builders by rule code."""
     for module in pkgutil.iter_modules(__path__):
-        if module.name != "apply":
+        if module.name not in _NOT_FAMILIES:
             importlib.import_module(f"{__name__}.{module.name}")
     return BUILDERS
 
