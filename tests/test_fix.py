@@ -100,3 +100,18 @@ def test_add_noqa_silences_every_finding_and_is_idempotent(tmp_path, monkeypatch
         'B = re.compile(r"<think>.*?</think>")  # noqa: RL999, RL302\n'
         'C = re.compile("""<think>.*?\n</think>""")\n')  # a line that ends inside a string cannot take a comment
     assert run("--select", "RL302", "--add-noqa", "train.py").output == "Added 0 noqa directives.\n"
+
+
+def test_fixing_the_shipped_fixtures_leaves_nothing_fixable_and_code_that_parses(tmp_path, monkeypatch):
+    """The issue's acceptance run: `rllint --fix`, then `rllint`, on the fixtures of the fixable rules."""
+    fixtures = Path(__file__).resolve().parent.parent / "fixtures"
+    for code in load_builders():
+        for source in fixtures.glob(f"{code}_*"):
+            shutil.copy(source, tmp_path / source.name)
+    monkeypatch.chdir(tmp_path)
+    fixed = run("--fix", "--unsafe-fixes", ".")
+    assert "fixed," in fixed.output
+    again = run("--unsafe-fixes", ".")
+    assert "fixable" not in again.output
+    for path in tmp_path.glob("*.py"):
+        ast.parse(path.read_text())
