@@ -5,11 +5,13 @@ internal error. `check` is the default subcommand, so `rllint src/` is `rllint c
 """
 from __future__ import annotations
 
+import difflib
 import errno
 import io
 import json
 import os
 import sys
+import time
 import traceback
 from collections import Counter
 from dataclasses import replace
@@ -20,17 +22,17 @@ import click
 
 from rllint import __version__
 from rllint.cache import ResultCache
-from rllint.config import ConfigError, find_config, load_settings
+from rllint.config import ConfigError, ConfigTree, find_config, load_settings, settings_table
 from rllint.diagnostic import Diagnostic, FileError
-from rllint.docs import render_page
-from rllint.files import discover
+from rllint.docs import render_page, toml_value
+from rllint.files import discover, file_kind
+from rllint.fix.apply import add_noqa_comments, applicable, fix_files
 from rllint.registry import UnknownSelector, find_rule, load_rules
-from rllint.report import FORMATS
+from rllint.report import FORMATS, MACHINE_FORMATS, ROOTED_FORMATS
 from rllint.runner import FileResult, lint_bytes, lint_files
 from rllint.settings import Settings
 
 STDIN = "-"
-_TEXT_FORMATS = ("text", "concise")
 
 
 class _DefaultCheck(click.Group):
@@ -39,6 +41,10 @@ class _DefaultCheck(click.Group):
     def parse_args(self, ctx: click.Context, args: List[str]) -> List[str]:
         top_level = set(ctx.help_option_names) | {"--version"}
         if not args or (args[0] not in self.commands and args[0] not in top_level):
+            if args and _looks_like_a_command(args[0]):
+                close = difflib.get_close_matches(args[0], [name for name in self.commands if name != "check"], n=2)
+                hint = "; did you mean " + " or ".join(f"`rllint {name}`" for name in sorted(close)) + "?" if close else ""
+                raise click.UsageError(f"no such command or path: {args[0]!r}{hint}", ctx)
             args = ["check", *args]
         return super().parse_args(ctx, args)
 
@@ -58,11 +64,17 @@ class _DefaultCheck(click.Group):
             ctx.exit(2)
 
 
+def _looks_like_a_command(word: str) -> bool:
+    """A first argument that is neither an option, nor a path on disk, nor spelled like a path."""
+    return not word.startswith("-") and not os.path.exists(word) and not any(c in word for c in "./\\*")
+
+
 @click.group(cls=_DefaultCheck, context_settings={"help_option_names": ["-h", "--help"]},
              epilog="\b\nOptions of check (see `rllint check --help`):\n"
                     "  --select --ignore --extend-select --format -o --statistics --config\n"
                     "  --exclude --extend-exclude --force-exclude --exit-zero --stdin-filename\n"
-                    "  --jobs --no-cache")
+                    "  --jobs --no-cache --fix --unsafe-fixes --diff --add-noqa -q -v\n"
+                    "  --show-settings --show-files")
 @click.version_option(__version__, prog_name="rllint")
 def main() -> None:
     """rllint: static analysis for reinforcement-learning post-training code.
@@ -110,60 +122,179 @@ def _split_commas(ctx: click.Context, param: click.Parameter, values: Tuple[str,
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: one per core).")
 @click.option("--no-cache", is_flag=True, help="Lint every file afresh, without reading or writing the result cache "
               "(kept in $RLLINT_CACHE_DIR, else ~/.cache/rllint; never inside the linted tree).")
+@click.option("--fix", is_flag=True, help="Apply the safe fixes, in place, then report what is left.")
+@click.option("--unsafe-fixes", is_flag=True, help="With --fix or --diff, apply the unsafe fixes too.")
+@click.option("--diff", is_flag=True, help="Print the fixes as a unified diff instead of applying them; "
+              "exit 1 when there is something to fix.")
+@click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding (to adopt "
+              "rllint on an existing tree).")
+@click.option("-q", "--quiet", is_flag=True, help="Print the findings only: no summary and no warnings.")
+@click.option("-v", "--verbose", is_flag=True, help="Also say which config file each file uses and how long it took.")
+@click.option("--show-settings", is_flag=True, help="Print the settings the first path is linted with, and exit.")
+@click.option("--show-files", is_flag=True, help="Print the files that would be linted, and exit.")
 @click.pass_context
 def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output_file: Optional[Path],
           statistics: bool, select: Optional[List[str]], extend_select: Optional[List[str]],
           ignore: Optional[List[str]], config_file: Optional[Path], exclude: Optional[List[str]],
           extend_exclude: Optional[List[str]], force_exclude: Optional[bool], respect_gitignore: Optional[bool],
-          lint_vendored: Optional[bool], exit_zero: bool, stdin_filename: Optional[str], jobs: Optional[int], no_cache: bool) -> None:
-    """Lint PATHS (files or folders; default: the current folder)."""
+          lint_vendored: Optional[bool], exit_zero: bool, stdin_filename: Optional[str], jobs: Optional[int],
+          no_cache: bool, fix: bool, unsafe_fixes: bool, diff: bool, add_noqa: bool, quiet: bool, verbose: bool,
+          show_settings: bool, show_files: bool) -> None:
+    """Lint PATHS (files, folders or notebooks; default: the current folder).
+
+    Each file is linted with the closest configuration file above it.
+    """
     from_stdin = paths == (STDIN,) or (not paths and stdin_filename is not None)
     if STDIN in paths and not from_stdin:
         raise click.UsageError("`-` (standard input) cannot be combined with other paths")
+    if from_stdin and (fix or diff or add_noqa):
+        raise click.UsageError("--fix, --diff and --add-noqa change files; they cannot read standard input")
     overrides = {
         "select": select, "extend_select": extend_select, "ignore": ignore, "exclude": exclude,
         "extend_exclude": extend_exclude, "force_exclude": force_exclude, "respect_gitignore": respect_gitignore,
         "lint_vendored": lint_vendored,
     }
+    say = _Console(quiet, verbose)
+    started = time.perf_counter()
+    fixed: List[Diagnostic] = []
+    diffs: List[str] = []
     try:
         start = None if config_file else _config_start(paths, stdin_filename)
-        settings = load_settings(config_file, start, overrides)
+        configs = ConfigTree(load_settings(config_file, start, overrides), overrides, fixed=config_file is not None)
+        settings = configs.run
+        if show_settings:
+            first = stdin_filename if from_stdin else (list(paths) or ["."])[0]
+            click.echo(_settings_text(first, configs.for_path(first)), nl=False)
+            ctx.exit(0)
+        if from_stdin:
+            result = _lint_stdin(stdin_filename, configs.for_path(stdin_filename or "."))
+            files: List[str] = [stdin_filename or STDIN]
+        else:
+            files, unwalkable = _discover(list(paths) or ["."], configs, say)
+            if show_files:
+                for path in files:
+                    click.echo(_display(path))
+                ctx.exit(2 if unwalkable else 0)
+            if fix or diff:
+                result, fixed, diffs = fix_files(files, configs, unsafe_fixes, write=not diff)
+            else:
+                result = _lint_groups(files, configs, jobs, no_cache, say)
+            result.errors[:0] = unwalkable
     except ConfigError as error:
         click.echo(f"rllint: error: {error}", err=True)
         ctx.exit(2)
+    say.detail(f"linted {_plural(len(files), 'file')} in {time.perf_counter() - started:.2f}s")
+    rooted = output_format in ROOTED_FORMATS
+    diagnostics = [replace(d, path=_display(d.path, settings.root if rooted else None)) for d in result.diagnostics]
+    errors = [replace(e, path=_display(e.path, settings.root if rooted else None)) for e in result.errors]
 
-    if from_stdin:
-        result = _lint_stdin(stdin_filename, settings)
-    else:
-        notices: List[str] = []
-        files, unwalkable = discover(list(paths) or ["."], settings, notices)
-        for notice in notices:
-            click.echo(f"rllint: {notice}", err=True)
-        result = lint_files(files, settings, jobs=jobs, cache=None if no_cache else ResultCache(settings))
-        result.errors[:0] = unwalkable
-    diagnostics = [replace(d, path=_display(d.path)) for d in result.diagnostics]
-    errors = result.errors
+    if add_noqa:
+        added = add_noqa_comments(result.diagnostics)
+        say.summary(f"Added {_plural(added, 'noqa directive')}.")
+        ctx.exit(0)
+    if diff:
+        click.echo("".join(diffs), nl=False)
+        say.note(f"Would fix {_plural(len(fixed), 'finding')}." if fixed else "No fixes available.")
+        ctx.exit(1 if fixed else 0)
 
     report = io.StringIO()
     if statistics:
         _write_statistics(diagnostics, report, as_json=output_format == "json")
     else:
-        FORMATS[output_format](diagnostics, report)
+        FORMATS[output_format](diagnostics, report, [] if output_format not in MACHINE_FORMATS else errors,
+                               settings.root)
     _emit(report.getvalue(), output_file, ctx)
-    for error in errors:
+    for error in result.errors:
         click.echo(f"rllint: error: {_display(error.path)}: {error.message}", err=True)
-    if output_format in _TEXT_FORMATS:
-        click.echo(_summary(diagnostics, errors), err=True)
+    if not files and not errors:
+        say.warning("No Python files found under the given paths.")
+    if output_format not in MACHINE_FORMATS and not statistics:
+        say.summary(_summary(diagnostics, errors, fixed=len(fixed) if fix else None, unsafe=unsafe_fixes))
 
     if errors:
         ctx.exit(2)
     ctx.exit(1 if diagnostics and not exit_zero else 0)
 
 
+class _Console:
+    """Where the CLI's own lines go: the summary on stdout, as ruff prints it; warnings and details on stderr."""
+
+    def __init__(self, quiet: bool, verbose: bool) -> None:
+        self.quiet, self.verbose = quiet, verbose
+
+    def summary(self, text: str) -> None:
+        if not self.quiet:
+            click.echo(text)
+
+    def note(self, text: str) -> None:
+        if not self.quiet:
+            click.echo(text, err=True)
+
+    def warning(self, text: str) -> None:
+        if not self.quiet:
+            click.echo(f"rllint: warning: {text}", err=True)
+
+    def detail(self, text: str) -> None:
+        if self.verbose:
+            click.echo(f"rllint: {text}", err=True)
+
+
+def _discover(paths: List[str], configs: ConfigTree, say: _Console) -> Tuple[List[str], List[FileError]]:
+    """Files to lint, each path walked with the settings of its own closest config (so that a nested
+    config's excludes hold for the files pre-commit names). A file named on the command line that
+    rllint never lints is warned about, not skipped in silence."""
+    groups: Dict[int, Tuple[Settings, List[str]]] = {}
+    for path in paths:
+        settings = configs.for_path(path)
+        groups.setdefault(id(settings), (settings, []))[1].append(path)
+        if os.path.isfile(path) and file_kind(path) is None:
+            say.warning(f"{_display(path)}: not a kind of file rllint lints (Python, notebooks, YAML and shell "
+                        "launch configs); skipped")
+    files: List[str] = []
+    errors: List[FileError] = []
+    notices: List[str] = []
+    for settings, group in groups.values():
+        found, failed = discover(group, settings, notices)
+        files.extend(found)
+        errors.extend(failed)
+    for notice in notices:
+        say.note(f"rllint: {notice}")
+    return sorted(set(files)), errors
+
+
+def _lint_groups(files: List[str], configs: ConfigTree, jobs: Optional[int], no_cache: bool,
+                 say: _Console) -> FileResult:
+    """Lint files grouped by their settings (one result cache per settings)."""
+    groups: Dict[int, Tuple[Settings, List[str]]] = {}
+    for path in files:
+        settings = configs.for_path(path)
+        groups.setdefault(id(settings), (settings, []))[1].append(path)
+    total = FileResult()
+    for settings, group in groups.values():
+        say.detail(f"{_plural(len(group), 'file')} with {_display(str(settings.config_path)) if settings.config_path else 'the default settings'}")
+        result = lint_files(group, settings, jobs=jobs, cache=None if no_cache else ResultCache(settings))
+        total.diagnostics.extend(result.diagnostics)
+        total.errors.extend(result.errors)
+    total.diagnostics.sort(key=Diagnostic.sort_key)
+    return total
+
+
+def _settings_text(path: str, settings: Settings) -> str:
+    """`--show-settings`: every key with the value `path` is linted with, as TOML."""
+    lines = [f"# Settings for {_display(path)}",
+             f"# config file: {_display(str(settings.config_path)) if settings.config_path else 'none (defaults)'}",
+             f"# project root: {settings.root}",
+             f"# target Python: {'.'.join(map(str, settings.target_version)) if settings.target_version else 'not set'}",
+             f"# rules: {', '.join(rule.code for rule in settings.rules())}",
+             "[tool.rllint]"]
+    lines += [f"{key} = {toml_value(value)}" for key, value in settings_table(settings).items()]
+    return "\n".join(lines) + "\n"
+
+
 def _config_start(paths: Sequence[str], stdin_filename: Optional[str]) -> Optional[Path]:
-    """Where the search for the closest config file starts: the folder that holds every path linted,
-    when a config file is found from there; else None, so that excludes are anchored at the working
-    folder, as in ruff."""
+    """Where the search for the run's config file starts (the project root that output paths are
+    relative to): the folder that holds every path linted, when a config file is found from there;
+    else None, so that the working folder is the root, as in ruff."""
     named = [p for p in paths if p != STDIN] or ([stdin_filename] if stdin_filename else [])
     if not named:
         return None
@@ -188,14 +319,16 @@ def _force_excluded(name: str, settings: Settings) -> bool:
     return not files
 
 
-def _display(path: str) -> str:
-    """A path as reports show it: relative to the working folder when under it."""
+def _display(path: str, root: Optional[Path] = None) -> str:
+    """A path as reports show it: relative to `root` (default: the working folder) when under it."""
     if path == STDIN:
         return path
-    if os.path.isabs(path):
-        relative = os.path.relpath(path)
-        return path if relative.startswith(os.pardir) else relative
-    return os.path.normpath(path)
+    base = os.fspath(root) if root is not None else os.getcwd()
+    absolute = path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
+    relative = os.path.relpath(absolute, base)
+    if relative.startswith(os.pardir):
+        return os.path.normpath(path) if not os.path.isabs(path) and root is None else absolute
+    return relative
 
 
 def _emit(text: str, output_file: Optional[Path], ctx: click.Context) -> None:
@@ -226,18 +359,41 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
-def _summary(diagnostics: Sequence[Diagnostic], errors: Sequence[FileError]) -> str:
+def _summary(diagnostics: Sequence[Diagnostic], errors: Sequence[FileError], fixed: Optional[int] = None,
+             unsafe: bool = False) -> str:
+    """ruff's closing lines: what was found (and fixed), what could not be linted, what `--fix` would do."""
     files = len({d.path for d in diagnostics})
-    parts = []
-    if diagnostics:
-        parts.append(f"Found {_plural(len(diagnostics), 'finding')} in {_plural(files, 'file')}.")
+    lines = []
+    if fixed:
+        lines.append(f"Found {_plural(len(diagnostics) + fixed, 'finding')} ({fixed} fixed, {len(diagnostics)} remaining).")
+    elif diagnostics:
+        lines.append(f"Found {_plural(len(diagnostics), 'finding')} in {_plural(files, 'file')}.")
     elif not errors:
-        parts.append("All checks passed.")
+        lines.append("All checks passed.")
     else:
-        parts.append("No findings.")
+        lines.append("No findings.")
     if errors:
-        parts.append(f"{_plural(len(errors), 'file')} could not be linted.")
-    return " ".join(parts)
+        lines[-1] += f" {_plural(len(errors), 'file')} could not be linted."
+    fixable = sum(applicable(d, unsafe) for d in diagnostics)
+    hidden = sum(applicable(d, True) for d in diagnostics) - fixable
+    if fixable:
+        lines.append(f"{fixable} fixable with `--fix`" + (f" ({hidden} more with `--unsafe-fixes`)." if hidden else "."))
+    elif hidden:
+        lines.append(f"{hidden} fixable with `--fix --unsafe-fixes`.")
+    return "\n".join(lines)
+
+
+@main.command("server")
+@click.pass_context
+def server_command(ctx: click.Context) -> None:
+    """Run the language server (LSP over standard input and output) for editors."""
+    try:
+        from rllint.server import serve
+    except ImportError as error:
+        click.echo(f"rllint: error: `rllint server` needs the `lsp` extra ({error.name} is not installed): "
+                   "pip install 'rllint[lsp]'", err=True)
+        ctx.exit(2)
+    serve()
 
 
 @main.command("rule")
@@ -327,7 +483,8 @@ def logs_command(ctx: click.Context, paths: Tuple[str, ...], output_format: str,
     result = lint_logs(list(paths), settings, mapping)
     diagnostics = [replace(d, path=_display(d.path)) for d in result.diagnostics]
     report = io.StringIO()
-    FORMATS[output_format](diagnostics, report)
+    machine = output_format in MACHINE_FORMATS
+    FORMATS[output_format](diagnostics, report, result.errors if machine else [], settings.root)
     _emit(report.getvalue(), output_file, ctx)
     for path, warning in result.warnings:
         click.echo(f"rllint: warning: {_display(path)}: {warning}", err=True)
@@ -343,8 +500,8 @@ def logs_command(ctx: click.Context, paths: Tuple[str, ...], output_format: str,
             ctx.exit(2)
         if not drawn:
             click.echo("rllint: warning: --plot: no run had a metric to draw; nothing written", err=True)
-    if output_format in _TEXT_FORMATS:
-        click.echo(_summary(diagnostics, result.errors), err=True)
+    if not machine:
+        click.echo(_summary(diagnostics, result.errors))
     if result.errors:
         ctx.exit(2)
     ctx.exit(1 if diagnostics and not exit_zero else 0)

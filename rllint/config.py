@@ -12,6 +12,7 @@ import difflib
 import os
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -60,12 +61,20 @@ def find_config(start: Path) -> Optional[Path]:
     if not folder.is_dir():
         folder = folder.parent
     for candidate in (folder, *folder.parents):
-        for name in CONFIG_NAMES:
-            if (candidate / name).is_file():
-                return candidate / name
-        pyproject = candidate / PYPROJECT
-        if pyproject.is_file() and _table(pyproject, _read(pyproject)) is not None:
-            return pyproject
+        found = _own_config(candidate)
+        if found is not None:
+            return found
+    return None
+
+
+def _own_config(folder: Path) -> Optional[Path]:
+    """The config file of this folder itself, if it has one."""
+    for name in CONFIG_NAMES:
+        if (folder / name).is_file():
+            return folder / name
+    pyproject = folder / PYPROJECT
+    if pyproject.is_file() and _table(pyproject, _read(pyproject)) is not None:
+        return pyproject
     return None
 
 
@@ -98,6 +107,56 @@ def load_settings(config_file: Optional[Path] = None, start: Optional[Path] = No
     if overrides:
         _apply_overrides(settings, overrides)
     return settings
+
+
+class ConfigTree:
+    """The settings of each file: the closest config file above it, as in ruff, with the same
+    command-line overrides, and the target Python from the nearest `pyproject.toml` above it that
+    states `requires-python`. With `--config`, every file gets that file's settings (`fixed`).
+
+    `run` is the run's own settings (from the folder the paths share, or the working folder): those
+    of files that no config file covers. Lookups are cached per folder and per config file.
+    """
+
+    def __init__(self, run: Settings, overrides: Optional[dict] = None, fixed: bool = False) -> None:
+        self.run = run
+        self._overrides = overrides
+        self._fixed = fixed
+        self._configs: Dict[Path, Optional[Path]] = {}
+        self._targets: Dict[Path, Optional[Tuple[int, int]]] = {}
+        self._settings: Dict[tuple, Settings] = {}
+
+    def for_path(self, path: str) -> Settings:
+        """Settings for a file or folder (a folder's own config counts). Raises ConfigError."""
+        absolute = Path(os.path.abspath(path))
+        folder = absolute if absolute.is_dir() else absolute.parent
+        config = self.run.config_path if self._fixed else self._closest(folder)
+        target = self._target(folder)
+        key = (config, target)
+        if key not in self._settings:
+            base = self.run if config == self.run.config_path else load_settings(config, None, self._overrides)
+            self._settings[key] = base if base.target_version == target else replace(base, target_version=target)
+        return self._settings[key]
+
+    def _closest(self, folder: Path) -> Optional[Path]:
+        if folder not in self._configs:
+            own = _own_config(folder)
+            self._configs[folder] = own if own is not None or folder.parent == folder else self._closest(folder.parent)
+        return self._configs[folder]
+
+    def _target(self, folder: Path) -> Optional[Tuple[int, int]]:
+        if folder not in self._targets:
+            own = _requires_python(folder)
+            self._targets[folder] = own if own is not None or folder.parent == folder else self._target(folder.parent)
+        return self._targets[folder]
+
+
+def settings_table(settings: Settings) -> Dict[str, Any]:
+    """Every config key with the value `settings` hold (options at their defaults included), for
+    `--show-settings`; keys without a value (no `select` given) are left out."""
+    table = {key: getattr(settings, attr) for key, (attr, _) in _CORE.items()}
+    table.update({key: settings.option(option) for key, option in sorted(OPTIONS.items())})
+    return {key: value for key, value in table.items() if value is not None}
 
 
 _LOWER_BOUND = re.compile(r"(?:>=|~=|==|>)\s*(\d+)\.(\d+)")

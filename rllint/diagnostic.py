@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from rllint.fix import Fix
 
 
 class Severity(str, enum.Enum):
@@ -25,7 +28,11 @@ class Tier(str, enum.Enum):
 
 @dataclass(frozen=True)
 class Diagnostic:
-    """A finding. Lines are 1-based; columns are 1-based, as in flake8's and ruff's output."""
+    """A finding. Lines are 1-based; columns are 1-based, as in flake8's and ruff's output.
+
+    In a notebook, `cell` is the 1-based index of the cell (markdown cells counted) and lines
+    count from the top of that cell; it is None in every other file.
+    """
 
     path: str
     line: int
@@ -36,12 +43,13 @@ class Diagnostic:
     name: str
     severity: Severity
     message: str
-    fix: Optional[str] = None
+    fix: Optional["Fix"] = None
+    cell: Optional[int] = None
     # For a finding in a training log (`rllint logs`): the step where the condition began.
     step: Optional[int] = None
 
     def sort_key(self) -> tuple:
-        return (self.path, self.line, self.column, self.code)
+        return (self.path, self.cell or 0, self.line, self.column, self.code)
 
     def to_dict(self) -> dict:
         return {
@@ -54,7 +62,8 @@ class Diagnostic:
             "name": self.name,
             "severity": self.severity.value,
             "message": self.message,
-            "fix": self.fix,
+            "fix": None if self.fix is None else self.fix.to_dict(),
+            "cell": self.cell,
             **({} if self.step is None else {"step": self.step}),
         }
 
@@ -65,3 +74,9 @@ class FileError:
 
     path: str
     message: str
+
+    def to_dict(self) -> dict:
+        """In the JSON formats: the fields of a finding, with `code` and the position null."""
+        return {"path": self.path, "line": None, "column": None, "end_line": None, "end_column": None,
+                "code": None, "name": "file-error", "severity": Severity.ERROR.value, "message": self.message,
+                "fix": None, "cell": None}

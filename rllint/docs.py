@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from rllint.fix import load_builders
 from rllint.registry import LogRule, Option, load_rules
 from rllint.rules.meta import SyntaxErrorRule, UnusedSuppression
 
@@ -64,8 +65,13 @@ def toml_value(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(toml_value(item) for item in value) + "]"
     if isinstance(value, dict):
-        return "{ " + ", ".join(f"{key} = {toml_value(item)}" for key, item in value.items()) + " }"
+        return "{ " + ", ".join(f"{_toml_key(key)} = {toml_value(item)}" for key, item in value.items()) + " }"
     raise TypeError(f"no TOML form for {value!r}")
+
+
+def _toml_key(key: str) -> str:
+    """A bare key where TOML allows one (`max-epsilon`), else a quoted one (`"tests/*"`)."""
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key, ensure_ascii=False)
 
 
 def _type_name(kind: Any) -> str:
@@ -135,6 +141,21 @@ def _suppression_section(rule: type) -> str:
     )
 
 
+def _fix_section(rule: type) -> str:
+    """Whether the rule has a fix, whether it is safe and why (from its builder in `rllint.fix`)."""
+    builder = load_builders().get(rule.code)
+    if builder is None:
+        return "This rule has no automatic fix."
+    how = "`rllint --fix`" if builder.safe else "`rllint --fix --unsafe-fixes`"
+    return (f"This rule has a fix, {'safe' if builder.safe else 'unsafe'}: {how} applies it, `--diff` shows it, "
+            f"and editors offer it as a quick fix. {builder.safety}")
+
+
+def _fix_kind(rule: type) -> str:
+    builder = load_builders().get(rule.code)
+    return "" if builder is None else "safe" if builder.safe else "unsafe"
+
+
 def _status_line(rule: type) -> str:
     severity = getattr(rule.severity, "value", rule.severity)
     if rule.default_enabled:
@@ -157,6 +178,8 @@ def render_page(rule: type) -> str:
         order.insert(position, "Options")
         body["Options"] = ""
     body["Options"] = _options_section(rule, body["Options"])
+    order.insert(order.index("Options"), "Fix safety")
+    body["Fix safety"] = _fix_section(rule)
     order.insert(order.index("Options") + 1, "Suppressing it")
     body["Suppressing it"] = _suppression_section(rule)
 
@@ -179,14 +202,15 @@ def render_index() -> str:
         "Generated from the rules' docstrings by `python -m rllint.docs`; do not edit by hand.",
         "`rllint rule CODE` prints a page in the terminal.",
         "",
-        "| Code | Name | Severity | Tier | Default | What it does |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| Code | Name | Severity | Tier | Default | Fix | What it does |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for rule in load_rules().values():
         severity = getattr(rule.severity, "value", rule.severity)
         default = "on" if rule.default_enabled else "off"
         link = f"[{rule.code}]({rule.code}.md)"
-        lines.append(f"| {link} | {rule.name} | {severity} | {rule.tier.value} | {default} | {_cell(summary(rule))} |")
+        lines.append(f"| {link} | {rule.name} | {severity} | {rule.tier.value} | {default} | {_fix_kind(rule)} "
+                     f"| {_cell(summary(rule))} |")
     return "\n".join(lines) + "\n"
 
 

@@ -34,15 +34,17 @@ from rllint.diagnostic import FileError
 from rllint.settings import Settings
 from rllint.vendored import vendored_framework
 
-_KINDS = {".py": "python", ".pyi": "python", ".yaml": "yaml", ".yml": "yaml", ".sh": "shell", ".bash": "shell"}
-KINDS = ("python", "yaml", "shell")
+_KINDS = {".py": "python", ".pyi": "python", ".ipynb": "notebook", ".yaml": "yaml", ".yml": "yaml", ".sh": "shell",
+          ".bash": "shell"}
+KINDS = ("python", "yaml", "shell")  # the kinds rules judge; a notebook's code cells are judged as Python
 
 # A .gitignore's patterns and the real path of the folder they are relative to.
 _Ignore = Tuple[str, pathspec.GitIgnoreSpec]
 
 
 def file_kind(path: str) -> Optional[str]:
-    """"python" (.py, .pyi), "yaml" (.yaml, .yml), "shell" (.sh, .bash); None for files rllint never lints."""
+    """"python" (.py, .pyi), "notebook" (.ipynb), "yaml" (.yaml, .yml), "shell" (.sh, .bash); None for
+    files rllint never lints."""
     return _KINDS.get(os.path.splitext(path)[1])
 
 

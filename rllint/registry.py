@@ -74,14 +74,14 @@ class Rule:
 class Finding:
     """A report from a rule before positions are resolved: a node of the parsed module, or a
     (line, column, end line, end column) span for files that have no syntax tree or, with `path`,
-    for a place in another file (a value written in an imported module)."""
+    for a place in another file (a value written in an imported module). Fixes are not the rule's
+    business: the runner asks the rule's fix builder (`rllint.fix`) about findings at a node."""
 
-    __slots__ = ("rule", "node", "span", "message", "fix", "path", "severity")
+    __slots__ = ("rule", "node", "span", "message", "path", "severity")
 
     def __init__(self, rule: type, node: Optional[cst.CSTNode], span: Optional[Tuple[int, int, int, int]],
-                 message: str, fix: Optional[str], path: Optional[str] = None,
-                 severity: Optional[Severity] = None) -> None:
-        self.rule, self.node, self.span, self.message, self.fix, self.path = rule, node, span, message, fix, path
+                 message: str, path: Optional[str] = None, severity: Optional[Severity] = None) -> None:
+        self.rule, self.node, self.span, self.message, self.path = rule, node, span, message, path
         self.severity = severity  # None: the rule's; set by rules whose findings differ (RL604: 1 error, 2 warning)
 
 
@@ -115,23 +115,21 @@ class CSTRule(Rule, cst.BatchableCSTVisitor):
             cls._visitor_names = names
         return {name: getattr(self, name) for name in names}
 
-    def report(self, node: Any, fix: Optional[str] = None, severity: Optional[Severity] = None,
-               **values: Any) -> None:
+    def report(self, node: Any, severity: Optional[Severity] = None, **values: Any) -> None:
         """Report at a node; `node` may also be the `RemoteNode` of a value written in another module
         (`rllint.analysis.values`): the finding is then placed there and says which file uses it.
         `severity` overrides the rule's for this finding."""
         if isinstance(node, cst.CSTNode):
-            self.findings.append(Finding(type(self), node, None, self.message.format(**values), fix,
-                                         severity=severity))
+            self.findings.append(Finding(type(self), node, None, self.message.format(**values), severity=severity))
         else:
             self._report_remote(node, None, values, severity)
 
-    def report_value(self, written: Any, /, used_at: Optional[cst.CSTNode] = None, fix: Optional[str] = None,
+    def report_value(self, written: Any, /, used_at: Optional[cst.CSTNode] = None,
                      severity: Optional[Severity] = None, **values: Any) -> None:
         """Report where a `rllint.analysis.values.Value` is written, in this file or in another module;
         for another module the message ends with where this file uses it (`used_at`, when given)."""
         if isinstance(written.node, cst.CSTNode):
-            self.report(written.node, fix, severity, **values)
+            self.report(written.node, severity, **values)
         else:
             self._report_remote(written.node, used_at, values, severity)
 
@@ -144,13 +142,13 @@ class CSTRule(Rule, cst.BatchableCSTVisitor):
             user = self.file.path if used_at is None else f"{self.file.path}:{self.file.fact(Values).line(used_at)}"
             message = f"{message} (used in {user})"
         span = (place.line, place.column, place.end_line, place.end_column)
-        self.findings.append(Finding(type(self), None, span, message, None, place.path, severity))
+        self.findings.append(Finding(type(self), None, span, message, place.path, severity))
 
     def report_at(self, line: int, column: int, end_line: int, end_column: int,
                   severity: Optional[Severity] = None, **values: Any) -> None:
         """Report at a 1-based span, for files without a syntax tree; `severity` overrides the rule's."""
         self.findings.append(Finding(type(self), None, (line, column, end_line, end_column),
-                                     self.message.format(**values), None, severity=severity))
+                                     self.message.format(**values), severity=severity))
 
     def check_config(self) -> None:
         """Judge a launch config (`self.file` is a ConfigFile); only for rules whose file_kinds name one."""

@@ -16,6 +16,8 @@ from rllint.analysis.configs import ConfigSyntaxError, LaunchConfig, mentions_rl
 from rllint.cache import ResultCache, content_hash
 from rllint.diagnostic import Diagnostic, FileError
 from rllint.files import file_kind
+from rllint.fix import build_fix
+from rllint.notebook import NotebookError, place_all, read_cells
 from rllint.registry import CSTRule, Finding, load_rules
 from rllint.rules.meta import SyntaxErrorRule, UnusedSuppression
 from rllint.settings import Settings
@@ -77,6 +79,14 @@ class FileResult:
 
 
 def lint_bytes(data: bytes, path: str, settings: Settings) -> FileResult:
+    if file_kind(path) == "notebook":
+        try:
+            cells = read_cells(data)
+        except NotebookError as error:
+            return FileResult(errors=[FileError(path, str(error))])
+        result = lint_text(cells.text, path, settings, kind="python")
+        result.diagnostics = place_all(result.diagnostics, cells, path)
+        return result
     try:
         text = decode_source(data)
     except SourceError as error:
@@ -84,14 +94,17 @@ def lint_bytes(data: bytes, path: str, settings: Settings) -> FileResult:
     return lint_text(text, path, settings)
 
 
-def lint_text(text: str, path: str, settings: Settings) -> FileResult:
-    """Lint `text` as the file `path` would be linted (standard input without a name is Python)."""
-    kind = file_kind(path) or "python"
+def lint_text(text: str, path: str, settings: Settings, kind: Optional[str] = None,
+              tree: Optional[ast.Module] = None) -> FileResult:
+    """Lint `text` as the file `path` would be linted (standard input without a name is Python);
+    `kind` overrides the kind the name says (a notebook's code cells are Python); `tree` is the
+    text's `ast` tree when the caller has parsed it already (flake8 has)."""
+    kind = kind or file_kind(path) or "python"
     rules = [rule for rule in settings.rules_for(path) if kind in rule.file_kinds]
     if kind != "python":
         return _lint_config(text, path, kind, settings, rules)
     try:
-        tree = ast.parse(text, filename=path)
+        tree = tree or ast.parse(text, filename=path)
     except SyntaxError as error:
         return FileResult(_syntax_error(path, error, rules))
     except (RecursionError, MemoryError):
@@ -103,8 +116,8 @@ def lint_text(text: str, path: str, settings: Settings) -> FileResult:
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, RECURSION_LIMIT))
     try:
-        findings, wrapper, dependencies = _run_cst_rules(text, path, tree, settings, rules)
-        diagnostics = _positioned(path, findings, wrapper)
+        findings, wrapper, file = _run_cst_rules(text, path, tree, settings, rules)
+        diagnostics = _positioned(path, findings, wrapper, file)
     except cst.ParserSyntaxError as error:  # syntax newer than libcst knows
         line, column = error.raw_line, error.raw_column + 1
         spans = [(line, column, line, column, {"detail": error.message})] if SyntaxErrorRule in rules else []
@@ -117,7 +130,7 @@ def lint_text(text: str, path: str, settings: Settings) -> FileResult:
     result = _filtered(path, [d for d in diagnostics if d.path == path], suppressions, rules)
     remote, used = _remote_filtered([d for d in diagnostics if d.path != path], settings)
     result.diagnostics = sorted(result.diagnostics + remote, key=Diagnostic.sort_key)
-    result.dependencies, result.used_elsewhere = dependencies, used
+    result.dependencies, result.used_elsewhere = ({} if file is None else file.dependencies), used
     return result
 
 
@@ -154,16 +167,16 @@ def _suppressions_of(path: str) -> Optional[Suppressions]:
 
 def _run_cst_rules(
     text: str, path: str, tree: ast.Module, settings: Settings, rules: Sequence[type]
-) -> Tuple[List[Finding], Optional[MetadataWrapper], Dict[str, str]]:
+) -> Tuple[List[Finding], Optional[MetadataWrapper], Optional[FileContext]]:
     triggered = [r for r in rules if issubclass(r, CSTRule) and (not r.triggers or any(w in text for w in r.triggers))]
     if not triggered:
-        return [], None, {}
+        return [], None, None
     module = cst.parse_module(text)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     file = FileContext(path, text, module, tree, settings)
     visitors = [rule(file) for rule in triggered]
     visit_batched(module, visitors)
-    return [finding for visitor in visitors for finding in visitor.findings], wrapper, file.dependencies
+    return [finding for visitor in visitors for finding in visitor.findings], wrapper, file
 
 
 def _lint_config(text: str, path: str, kind: str, settings: Settings, rules: Sequence[type]) -> FileResult:
@@ -207,8 +220,10 @@ def _filtered(path: str, diagnostics: List[Diagnostic], suppressions: Suppressio
     return FileResult(sorted(found, key=Diagnostic.sort_key))
 
 
-def _positioned(path: str, findings: List[Finding], wrapper: Optional[MetadataWrapper]) -> List[Diagnostic]:
-    """Positions of nodes are resolved only for files with findings: most files have none."""
+def _positioned(path: str, findings: List[Finding], wrapper: Optional[MetadataWrapper],
+                file: Optional[FileContext] = None) -> List[Diagnostic]:
+    """Positions of nodes are resolved only for files with findings: most files have none.
+    Findings at a node of `file` get the fix of their rule (`rllint.fix`), when there is one."""
     if not findings:
         return []
     positions = wrapper.resolve(PositionProvider) if wrapper is not None and any(f.node for f in findings) else {}
@@ -221,7 +236,8 @@ def _positioned(path: str, findings: List[Finding], wrapper: Optional[MetadataWr
             line, column = where.start.line, where.start.column + 1
             end_line, end_column = where.end.line, where.end.column + 1
         where = path if finding.path is None else _shown_path(finding.path, path)
-        spans.append((where, finding.rule, line, column, end_line, end_column, finding.message, finding.fix,
+        fix = build_fix(finding.rule.code, finding.node, file, positions) if finding.node is not None and file else None
+        spans.append((where, finding.rule, line, column, end_line, end_column, finding.message, fix,
                       finding.severity or finding.rule.severity))
     return [Diagnostic(where, line, col, end_line, end_col, rule.code, rule.name, severity, message, fix)
             for where, rule, line, col, end_line, end_col, message, fix, severity in spans]

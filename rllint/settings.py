@@ -45,8 +45,9 @@ class Settings:
         return select_rules(self.select, self.extend_select, self.ignore)
 
     def linted_kinds(self) -> Set[str]:
-        """The kinds of file the selected rules judge: Python always (RL000), configs when a rule reads them."""
-        return {"python"} | {kind for rule in self.rules() for kind in rule.file_kinds if issubclass(rule, CSTRule)}
+        """The kinds of file the selected rules judge: Python and notebooks always (RL000), configs when a
+        rule reads them."""
+        return {"python", "notebook"} | {kind for rule in self.rules() for kind in rule.file_kinds if issubclass(rule, CSTRule)}
 
     def rules_for(self, path: str) -> List[type]:
         """The selected rules minus those that `per-file-ignores` turns off for `path`."""

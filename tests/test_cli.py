@@ -11,6 +11,11 @@ import sys
 import pytest
 from click.testing import CliRunner
 
+try:
+    import tomllib
+except ImportError:  # Python < 3.11
+    import tomli as tomllib
+
 from rllint import __version__, cli
 from rllint.docs import render_page
 from rllint.rules.meta import SyntaxErrorRule
@@ -58,26 +63,26 @@ def project(tmp_path, monkeypatch):
 def test_findings_exit_1_in_flake8_format_with_summary(project):
     result = run("check", ".")
     assert result.exit_code == 1
-    assert result.stdout == BAD_LINE + "\n"
-    assert result.stderr == "Found 1 finding in 1 file.\n"
+    assert result.stdout == BAD_LINE + "\nFound 1 finding in 1 file.\n"  # the summary on stdout, as ruff's
+    assert result.stderr == ""
 
 
 def test_clean_run_exits_0(project):
     result = run("good.py", "unused.py")
     assert result.exit_code == 0
-    assert result.stdout == ""
-    assert result.stderr == "All checks passed.\n"
+    assert result.stdout == "All checks passed.\n"
+    assert result.stderr == ""
 
 
 def test_check_is_the_default_subcommand_and_lints_the_working_folder(project):
-    assert run().stdout == run("check").stdout == run("bad.py").stdout == BAD_LINE + "\n"
+    assert run().stdout == run("check").stdout == run("bad.py").stdout == BAD_LINE + "\nFound 1 finding in 1 file.\n"
 
 
 def test_summary_counts_findings_and_files(project):
     (project / "bad2.py").write_text(BAD)
     result = run("--extend-select", "RL001")
     assert result.exit_code == 1
-    assert result.stderr == "Found 3 findings in 3 files.\n"
+    assert result.stdout.splitlines()[-1] == "Found 3 findings in 3 files."
 
 
 def test_exit_zero_turns_findings_into_success_but_not_errors(project):
@@ -86,10 +91,10 @@ def test_exit_zero_turns_findings_into_success_but_not_errors(project):
 
 
 def test_absolute_paths_are_shown_relative_to_the_working_folder(project, tmp_path_factory):
-    assert run(str(project / "bad.py")).stdout == BAD_LINE + "\n"
+    assert run("-q", str(project / "bad.py")).stdout == BAD_LINE + "\n"
     outside = tmp_path_factory.mktemp("elsewhere") / "bad.py"
     outside.write_text(BAD)
-    assert run(str(outside)).stdout == f"{outside}:{LINE}:{COL}: RL000 syntax error: {DETAIL}\n"
+    assert run("-q", str(outside)).stdout == f"{outside}:{LINE}:{COL}: RL000 syntax error: {DETAIL}\n"
 
 
 def test_concise_is_the_text_format(project):
@@ -103,9 +108,9 @@ def test_json_format(project):
     assert findings == [
         {"path": "bad.py", "line": LINE, "column": COL, "end_line": findings[0]["end_line"],
          "end_column": findings[0]["end_column"], "code": "RL000", "name": "syntax-error",
-         "severity": "error", "message": f"syntax error: {DETAIL}", "fix": None},
+         "severity": "error", "message": f"syntax error: {DETAIL}", "fix": None, "cell": None},
         {"path": "unused.py", "line": 1, "column": 8, "end_line": 1, "end_column": 8, "code": "RL001",
-         "name": "unused-suppression", "severity": "info", "message": UNUSED_MESSAGE, "fix": None},
+         "name": "unused-suppression", "severity": "info", "message": UNUSED_MESSAGE, "fix": None, "cell": None},
     ]
     assert result.stderr == ""  # machine formats keep stderr for errors only
 
@@ -226,15 +231,14 @@ def test_missing_config_file_is_an_error(project):
 def test_syntax_error_among_good_files_does_not_hide_their_findings(project):
     result = run("--extend-select", "RL001")
     assert result.exit_code == 1
-    assert result.stdout.splitlines() == [BAD_LINE, f"unused.py:1:8: RL001 {UNUSED_MESSAGE}"]
+    assert result.stdout.splitlines()[:-1] == [BAD_LINE, f"unused.py:1:8: RL001 {UNUSED_MESSAGE}"]
 
 
 def test_missing_path_is_reported_and_the_others_are_still_linted(project):
     result = run("missing.py", "bad.py")
     assert result.exit_code == 2
-    assert result.stdout == BAD_LINE + "\n"
-    assert "rllint: error: missing.py: No such file or directory\n" in result.stderr
-    assert result.stderr.endswith("Found 1 finding in 1 file. 1 file could not be linted.\n")
+    assert result.stdout == BAD_LINE + "\nFound 1 finding in 1 file. 1 file could not be linted.\n"
+    assert result.stderr == "rllint: error: missing.py: No such file or directory\n"
 
 
 def test_undecodable_file_is_a_file_error(project):
@@ -247,13 +251,13 @@ def test_undecodable_file_is_a_file_error(project):
 def test_stdin_is_linted_under_the_given_name(project):
     result = run("-", "--stdin-filename", "pkg/train.py", input=BAD.encode())
     assert result.exit_code == 1
-    assert result.stdout == f"pkg/train.py:{LINE}:{COL}: RL000 syntax error: {DETAIL}\n"
+    assert result.stdout.splitlines()[0] == f"pkg/train.py:{LINE}:{COL}: RL000 syntax error: {DETAIL}"
     assert run("--stdin-filename", "train.py", input=GOOD.encode()).exit_code == 0
 
 
 def test_stdin_without_a_name(project):
     result = run("-", input=BAD.encode())
-    assert result.stdout == f"-:{LINE}:{COL}: RL000 syntax error: {DETAIL}\n"
+    assert result.stdout.splitlines()[0] == f"-:{LINE}:{COL}: RL000 syntax error: {DETAIL}"
 
 
 def test_stdin_with_force_exclude_and_an_excluded_name_has_no_findings(project):
@@ -262,7 +266,7 @@ def test_stdin_with_force_exclude_and_an_excluded_name_has_no_findings(project):
     args = ["-", "--stdin-filename", "generated/train.py", "--extend-exclude", "generated"]
     assert run(*args, input=BAD.encode()).exit_code == 1
     result = run(*args, "--force-exclude", input=BAD.encode())
-    assert result.exit_code == 0 and result.stdout == ""
+    assert result.exit_code == 0 and result.stdout == "All checks passed.\n"
 
 
 def test_force_exclude_applies_to_paths_named_on_the_command_line(project):
@@ -290,7 +294,7 @@ def test_jobs_give_the_same_report(project):
     serial = run("--jobs", "1")
     parallel = run("--jobs", "2")
     assert serial.exit_code == parallel.exit_code == 1
-    assert serial.stdout == parallel.stdout and len(serial.stdout.splitlines()) == 21
+    assert serial.stdout == parallel.stdout and len(serial.stdout.splitlines()) == 22
     assert run("--jobs", "0").exit_code == 2
 
 
@@ -357,16 +361,17 @@ def test_python_m_rllint_end_to_end(project):
     done = python_m_rllint("--format", "json", "--extend-select", "RL001", "bad.py", "good.py", "unused.py",
                            "missing.py", cwd=project)
     assert done.returncode == 2
-    assert [(d["path"], d["code"]) for d in json.loads(done.stdout)] == [("bad.py", "RL000"), ("unused.py", "RL001")]
+    assert [(d["path"], d["code"]) for d in json.loads(done.stdout)] == [
+        ("bad.py", "RL000"), ("unused.py", "RL001"), ("missing.py", None)]  # a file error, in the report too
     assert done.stderr.decode() == "rllint: error: missing.py: No such file or directory\n"
     clean = python_m_rllint("good.py", cwd=project)
-    assert (clean.returncode, clean.stdout, clean.stderr) == (0, b"", b"All checks passed.\n")
+    assert (clean.returncode, clean.stdout, clean.stderr) == (0, b"All checks passed.\n", b"")
 
 
 def test_python_m_rllint_reads_stdin(project):
     done = python_m_rllint("-", "--stdin-filename", "scripts/train.py", cwd=project, input=BAD.encode())
     assert done.returncode == 1
-    assert done.stdout.decode() == f"scripts/train.py:{LINE}:{COL}: RL000 syntax error: {DETAIL}\n"
+    assert done.stdout.decode().splitlines()[0] == f"scripts/train.py:{LINE}:{COL}: RL000 syntax error: {DETAIL}"
 
 
 def test_closest_config_of_the_linted_folder_wins(project):
@@ -375,8 +380,8 @@ def test_closest_config_of_the_linted_folder_wins(project):
     (sub / "bad.py").write_text(BAD)
     (sub / "rllint.toml").write_text('ignore = ["RL000"]\n')
     assert codes_found("sub") == []
-    found = json.loads(run("--format", "json", "sub", "bad.py").stdout)  # no config above both: defaults
-    assert [(d["path"], d["code"]) for d in found] == [("bad.py", "RL000"), ("sub/bad.py", "RL000")]
+    found = json.loads(run("--format", "json", "sub", "bad.py").stdout)  # each file its own closest config
+    assert [(d["path"], d["code"]) for d in found] == [("bad.py", "RL000")]
 
 
 def test_respect_gitignore_flag(project):
@@ -423,3 +428,94 @@ def test_top_level_help_names_the_check_options():
     assert result.exit_code == 0
     for flag in ("--select", "--format", "--statistics", "--no-cache", "--exit-zero"):
         assert flag in result.output
+
+
+def test_each_file_is_linted_with_its_closest_config_whatever_else_is_passed(project):
+    """pre-commit passes files from several folders in one call: a nested config applies all the same."""
+    (project / "sub").mkdir()
+    (project / "sub" / "bad.py").write_text(BAD)
+    (project / "sub" / ".rllint.toml").write_text('ignore = ["RL000"]\nextend-exclude = ["skipped.py"]\n')
+    (project / "sub" / "skipped.py").write_text(BAD)
+    alone = json.loads(run("--format", "json", "sub/bad.py").stdout)
+    together = json.loads(run("--format", "json", "sub/bad.py", "bad.py").stdout)
+    assert alone == [] and [d["path"] for d in together] == ["bad.py"]
+    forced = json.loads(run("--format", "json", "--force-exclude", "sub/skipped.py", "bad.py").stdout)
+    assert [d["path"] for d in forced] == ["bad.py"]  # the nested config's excludes hold for named files
+
+
+def test_github_and_sarif_paths_are_relative_to_the_project_root(project, monkeypatch):
+    (project / "pyproject.toml").write_text("[tool.rllint]\n")
+    (project / "src").mkdir()
+    (project / "src" / "bad.py").write_text(BAD)
+    monkeypatch.chdir(project / "src")
+    assert run("--format", "github", "bad.py").stdout.startswith("::error file=src/bad.py,line=")
+    log = json.loads(run("--format", "sarif", "bad.py").stdout)
+    location = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert location == {"uri": "src/bad.py", "uriBaseId": "%SRCROOT%"}
+    assert log["runs"][0]["originalUriBaseIds"]["%SRCROOT%"]["uri"] == project.resolve().as_uri() + "/"
+    assert run("bad.py").stdout.startswith("bad.py:")  # text stays relative to the working folder
+
+
+def test_read_errors_reach_the_machine_formats(project):
+    (project / "latin.py").write_bytes(b"name = '\xe9'\n")
+    github = run("--format", "github", "latin.py", "bad.py")
+    assert github.exit_code == 2
+    assert github.stdout.splitlines()[-1].startswith("::error file=latin.py,title=rllint::cannot be decoded")
+    (entry,) = [d for d in json.loads(run("--format", "json", "latin.py").stdout)]
+    assert (entry["path"], entry["code"], entry["name"], entry["line"]) == ("latin.py", None, "file-error", None)
+    lines = run("--format", "json-lines", "latin.py").stdout.splitlines()
+    assert json.loads(lines[0])["name"] == "file-error"
+    sarif_run = json.loads(run("--format", "sarif", "latin.py").stdout)["runs"][0]
+    (invocation,) = sarif_run["invocations"]
+    assert invocation["executionSuccessful"] is False
+    assert invocation["toolExecutionNotifications"][0]["message"]["text"].startswith("cannot be decoded")
+    assert "could not be linted" not in run("--format", "json", "latin.py").stdout  # no summary in machine formats
+
+
+def test_sarif_names_the_tool_home_and_each_rule_page(project):
+    from rllint import REPOSITORY, rule_page_url
+
+    driver = json.loads(run("--format", "sarif", "bad.py").stdout)["runs"][0]["tool"]["driver"]
+    assert driver["informationUri"] == REPOSITORY
+    assert driver["rules"][0]["helpUri"] == rule_page_url("RL000")
+
+
+def test_an_unknown_command_that_is_no_path_is_named(project):
+    result = run("rulez")
+    assert result.exit_code == 2
+    assert "no such command or path: 'rulez'; did you mean `rllint rule` or `rllint rules`?" in result.stderr
+    assert "no such command or path: 'frobnicate'" in run("frobnicate").stderr
+    (project / "rulez").mkdir()
+    assert run("rulez").exit_code == 0  # an existing folder of that name is linted
+
+
+def test_quiet_prints_findings_only_and_verbose_says_more(project):
+    (project / "notes.txt").write_text("not linted\n")
+    quiet = run("-q", "bad.py", "notes.txt")
+    assert (quiet.stdout, quiet.stderr) == (BAD_LINE + "\n", "")
+    verbose = run("-v", "bad.py")
+    assert "rllint: 1 file with the default settings\n" in verbose.stderr
+    assert "rllint: linted 1 file in " in verbose.stderr
+
+
+def test_show_files_lists_what_would_be_linted(project):
+    (project / "vendor").mkdir()
+    (project / "vendor" / "x.py").write_text(GOOD)
+    result = run("--show-files", "--extend-exclude", "vendor")
+    assert (result.exit_code, result.stdout) == (0, "bad.py\ngood.py\nunused.py\n")
+
+
+def test_show_settings_prints_the_resolved_settings_as_toml(project):
+    (project / "rllint.toml").write_text('ignore = ["RL201"]\nmax-epsilon = 0.001\n[per-file-ignores]\n"tests/*" = ["RL6"]\n')
+    result = run("--show-settings", "--extend-select", "RL001", "bad.py")
+    assert result.exit_code == 0
+    assert result.stdout.startswith("# Settings for bad.py\n# config file: rllint.toml\n")
+    table = tomllib.loads(result.stdout)["tool"]["rllint"]
+    assert (table["ignore"], table["extend-select"], table["max-epsilon"]) == (["RL201"], ["RL001"], 0.001)
+    assert table["per-file-ignores"] == {"tests/*": ["RL6"]} and table["lint-vendored"] is False
+
+
+def test_fix_summary_and_hint(project):
+    (project / "regex.py").write_text("import re\nA = re.compile(r'<think>.*?</think>')\n")
+    result = run("regex.py")
+    assert result.stdout.splitlines()[-2:] == ["Found 1 finding in 1 file.", "1 fixable with `--fix`."]

@@ -325,3 +325,34 @@ def test_zip_without_strict_is_not_reported_to_projects_that_support_python_3_9(
     assert [d.code for d in lint_text(source, "r.py", modern).diagnostics] == ["RL404"]
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\nrequires-python = ">=3.9"\n')
     assert lint_text(source, "r.py", load_settings(start=tmp_path)).diagnostics == []
+
+
+# --- settings per file ---------------------------------------------------------------------------
+
+def test_each_file_gets_its_closest_config_and_nearest_requires_python(tmp_path):
+    from rllint.config import ConfigTree
+
+    write(tmp_path / "pyproject.toml", "[project]\nrequires-python = '>=3.9'\n[tool.rllint]\nignore = ['RL000']\n")
+    write(tmp_path / "pkg" / ".rllint.toml", "select = ['RL001']\n")
+    write(tmp_path / "pkg" / "new" / "pyproject.toml", "[project]\nrequires-python = '>=3.11'\n")
+    write(tmp_path / "pkg" / "new" / "train.py", "")
+    configs = ConfigTree(load_settings(start=tmp_path))
+    top = configs.for_path(str(tmp_path / "train.py"))
+    assert (top.ignore, top.target_version, top.root) == (["RL000"], (3, 9), tmp_path.resolve())
+    nested = configs.for_path(str(tmp_path / "pkg" / "train.py"))
+    assert (nested.select, nested.ignore, nested.target_version) == (["RL001"], [], (3, 9))
+    newer = configs.for_path(str(tmp_path / "pkg" / "new" / "train.py"))
+    assert (newer.select, newer.target_version, newer.root) == (["RL001"], (3, 11), (tmp_path / "pkg").resolve())
+    assert configs.for_path(str(tmp_path / "pkg" / "other.py")) is nested  # one Settings per config and target
+
+
+def test_overrides_apply_to_every_config_and_config_flag_fixes_one(tmp_path):
+    from rllint.config import ConfigTree
+
+    write(tmp_path / ".rllint.toml", "ignore = ['RL000']\n")
+    write(tmp_path / "pkg" / ".rllint.toml", "select = ['RL001']\n")
+    overrides = {"extend_select": ["RL000"]}
+    configs = ConfigTree(load_settings(start=tmp_path, overrides=overrides), overrides)
+    assert configs.for_path(str(tmp_path / "pkg" / "a.py")).extend_select == ["RL000"]
+    fixed = ConfigTree(load_settings(tmp_path / ".rllint.toml"), None, fixed=True)
+    assert fixed.for_path(str(tmp_path / "pkg" / "a.py")).ignore == ["RL000"]

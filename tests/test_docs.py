@@ -14,7 +14,7 @@ try:
 except ImportError:  # Python < 3.11
     import tomli as tomllib
 
-REQUIRED = ["## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Options",
+REQUIRED = ["## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety", "## Options",
             "## Suppressing it"]
 RULES = list(load_rules().values())
 
@@ -154,3 +154,13 @@ def test_write_check_and_stale_pages(tmp_path):
     assert docs.write_pages(folder) == ["RL000.md", "RL999.md"]
     assert not (folder / "RL999.md").exists() and (folder / "notes.txt").exists()
     assert docs.out_of_date(folder) == []
+
+
+def test_fix_safety_says_whether_a_fix_exists_and_whether_it_is_safe():
+    rules = load_rules()
+    assert "This rule has a fix, safe: `rllint --fix` applies it" in render_page(rules["RL302"])
+    assert "This rule has a fix, unsafe: `rllint --fix --unsafe-fixes` applies it" in render_page(rules["RL504"])
+    assert "This rule has no automatic fix." in render_page(rules["RL201"])
+    index = render_index()
+    assert "| correctness | on | safe | Reports a regular expression" in index
+    assert "| correctness | on | unsafe | Reports in-place masking" in index

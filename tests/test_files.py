@@ -41,7 +41,7 @@ def test_file_kind():
     assert file_kind("src/stubs/torch.pyi") == "python"
     assert file_kind("config.yaml") == file_kind("config.yml") == "yaml"
     assert file_kind("run.sh") == "shell"
-    assert file_kind("notebook.ipynb") is None
+    assert file_kind("notebook.ipynb") == "notebook"
     assert file_kind("py") is None
     assert file_kind("Makefile") is None
 

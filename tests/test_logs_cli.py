@@ -34,14 +34,13 @@ def test_text_output_says_path_step_code_and_exits_1(tmp_path):
     assert result.exit_code == 1
     line = result.stdout.splitlines()[0]
     assert line.startswith("run/trainer_state.json: step 150: RL703 entropy `entropy` fell below")
-    assert "Found 1 finding in 1 file." in result.stderr
+    assert "Found 1 finding in 1 file." in result.stdout
 
 
 def test_a_healthy_run_exits_0(tmp_path):
     write_run(tmp_path / "run")
     result = run(["logs", "run"], tmp_path)
-    assert (result.exit_code, result.stdout) == (0, "")
-    assert "All checks passed." in result.stderr
+    assert (result.exit_code, result.stdout) == (0, "All checks passed.\n")
 
 
 @pytest.mark.parametrize("fmt", ["json", "json-lines", "github", "sarif"])
@@ -83,7 +82,7 @@ def test_select_ignore_and_per_file_ignores(tmp_path):
         "old/*" = ["RL703"]
     """))
     result = run(["logs", "old", "new"], tmp_path)
-    assert [line.split(": ")[2].split()[0] for line in result.stdout.splitlines()] == ["RL703"]
+    assert [line.split(": ")[2].split()[0] for line in result.stdout.splitlines()[:-1]] == ["RL703"]
     assert result.stdout.startswith("new/")
 
 

@@ -17,6 +17,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 BAD = "def reward(completion):\n    return (len(completion)\n"
 GOOD = "def reward(completion):\n    return len(completion)\n"
+BAD_NOTEBOOK = ('{"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": null, '
+                '"source": ["!pip install trl\\n", "x = (\\n"]}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
 
 
 def git(*args, cwd):
@@ -64,7 +66,8 @@ def test_hook_fails_on_the_bad_file_and_passes_without_it(hook_repo, tmp_path):
     git("init", "-q", cwd=project)
     (project / "bad.py").write_text(BAD)
     (project / "good.py").write_text(GOOD)
-    git("add", "bad.py", "good.py", cwd=project)
+    (project / "bad.ipynb").write_text(BAD_NOTEBOOK)
+    git("add", "bad.py", "good.py", "bad.ipynb", cwd=project)
     home = tmp_path / "pre-commit-home"
 
     failed = try_repo(hook_repo, project, home)
@@ -72,10 +75,12 @@ def test_hook_fails_on_the_bad_file_and_passes_without_it(hook_repo, tmp_path):
     assert failed.returncode == 1, report
     assert "- hook id: rllint" in report
     assert "bad.py:2:" in report and " RL000 syntax error: " in report
+    assert "bad.ipynb:cell 1:2:" in report  # notebooks are passed to the hook (types_or: jupyter)
     assert "good.py" not in report.split("- hook id: rllint", 1)[1]
 
-    git("rm", "-q", "--cached", "bad.py", cwd=project)
+    git("rm", "-q", "--cached", "bad.py", "bad.ipynb", cwd=project)
     (project / "bad.py").unlink()
+    (project / "bad.ipynb").unlink()
     passed = try_repo(hook_repo, project, home)
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "rllint" in passed.stdout and "Passed" in passed.stdout

@@ -37,7 +37,7 @@ def test_json_is_an_array_of_the_diagnostic_fields():
     parsed = json.loads(written(json_array.write, [diagnostic]))
     assert parsed == [{"path": "src/train.py", "line": 3, "column": 5, "end_line": 3, "end_column": 9,
                        "code": "RL000", "name": "syntax-error", "severity": "error",
-                       "message": "naïve ratio", "fix": None}]
+                       "message": "naïve ratio", "fix": None, "cell": None}]
     assert json.loads(written(json_array.write, [])) == []
 
 

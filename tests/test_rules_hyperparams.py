@@ -267,3 +267,10 @@ def test_test_and_smoke_launchers_are_no_runs():
     assert [f[1] for f in config_findings(script, "scripts/run_grpo.sh", "RL6")] == ["RL601"]
     for path in ("tests/e2e/run_ray_trainer.sh", "scripts/smoke_grpo.sh", "debug/run.sh"):
         assert config_findings(script, path, "RL6") == [] and config_findings(script, path, "RL306") == []
+
+
+def test_the_advice_never_holds_the_reported_value_when_the_limit_is_lowered():
+    (finding,) = findings(GRPO.replace("5e-5", "8e-7"), **{"max-learning-rate": 5e-7})
+    assert finding[2].endswith("RL post-training at this rate usually collapses; use < 5e-07")
+    (default,) = findings(GRPO)
+    assert default[2].endswith("use <= 1e-06..5e-06")

@@ -1,7 +1,7 @@
 """GitHub Actions workflow commands: each finding becomes an annotation on the pull request."""
 from typing import Sequence, TextIO
 
-from rllint.diagnostic import Diagnostic, Severity
+from rllint.diagnostic import Diagnostic, FileError, Severity
 
 _LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
@@ -16,15 +16,14 @@ def escape_property(value: str) -> str:
     return escape_data(value).replace(":", "%3A").replace(",", "%2C")
 
 
-def write(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
+def write(diagnostics: Sequence[Diagnostic], stream: TextIO, errors: Sequence[FileError] = (), root=None) -> None:
     for d in diagnostics:
-        properties = {
-            "file": d.path,
-            "line": d.line,
-            "col": d.column,
-            "endLine": d.end_line,
-            "endColumn": d.end_column,
-            "title": f"rllint ({d.code})",
-        }
+        properties = {"file": d.path}
+        if d.cell is None:  # lines of a notebook's cell are not lines of its file: the annotation is on the file
+            properties.update({"line": d.line, "col": d.column, "endLine": d.end_line, "endColumn": d.end_column})
+        properties["title"] = f"rllint ({d.code})"
         joined = ",".join(f"{key}={escape_property(str(value))}" for key, value in properties.items())
-        stream.write(f"::{_LEVELS[Severity(d.severity)]} {joined}::{escape_data(d.message)}\n")
+        message = d.message if d.cell is None else f"cell {d.cell}, line {d.line}: {d.message}"
+        stream.write(f"::{_LEVELS[Severity(d.severity)]} {joined}::{escape_data(message)}\n")
+    for error in errors:
+        stream.write(f"::error file={escape_property(error.path)},title=rllint::{escape_data(error.message)}\n")

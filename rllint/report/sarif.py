@@ -1,16 +1,17 @@
 """SARIF 2.1.0, the format of GitHub code scanning and most SAST dashboards.
 
-Relative paths are given against `%SRCROOT%`, the working directory, so that uploads
-from a checkout resolve to files of the repository. Columns count code points, not
-SARIF's default UTF-16 units, and the run says so.
+Relative paths are given against `%SRCROOT%`, the project's root (the folder of its config
+file), so that uploads from a checkout resolve to files of the repository. Columns count code
+points, not SARIF's default UTF-16 units, and the run says so. Files that could not be linted
+are tool execution notifications of the invocation, which then did not succeed.
 """
 import json
 from pathlib import Path
-from typing import Dict, Sequence, TextIO
+from typing import Dict, Optional, Sequence, TextIO
 from urllib.parse import quote
 
-from rllint import __version__
-from rllint.diagnostic import Diagnostic, Severity
+from rllint import REPOSITORY, __version__, rule_page_url
+from rllint.diagnostic import Diagnostic, FileError, Severity
 from rllint.registry import load_rules
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -36,11 +37,17 @@ def _rule_descriptor(code: str, name: str) -> dict:
         "shortDescription": {"text": rule.name},
         "fullDescription": {"text": summary(rule)},
         "help": {"text": summary(rule), "markdown": render_page(rule)},
+        "helpUri": rule_page_url(rule.code),
         "defaultConfiguration": {"level": _LEVELS[Severity(rule.severity)], "enabled": rule.default_enabled},
     }
 
 
-def write(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
+def _message(d: Diagnostic) -> str:
+    return d.message if d.cell is None else f"cell {d.cell}, line {d.line}: {d.message}"
+
+
+def write(diagnostics: Sequence[Diagnostic], stream: TextIO, errors: Sequence[FileError] = (),
+          root: Optional[Path] = None) -> None:
     names = {d.code: d.name for d in diagnostics}
     codes = sorted(names)
     index = {code: number for number, code in enumerate(codes)}
@@ -49,7 +56,7 @@ def write(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
             "ruleId": d.code,
             "ruleIndex": index[d.code],
             "level": _LEVELS[Severity(d.severity)],
-            "message": {"text": d.message},
+            "message": {"text": _message(d)},
             "locations": [{
                 "physicalLocation": {
                     "artifactLocation": _artifact(d.path),
@@ -61,6 +68,12 @@ def write(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
         }
         for d in diagnostics
     ]
+    for result, d in zip(results, diagnostics):
+        if d.cell is not None:
+            result["properties"] = {"cell": d.cell}
+    notifications = [{"level": "error", "message": {"text": error.message},
+                      "locations": [{"physicalLocation": {"artifactLocation": _artifact(error.path)}}]}
+                     for error in errors]
     log = {
         "$schema": SCHEMA,
         "version": "2.1.0",
@@ -68,9 +81,11 @@ def write(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
             "tool": {"driver": {
                 "name": "rllint",
                 "version": __version__,
+                "informationUri": REPOSITORY,
                 "rules": [_rule_descriptor(code, names[code]) for code in codes],
             }},
-            "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().as_uri() + "/"}},
+            "invocations": [{"executionSuccessful": not errors, "toolExecutionNotifications": notifications}],
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": (root or Path.cwd()).resolve().as_uri() + "/"}},
             "columnKind": "unicodeCodePoints",
             "results": results,
         }],

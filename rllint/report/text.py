@@ -1,11 +1,18 @@
-"""flake8's format: `path:line:col: CODE message`, columns 1-based; a finding in a training log
-says the step instead: `run/trainer_state.json: step 420: RL701 message`."""
+"""flake8's format: `path:line:col: CODE message`, columns 1-based; in a notebook, ruff's
+`path:cell N:line:col: CODE message`, the line counted from the top of the cell; a finding in a
+training log says the step instead: `run/trainer_state.json: step 420: RL701 message`."""
 from typing import Sequence, TextIO
 
-from rllint.diagnostic import Diagnostic
+from rllint.diagnostic import Diagnostic, FileError
 
 
-def write(diagnostics: Sequence[Diagnostic], stream: TextIO) -> None:
+def location(d: Diagnostic) -> str:
+    if d.step is not None:
+        return f"{d.path}: step {d.step}"
+    cell = f"cell {d.cell}:" if d.cell is not None else ""
+    return f"{d.path}:{cell}{d.line}:{d.column}"
+
+
+def write(diagnostics: Sequence[Diagnostic], stream: TextIO, errors: Sequence[FileError] = (), root=None) -> None:
     for d in diagnostics:
-        where = f"{d.path}:{d.line}:{d.column}:" if d.step is None else f"{d.path}: step {d.step}:"
-        stream.write(f"{where} {d.code} {d.message}\n")
+        stream.write(f"{location(d)}: {d.code} {d.message}\n")

@@ -30,6 +30,13 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OVERRIDE = re.compile(r"\+{0,2}([A-Za-z_][\w.\-]*)=([-+0-9.eE]+)")
 
 
+def _advice(limit: float, lora: bool) -> str:
+    """The rates to suggest: the usual range, or below the configured limit where that is lower, so that
+    the advice never holds the reported value (which is at or above the limit)."""
+    usual, top = ("1e-05..5e-05 for LoRA", 5e-5) if lora else ("<= 1e-06..5e-06", 5e-6)
+    return usual if top < limit else f"< {format_number(limit)}" + (" for LoRA" if lora else "")
+
+
 class SFTScaleLearningRate(CSTRule):
     """
     ## What it does
@@ -106,7 +113,7 @@ class SFTScaleLearningRate(CSTRule):
                         and _number(entry.value) is not None and entry.value > limit * (1 + 1e-9)):
                     _report_entry(self, entry, value=format_number(entry.value), where=_used_as(entry),
                                   lora=" even for LoRA" if run.lora else "",
-                                  advice="1e-05..5e-05 for LoRA" if run.lora else "<= 1e-06..5e-06")
+                                  advice=_advice(limit, run.lora))
 
     # ---- uses ------------------------------------------------------------------------
 
@@ -289,7 +296,7 @@ class SFTScaleLearningRate(CSTRule):
         if heirs:
             details.insert(1, "inherited by {}".format(", ".join(heirs)))
         where = " ({})".format(", ".join(details)) if details else ""
-        advice = "1e-05..5e-05 for LoRA" if lora else "<= 1e-06..5e-06"
+        advice = _advice(self.option(MAX_LEARNING_RATE) * (self.option(LORA_LR_MULTIPLIER) if lora else 1), lora)
         self.report(value.node, value=format_number(value.number), where=where,
                     lora=" even for LoRA" if lora else "", advice=advice)
 

@@ -1,0 +1,144 @@
+"""`rllint server`: a language server (LSP over stdio) on pygls, from the optional `lsp` extra.
+
+Diagnostics are published when a document is opened, changed and saved, each with its rule's
+code linking to the rule's page. Code actions apply a finding's fix (unsafe ones say so) and
+suppress a finding with `# noqa: CODE` on its line. Each file is linted with the settings of
+the closest rllint config above it, read again after any save (a config may have changed).
+
+The process stays warm: rules, fix builders, libcst and its native parser are loaded once, at
+start, so a document's diagnostics cost its lint alone.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+from lsprotocol import types
+from pygls import uris
+from pygls.lsp.server import LanguageServer
+from pygls.workspace import TextDocument
+
+from rllint import __version__, rule_page_url
+from rllint.config import ConfigError, ConfigTree, load_settings
+from rllint.diagnostic import Diagnostic, Severity
+from rllint.files import file_kind
+from rllint.fix import load_builders
+from rllint.fix.apply import add_noqa
+from rllint.registry import load_rules
+from rllint.runner import lint_text
+from rllint.settings import Settings
+
+_SEVERITIES = {Severity.ERROR: types.DiagnosticSeverity.Error, Severity.WARNING: types.DiagnosticSeverity.Warning,
+               Severity.INFO: types.DiagnosticSeverity.Information}
+
+
+class RllintServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("rllint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self._configs: Optional[ConfigTree] = None
+        self.findings: Dict[str, List[Diagnostic]] = {}  # uri -> rllint's findings of its last lint
+
+    def configs(self) -> ConfigTree:
+        if self._configs is None:
+            root = self.workspace.root_path if self.workspace and self.workspace.root_path else None
+            self._configs = ConfigTree(load_settings(start=root))
+        return self._configs
+
+    def forget_configs(self) -> None:
+        self._configs = None
+
+    def lint(self, uri: str) -> None:
+        """Lint the document as it stands in the editor and publish its diagnostics."""
+        document = self.workspace.get_text_document(uri)
+        path = uris.to_fs_path(uri) or uri
+        try:
+            result = lint_text(document.source, path, self.configs().for_path(path))
+        except ConfigError as error:
+            self.window_show_message(types.ShowMessageParams(types.MessageType.Error, f"rllint: {error}"))
+            return
+        found = [d for d in result.diagnostics if d.path == path]
+        self.findings[uri] = found
+        diagnostics = [_lsp_diagnostic(d, document) for d in found]
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
+
+
+def _range(document: TextDocument, line: int, column: int, end_line: int, end_column: int) -> types.Range:
+    """rllint's 1-based lines and code-point columns as an LSP range in the client's units."""
+    server_range = types.Range(start=types.Position(line=line - 1, character=column - 1),
+                               end=types.Position(line=end_line - 1, character=end_column - 1))
+    return document.range_to_client_units(server_range)
+
+
+def _lsp_diagnostic(d: Diagnostic, document: TextDocument) -> types.Diagnostic:
+    return types.Diagnostic(
+        range=_range(document, d.line, d.column, d.end_line, d.end_column),
+        message=d.message, severity=_SEVERITIES[Severity(d.severity)], code=d.code, source="rllint",
+        code_description=types.CodeDescription(href=rule_page_url(d.code)), data={"name": d.name})
+
+
+def _actions(server: RllintServer, params: types.CodeActionParams) -> List[types.CodeAction]:
+    uri = params.text_document.uri
+    document = server.workspace.get_text_document(uri)
+    requested = params.range
+    actions = []
+    for finding in server.findings.get(uri, []):
+        diagnostic = _lsp_diagnostic(finding, document)
+        if not requested.start.line <= diagnostic.range.start.line <= requested.end.line:
+            continue
+        if finding.fix is not None:
+            edits = [types.TextEdit(_range(document, e.line, e.column, e.end_line, e.end_column), e.content)
+                     for e in finding.fix.edits]
+            unsafe = "" if finding.fix.safe else " (unsafe)"
+            actions.append(types.CodeAction(
+                title=f"Fix {finding.code}: {finding.fix.message}{unsafe}", kind=types.CodeActionKind.QuickFix,
+                diagnostics=[diagnostic], is_preferred=finding.fix.safe,
+                edit=types.WorkspaceEdit(changes={uri: edits})))
+        line = finding.line - 1
+        noqa_text, changed = add_noqa(document.source, [finding], python=file_kind(document.path) not in ("yaml", "shell"))
+        if changed:
+            whole = types.Range(start=types.Position(line=line, character=0),
+                                end=types.Position(line=line + 1, character=0))
+            actions.append(types.CodeAction(
+                title=f"Suppress {finding.code} on this line (# noqa: {finding.code})",
+                kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
+                edit=types.WorkspaceEdit(changes={uri: [
+                    types.TextEdit(whole, noqa_text.splitlines(keepends=True)[line])]})))
+    return actions
+
+
+def build() -> RllintServer:
+    load_rules()
+    load_builders()
+    server = RllintServer()
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: RllintServer, params: types.DidOpenTextDocumentParams) -> None:
+        ls.lint(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: RllintServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.lint(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: RllintServer, params: types.DidSaveTextDocumentParams) -> None:
+        ls.forget_configs()
+        ls.lint(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: RllintServer, params: types.DidCloseTextDocumentParams) -> None:
+        ls.findings.pop(params.text_document.uri, None)
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=params.text_document.uri,
+                                                                            diagnostics=[]))
+
+    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
+                    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]))
+    def code_action(ls: RllintServer, params: types.CodeActionParams) -> List[types.CodeAction]:
+        return _actions(ls, params)
+
+    return server
+
+
+def serve() -> None:
+    """Warm up (the first lint imports and compiles what every later one reuses), then serve on stdio."""
+    server = build()
+    lint_text("import torch\nx = torch.log(torch.softmax(x, -1))\n", "warm-up.py", Settings())
+    server.start_io()

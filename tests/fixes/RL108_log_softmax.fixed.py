@@ -1,0 +1,16 @@
+"""RL108: log of a softmax becomes log_softmax (dropping an epsilon is the unsafe form)."""
+import torch
+import torch.nn.functional as F
+
+
+def logps(logits):
+    return torch.log_softmax(logits, dim=-1)
+
+
+def logps_method(logits):
+    return logits.log_softmax(-1)
+
+
+def logps_eps(logits, labels):
+    picked = F.log_softmax(logits, dim=-1)  # the epsilon goes too
+    return picked.gather(-1, labels.unsqueeze(-1))

@@ -1,0 +1,15 @@
+"""RL303 and RL312: keywords set or added, in the call's own layout."""
+
+
+def decode_completions(tokenizer, completion_ids, reward_fn):
+    completions = tokenizer.batch_decode(completion_ids, skip_special_tokens=True)
+    texts = tokenizer.batch_decode(
+        completion_ids,
+        skip_special_tokens=True,
+    )
+    return reward_fn(completions), reward_fn(texts)
+
+
+def encode_prompt(tokenizer, messages):
+    rendered = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return tokenizer(rendered, return_tensors="pt", add_special_tokens=False)

@@ -1,0 +1,15 @@
+"""RL504: in-place edits of tensors that carry gradient, rebound out of place."""
+import torch
+import torch.nn.functional as F
+
+
+def ppo_loss(actor, batch, clip=0.2):
+    logps = F.log_softmax(actor(batch["input_ids"]).logits.float(), dim=-1)
+    logps = logps.gather(-1, batch["labels"].unsqueeze(-1)).squeeze(-1)
+    ratio = (logps - batch["old_logps"]).exp()
+    ratio = torch.where(batch["mask"] == 0, ratio * 0.0, ratio)
+    logps = logps.masked_fill(~batch["mask"], 0.0)
+    ratio = ratio.clamp(min=0.0, max=10.0)
+    loss = -(ratio * batch["advantages"]).mean()
+    loss.backward()
+    return logps
