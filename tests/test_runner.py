@@ -200,10 +200,10 @@ def test_cache_skips_unchanged_files_and_notices_changes(probe, tmp_path, monkey
     first = lint_files([str(path)], probe, cache=ResultCache(probe, tmp_path / "cache"))
     calls = []
     monkeypatch.setattr(runner, "lint_bytes", lambda *args: calls.append(args) or runner.FileResult())
-    again = lint_files([str(path)], probe, cache=ResultCache(probe, tmp_path / "cache"))
+    again = lint_files([str(path)], probe, cache=ResultCache(probe, tmp_path / "cache"), isolated=False)
     assert again.diagnostics == first.diagnostics and len(first.diagnostics) == 1 and calls == []
     path.write_text("x = 1\n")
-    lint_files([str(path)], probe, cache=ResultCache(probe, tmp_path / "cache"))
+    lint_files([str(path)], probe, cache=ResultCache(probe, tmp_path / "cache"), isolated=False)
     assert len(calls) == 1
     other = Settings(options={"max-epsilon": 0.5})
     assert ResultCache(other, tmp_path / "cache").path != ResultCache(probe, tmp_path / "cache").path

@@ -259,7 +259,7 @@ def test_astroid_is_imported_only_when_a_project_module_is_read(tmp_path):
         from rllint.runner import lint_files
         from rllint.settings import Settings
         assert "astroid" not in sys.modules
-        lint_files([sys.argv[1]], Settings(select=["RL"]), jobs=1)
+        lint_files([sys.argv[1]], Settings(select=["RL"]), isolated=False)
         print("astroid" in sys.modules)
     """)
     outputs = [subprocess.run([sys.executable, "-c", script, str(tmp_path / name)], capture_output=True, text=True,
