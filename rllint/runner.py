@@ -28,14 +28,14 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from rllint import workers
-from rllint.analysis.configs import ConfigSyntaxError, LaunchConfig, mentions_rl
+from rllint.analysis.configs import ConfigSyntaxError, ConfigTooLarge, LaunchConfig, mentions_rl
 from rllint.cache import ResultCache, content_hash
 from rllint.diagnostic import Diagnostic, FileError
 from rllint.files import file_kind
 from rllint.registry import CSTRule, Finding, find_rule, load_rules, UnknownSelector
 from rllint.rules.meta import SyntaxErrorRule, UnusedSuppression
 from rllint.settings import Settings
-from rllint.source import MAX_FILE_BYTES, SourceError, Suppressions, decode_source, read_source, too_large
+from rllint.source import MAX_FILE_BYTES, SourceError, Suppressions, decode_config, decode_source, read_source, too_large
 from rllint.traversal import visit_batched
 
 # libcst's visitors recurse once per nesting level: a 500-term `+` chain, which CPython
@@ -106,6 +106,9 @@ def lint_bytes(data: bytes, path: str, settings: Settings) -> FileResult:
     """Lint the bytes of the file `path`: decoded as Python decodes source, then `lint_text`."""
     if len(data) > MAX_FILE_BYTES:
         return _error(path, too_large(len(data), MAX_FILE_BYTES))
+    if file_kind(path) in ("yaml", "shell"):
+        text = decode_config(data)
+        return FileResult() if text is None else lint_text(text, path, settings)
     try:
         text = decode_source(data)
     except SourceError as error:
@@ -344,6 +347,8 @@ def _lint_config(text: str, path: str, kind: str, settings: Settings, rules: Seq
     file = ConfigFile(path, text, kind, settings)
     try:
         file.fact(LaunchConfig)
+    except ConfigTooLarge as error:
+        return _error(path, str(error))
     except ConfigSyntaxError as error:
         if SyntaxErrorRule not in rules or not mentions_rl(text):
             return FileResult()

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import codecs
 import io
 import os
 import re
@@ -63,6 +64,21 @@ def decode_source(data: bytes) -> str:
 
 # Every pattern here is matched in time linear in the comment: no two adjacent parts can match the
 # same text, so a crafted comment (`# rllint: noqa: ` and thousands of spaces) cannot make them backtrack.
+_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
+         (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+
+
+def decode_config(data: bytes) -> Optional[str]:
+    """A YAML or shell file as text, decoded as YAML does (a BOM picks UTF-8, -16 or -32; else UTF-8), with
+    bytes that do not decode replaced, as a shell would pass them on; None for what is not text (NUL bytes).
+    These files are often other tools', so their encoding is never an error."""
+    encoding = next((name for bom, name in _BOMS if data.startswith(bom)), "utf-8")
+    text = data.decode(encoding, "replace")
+    if "\x00" in text:
+        return None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?", re.IGNORECASE)
 _IGNORE = re.compile(r"#\s*rllint:\s*ignore\[(?P<selectors>[^\]#]*)\]", re.IGNORECASE)
 _MENTIONS = re.compile(r"noqa|rllint", re.IGNORECASE)  # a file without these words has no suppression
