@@ -39,6 +39,7 @@ _TAG = "CACHEDIR.TAG"
 _TAG_TEXT = ("Signature: 8a477f597d28d172789f06886806bc55\n"
              "# This file is a cache directory tag created by rllint; see https://bford.info/cachedir/\n")
 _CODE = re.compile(r"RL\d{3}")
+_LEGACY = re.compile(r"[0-9a-f]{32}\.pickle")
 
 
 def default_cache_dir(settings: Optional[Settings] = None) -> Path:
@@ -88,7 +89,8 @@ def clean(directory: Path) -> int:
 
 
 def _ours(name: str) -> bool:
-    return name.startswith(_PREFIX) and name.endswith((".json", ".tmp"))
+    """rllint's cache files, write leftovers, and the pickles of rllint 0.1 (never read: pickle runs code)."""
+    return (name.startswith(_PREFIX) and name.endswith((".json", ".tmp"))) or _LEGACY.fullmatch(name) is not None
 
 
 class ResultCache:

@@ -19,14 +19,14 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import click
 
 from rllint import __version__
-from rllint.cache import ResultCache
+from rllint.cache import ResultCache, clean, default_cache_dir
 from rllint.config import ConfigError, find_config, load_settings
 from rllint.diagnostic import Diagnostic, FileError
 from rllint.docs import render_page
 from rllint.files import discover
 from rllint.registry import UnknownSelector, find_rule, load_rules
 from rllint.report import FORMATS
-from rllint.runner import FileResult, lint_bytes, lint_files
+from rllint.runner import FileResult, lint_data, lint_files
 from rllint.settings import Settings
 
 STDIN = "-"
@@ -45,6 +45,9 @@ class _DefaultCheck(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:  # the workers are already stopped; 130 as ruff and shells say
+            click.echo("rllint: interrupted", err=True)
+            ctx.exit(130)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except Exception as error:  # a bug in rllint: one line, not a traceback, unless asked
@@ -110,12 +113,16 @@ def _split_commas(ctx: click.Context, param: click.Parameter, values: Tuple[str,
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: one per core).")
 @click.option("--no-cache", is_flag=True, help="Lint every file afresh, without reading or writing the result cache "
               "(kept in $RLLINT_CACHE_DIR, else ~/.cache/rllint; never inside the linted tree).")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+              help="Keep the result cache in this folder (default: $RLLINT_CACHE_DIR, the `cache-dir` key, "
+              "~/.cache/rllint).")
 @click.pass_context
 def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output_file: Optional[Path],
           statistics: bool, select: Optional[List[str]], extend_select: Optional[List[str]],
           ignore: Optional[List[str]], config_file: Optional[Path], exclude: Optional[List[str]],
           extend_exclude: Optional[List[str]], force_exclude: Optional[bool], respect_gitignore: Optional[bool],
-          lint_vendored: Optional[bool], exit_zero: bool, stdin_filename: Optional[str], jobs: Optional[int], no_cache: bool) -> None:
+          lint_vendored: Optional[bool], exit_zero: bool, stdin_filename: Optional[str], jobs: Optional[int],
+          no_cache: bool, cache_dir: Optional[Path]) -> None:
     """Lint PATHS (files or folders; default: the current folder)."""
     from_stdin = paths == (STDIN,) or (not paths and stdin_filename is not None)
     if STDIN in paths and not from_stdin:
@@ -133,13 +140,15 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
         ctx.exit(2)
 
     if from_stdin:
+        _refuse_overwrite(output_file, [stdin_filename] if stdin_filename else [])
         result = _lint_stdin(stdin_filename, settings)
     else:
         notices: List[str] = []
         files, unwalkable = discover(list(paths) or ["."], settings, notices)
         for notice in notices:
             click.echo(f"rllint: {notice}", err=True)
-        result = lint_files(files, settings, jobs=jobs, cache=None if no_cache else ResultCache(settings))
+        _refuse_overwrite(output_file, files)
+        result = lint_files(files, settings, jobs=jobs, cache=None if no_cache else ResultCache(settings, cache_dir))
         result.errors[:0] = unwalkable
     diagnostics = [replace(d, path=_display(d.path)) for d in result.diagnostics]
     errors = result.errors
@@ -160,6 +169,21 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
     ctx.exit(1 if diagnostics and not exit_zero else 0)
 
 
+def _refuse_overwrite(output: Optional[Path], files: Sequence[str]) -> None:
+    """`-o train.py train.py` would replace the script with its report: a usage error (exit 2)."""
+    try:
+        target = os.stat(output) if output is not None else None
+    except OSError:
+        return
+    for path in files if target is not None else ():
+        try:
+            same = os.path.samestat(os.stat(path), target)
+        except OSError:
+            continue
+        if same:
+            raise click.UsageError(f"the output file {output} is a file being linted; the report would overwrite it")
+
+
 def _config_start(paths: Sequence[str], stdin_filename: Optional[str]) -> Optional[Path]:
     """Where the search for the closest config file starts: the folder that holds every path linted,
     when a config file is found from there; else None, so that excludes are anchored at the working
@@ -176,7 +200,7 @@ def _lint_stdin(name: Optional[str], settings: Settings) -> FileResult:
     data = sys.stdin.buffer.read()
     if name is not None and _force_excluded(name, settings):
         return FileResult()
-    return lint_bytes(data, name or STDIN, settings)
+    return lint_data(data, name or STDIN, settings)
 
 
 def _force_excluded(name: str, settings: Settings) -> bool:
@@ -238,6 +262,20 @@ def _summary(diagnostics: Sequence[Diagnostic], errors: Sequence[FileError]) -> 
     if errors:
         parts.append(f"{_plural(len(errors), 'file')} could not be linted.")
     return " ".join(parts)
+
+
+@main.command("clean")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+              help="The cache folder to clean (default: the one `rllint check` uses).")
+def clean_command(cache_dir: Optional[Path]) -> None:
+    """Remove the result cache (as `ruff clean`)."""
+    try:
+        settings = load_settings()
+    except ConfigError:
+        settings = None
+    folder = cache_dir or default_cache_dir(settings)
+    removed = clean(folder)
+    click.echo(f"Removed {_plural(removed, 'file')} from {folder}.")
 
 
 @main.command("rule")

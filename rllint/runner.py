@@ -476,6 +476,13 @@ def _read(path: str) -> Tuple[Optional[bytes], Optional[FileResult]]:
         return None, _error(path, _OUT_OF_MEMORY)
 
 
+def lint_data(data: bytes, path: str, settings: Settings, time_limit: float = FILE_TIME_LIMIT) -> FileResult:
+    """`lint_bytes` in a worker process, as `lint_files` lints (standard input: an editor's buffer)."""
+    load_rules()
+    outcome = workers.run([(data, path)], functools.partial(lint_bytes, settings=settings), 1, time_limit)[path]
+    return _error(path, outcome.message) if isinstance(outcome, workers.Failure) else outcome
+
+
 def lint_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = None,
                cache: Optional[ResultCache] = None, isolated: bool = True,
                time_limit: float = FILE_TIME_LIMIT) -> FileResult:
@@ -504,7 +511,7 @@ def lint_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = N
         else:
             pending[path] = (data, digest)
     if isolated:
-        done = workers.run(((data, path) for path, (data, _) in pending.items()),
+        done = workers.run([(data, path) for path, (data, _) in pending.items()],
                            functools.partial(lint_bytes, settings=settings), jobs, time_limit)
         fresh = {path: _error(path, outcome.message) if isinstance(outcome, workers.Failure) else outcome
                  for path, outcome in done.items()}
