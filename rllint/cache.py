@@ -39,7 +39,7 @@ _TAG = "CACHEDIR.TAG"
 _TAG_TEXT = ("Signature: 8a477f597d28d172789f06886806bc55\n"
              "# This file is a cache directory tag created by rllint; see https://bford.info/cachedir/\n")
 _CODE = re.compile(r"RL\d{3}")
-_LEGACY = re.compile(r"[0-9a-f]{32}\.pickle")
+_LEGACY = re.compile(r"[0-9a-f]{32}\.pickle|tmp\w+\.tmp")
 
 
 def default_cache_dir(settings: Optional[Settings] = None) -> Path:
