@@ -121,25 +121,29 @@ class Suppressions:
     comments: List[SuppressionComment]
     file_selectors: Optional[Tuple[str, ...]]  # None: no file-level comment; (): the whole file
     _by_line: Dict[int, List[SuppressionComment]] = field(default_factory=dict, repr=False)
-    _spans: List[SuppressionComment] = field(default_factory=list, repr=False)
+    _file_level: Dict[str, List[SuppressionComment]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
-        """Comments of one line are found by that line; the few that cover more (an ignore comment on a
-        line of its own, a file-level one) are tried for every finding."""
+        """Indexes that keep filtering linear: comments by each line they cover (an ignore comment on a
+        line of its own covers a statement; statements nest only as deep as indentation goes), file-level
+        ones by selector."""
         for comment in self.comments:
-            if comment.lines[0] == comment.lines[1]:
-                self._by_line.setdefault(comment.lines[0], []).append(comment)
-            else:
-                self._spans.append(comment)
+            if comment.kind == "file":
+                for selector in comment.selectors:
+                    self._file_level.setdefault(selector.upper(), []).append(comment)
+                    self._file_level.setdefault(selector.lower(), []).append(comment)
+                continue
+            for line in range(comment.lines[0], comment.lines[1] + 1):
+                self._by_line.setdefault(line, []).append(comment)
 
     def suppresses(self, line: int, code: str, name: str) -> bool:
         if self.file_selectors == ():
             return True
         hit = False
+        # Every comment that matches is marked used, so none is reported as stale.
         for comment in self._by_line.get(line, ()):
-            # Every comment that matches is marked used, so none is reported as stale.
             hit = comment.covers(line, code, name) or hit
-        for comment in self._spans:
+        for comment in {id(c): c for c in self._file_level.get(code, []) + self._file_level.get(name, [])}.values():
             hit = comment.covers(line, code, name) or hit
         return hit
 

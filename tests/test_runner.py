@@ -248,3 +248,36 @@ def test_a_broken_config_is_rl000_only_when_it_speaks_of_rl(config_probe):
     assert [d.code for d in lint_text(broken_rl, "ppo.yaml", config_probe).diagnostics] == ["RL000"]
     helm = "metadata:\n  name: {{ .Values.name }}\n  labels: [a\n"
     assert lint_text(helm, "chart.yaml", config_probe).diagnostics == []
+
+
+def test_unused_suppression_reports_codes_and_names_that_name_no_rule(probe):
+    text = ("a = marker  # noqa: RL999, RL123\n"       # RL123 names no rule
+            "b = marker  # noqa: RL2, E501\n"          # a prefix is not a code (as in ruff); E501 is flake8's
+            "c = marker  # rllint: ignore[not-a-rule, marker-probe]\n")
+    result = lint_text(text, "a.py", probe)
+    assert [(d.line, d.code, d.message) for d in result.diagnostics if d.code == "RL001"] == [
+        (1, "RL001", "unused suppression of `RL123`: no rule has this code or name"),
+        (2, "RL001", "unused suppression of `RL2`: `# noqa` takes whole codes, not prefixes such as this one "
+                     "(of RL201..RL207)"),
+        (3, "RL001", "unused suppression of `not-a-rule`: no rule has this code or name"),
+    ]
+    assert spots(result)[:2] == [(1, 13, "RL001"), (2, 5, "RL999")]  # `RL2` suppressed nothing
+
+
+def test_unused_file_level_suppression_is_reported(probe):
+    text = "# rllint: noqa: RL999, RL000\nx = marker\n"
+    result = lint_text(text, "a.py", probe)
+    assert [(d.line, d.column, d.code, d.message) for d in result.diagnostics] == [
+        (1, 1, "RL001", "unused suppression of `RL000`: nothing in this file is reported under it")]
+
+
+def test_suppression_comments_parse_in_linear_time(probe):
+    """Crafted comments that made the old patterns backtrack (minutes for 5,000 characters)."""
+    text = ("# rllint: noqa: " + " " * 50_000 + "!\n" + "x = marker  # rllint: ignore[" * 20_000 + "\n"
+            + "y = marker  # noqa: " + "E1 " * 20_000 + "a" * 20_000 + "\n")
+    assert [d.code for d in lint_text(text, "a.py", probe).diagnostics] == ["RL999", "RL999"]
+
+
+def test_many_own_line_ignore_comments(probe):
+    text = "".join(f"# rllint: ignore[RL999]\nx{i} = marker\n" for i in range(5_000)) + "z = marker\n"
+    assert spots(lint_text(text, "a.py", probe)) == [(10_001, 5, "RL999")]
