@@ -270,7 +270,7 @@ def test_8_special_files_named_or_reached_through_links(tmp_path):
 # 9 ---------------------------------------------------------------------------------------------
 
 def test_9_rl601_config_check_is_linear(tmp_path):
-    keys = "".join(f"k{i}:\n  lr: 1e-5\n" for i in range(15_000))
+    keys = "".join(f"k{i}:\n  lr: 5e-5\n" for i in range(15_000))
     folder = project(tmp_path, {"grpo.yaml": "trainer: grpo\nnum_generations: 8\n" + keys})
     done = rllint(folder, "--statistics", ".")
     assert done.stdout.decode().split() == ["15001", "RL601", "sft-scale-learning-rate"]
