@@ -6,7 +6,8 @@ the peak memory of the largest rllint process.
     python bench/corpus.py --transformers 4.46.3 --jobs 2
     python bench/corpus.py --only stdlib
 
-The run must end with no crash and no internal error: the script exits 1 otherwise.
+The run must end with no crash and no internal error: the script exits 1 otherwise. The peak memory
+is that of the largest process of the run (run one corpus per invocation to tell them apart).
 """
 from __future__ import annotations
 
@@ -24,6 +25,10 @@ from collections import Counter
 from pathlib import Path
 
 
+# Installed packages live under the stdlib folder; nothing else is left out (not even `venv` or `build`).
+_EXCLUDE = ("site-packages", "dist-packages", "__pycache__")
+
+
 def transformers_tree(version: str, folder: Path) -> Path:
     """The transformers package from its wheel (downloaded with pip, without dependencies; never imported)."""
     spec = f"transformers=={version}" if version else "transformers"
@@ -39,7 +44,7 @@ def count_files(tree: Path) -> int:
     from rllint.config import load_settings
     from rllint.files import discover
 
-    settings = load_settings(start=tree, overrides={"exclude": ["site-packages", "dist-packages", "__pycache__"], "respect_gitignore": False})
+    settings = load_settings(start=tree, overrides={"exclude": list(_EXCLUDE), "respect_gitignore": False})
     files, _ = discover([str(tree)], settings)
     return sum(1 for f in files if f.endswith(".py"))
 
@@ -47,8 +52,8 @@ def count_files(tree: Path) -> int:
 def lint(tree: Path, jobs: int) -> dict:
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "rllint", "--no-cache", "--format", "json", "--exclude", "site-packages,dist-packages,__pycache__",
-                           "--no-respect-gitignore", "-j", str(jobs), str(tree)],
+    done = subprocess.run([sys.executable, "-m", "rllint", "--no-cache", "--format", "json", "--exclude",
+                           ",".join(_EXCLUDE), "--no-respect-gitignore", "-j", str(jobs), str(tree)],
                           capture_output=True, text=True, cwd=tree)
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
@@ -57,7 +62,7 @@ def lint(tree: Path, jobs: int) -> dict:
     return {
         "exit": done.returncode, "seconds": round(seconds, 1), "peak_rss_mb": round(max(peak, before) / 1024),
         "findings": len(findings), "by_code": dict(Counter(f["code"] for f in findings).most_common()),
-        "errors": errors, "internal_errors": [e for e in errors if "internal error" in e],
+        "errors": len(errors), "first_errors": errors[:20], "internal_errors": [e for e in errors if "internal error" in e],
         "crashed": done.returncode < 0 or "Traceback" in done.stderr,
     }
 

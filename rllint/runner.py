@@ -152,6 +152,8 @@ def _on_large_stack(function: Callable[..., FileResult], *arguments: Any) -> Fil
     try:
         thread = threading.Thread(target=call, name="rllint-lint", daemon=True)
         thread.start()
+    except RuntimeError:  # no room for such a stack (an address-space limit): the caller's stack it is
+        return function(*arguments)
     finally:
         threading.stack_size(previous)
     thread.join()
@@ -264,7 +266,6 @@ def _judge(text: str) -> Optional[bool]:
     """
     brackets = most = tokens = 0
     depth = 0
-    unread = 0
     try:
         for token in tokenize.generate_tokens(io.StringIO(text).readline):
             if token.type == tokenize.OP and token.string in "([{":
@@ -277,12 +278,13 @@ def _judge(text: str) -> Optional[bool]:
             else:
                 tokens += 1
                 most = max(most, tokens)
-    except (tokenize.TokenError, SyntaxError) as failure:  # the rest was not read
-        line = failure.args[1][0] if len(failure.args) > 1 and isinstance(failure.args[1], tuple) else 1
-        unread = len("".join(text.splitlines(keepends=True)[line:]))
+    except tokenize.TokenError:  # the end of the file inside a string or brackets: everything was read
+        pass
+    except SyntaxError:  # a dedent to no outer level, which no Python's tokenizer accepts
+        return False
     if brackets > MAX_BRACKETS:
         return False
-    if most + unread > MAX_NESTING:
+    if most > MAX_NESTING:
         return None
     try:
         cst.parse_module(text)

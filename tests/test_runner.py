@@ -281,3 +281,12 @@ def test_suppression_comments_parse_in_linear_time(probe):
 def test_many_own_line_ignore_comments(probe):
     text = "".join(f"# rllint: ignore[RL999]\nx{i} = marker\n" for i in range(5_000)) + "z = marker\n"
     assert spots(lint_text(text, "a.py", probe)) == [(10_001, 5, "RL999")]
+
+
+def test_libcst_judges_what_python_refuses_within_a_shape_bound_that_needs_no_grammar():
+    assert runner._judge("type Vector = list[float]\n") is True  # newer syntax: Python, not RL000
+    assert runner._judge("if x == 1\n    pass\n") is False
+    assert runner._judge("x = " + "(" * 300 + ")" * 300 + "\n") is False  # no Python nests brackets this deep
+    assert runner._judge("x = " + "not " * 3000 + "a\n") is None  # beyond the nesting libcst is given
+    assert runner._judge('x = """unterminated\n' + "y = 1\n" * 3000) is False  # read to the end
+    assert runner._judge("if x:\n        a = 1\n    b = 2\n" + "c = 1\n" * 3000) is False  # a dedent to nowhere
