@@ -37,6 +37,7 @@ def transformers_tree(version: str, folder: Path) -> Path:
     wheel = next(folder.glob("transformers-*.whl"))
     with zipfile.ZipFile(wheel) as archive:
         archive.extractall(folder / "unpacked")
+    print(f"wheel: {wheel.name}", file=sys.stderr)
     return folder / "unpacked" / "transformers"
 
 
