@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import click
 
 from rllint import __version__
-from rllint.cache import ResultCache
+from rllint.cache import ResultCache, clean, default_cache_dir
 from rllint.config import ConfigError, ConfigTree, find_config, load_settings, settings_table
 from rllint.diagnostic import Diagnostic, FileError
 from rllint.docs import render_page, toml_value
@@ -29,7 +29,7 @@ from rllint.files import discover, file_kind
 from rllint.fix.apply import add_noqa_comments, applicable, fix_files
 from rllint.registry import UnknownSelector, find_rule, load_rules
 from rllint.report import FORMATS, MACHINE_FORMATS, ROOTED_FORMATS
-from rllint.runner import FileResult, lint_bytes, lint_files
+from rllint.runner import FileResult, lint_data, lint_files
 from rllint.settings import Settings
 
 STDIN = "-"
@@ -51,6 +51,9 @@ class _DefaultCheck(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:  # the workers are already stopped; 130 as ruff and shells say
+            click.echo("rllint: interrupted", err=True)
+            ctx.exit(130)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except Exception as error:  # a bug in rllint: one line, not a traceback, unless asked
@@ -132,6 +135,9 @@ def _split_commas(ctx: click.Context, param: click.Parameter, values: Tuple[str,
 @click.option("-v", "--verbose", is_flag=True, help="Also say which config file each file uses and how long it took.")
 @click.option("--show-settings", is_flag=True, help="Print the settings the first path is linted with, and exit.")
 @click.option("--show-files", is_flag=True, help="Print the files that would be linted, and exit.")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+              help="Keep the result cache in this folder (default: $RLLINT_CACHE_DIR, the `cache-dir` key, "
+              "~/.cache/rllint).")
 @click.pass_context
 def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output_file: Optional[Path],
           statistics: bool, select: Optional[List[str]], extend_select: Optional[List[str]],
@@ -139,7 +145,7 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
           extend_exclude: Optional[List[str]], force_exclude: Optional[bool], respect_gitignore: Optional[bool],
           lint_vendored: Optional[bool], exit_zero: bool, stdin_filename: Optional[str], jobs: Optional[int],
           no_cache: bool, fix: bool, unsafe_fixes: bool, diff: bool, add_noqa: bool, quiet: bool, verbose: bool,
-          show_settings: bool, show_files: bool) -> None:
+          show_settings: bool, show_files: bool, cache_dir: Optional[Path]) -> None:
     """Lint PATHS (files, folders or notebooks; default: the current folder).
 
     Each file is linted with the closest configuration file above it.
@@ -167,6 +173,7 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
             click.echo(_settings_text(first, configs.for_path(first)), nl=False)
             ctx.exit(0)
         if from_stdin:
+            _refuse_overwrite(output_file, [stdin_filename] if stdin_filename else [])
             result = _lint_stdin(stdin_filename, configs.for_path(stdin_filename or "."))
             files: List[str] = [stdin_filename or STDIN]
         else:
@@ -175,10 +182,11 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
                 for path in files:
                     click.echo(_display(path))
                 ctx.exit(2 if unwalkable else 0)
+            _refuse_overwrite(output_file, files)
             if fix or diff:
                 result, fixed, diffs = fix_files(files, configs, unsafe_fixes, write=not diff)
             else:
-                result = _lint_groups(files, configs, jobs, no_cache, say)
+                result = _lint_groups(files, configs, jobs, no_cache, cache_dir, say)
             result.errors[:0] = unwalkable
     except ConfigError as error:
         click.echo(f"rllint: error: {error}", err=True)
@@ -263,8 +271,8 @@ def _discover(paths: List[str], configs: ConfigTree, say: _Console) -> Tuple[Lis
 
 
 def _lint_groups(files: List[str], configs: ConfigTree, jobs: Optional[int], no_cache: bool,
-                 say: _Console) -> FileResult:
-    """Lint files grouped by their settings (one result cache per settings)."""
+                 cache_dir: Optional[Path], say: _Console) -> FileResult:
+    """Lint files grouped by their settings (one result cache per settings; `cache_dir` as --cache-dir)."""
     groups: Dict[int, Tuple[Settings, List[str]]] = {}
     for path in files:
         settings = configs.for_path(path)
@@ -272,7 +280,7 @@ def _lint_groups(files: List[str], configs: ConfigTree, jobs: Optional[int], no_
     total = FileResult()
     for settings, group in groups.values():
         say.detail(f"{_plural(len(group), 'file')} with {_display(str(settings.config_path)) if settings.config_path else 'the default settings'}")
-        result = lint_files(group, settings, jobs=jobs, cache=None if no_cache else ResultCache(settings))
+        result = lint_files(group, settings, jobs=jobs, cache=None if no_cache else ResultCache(settings, cache_dir))
         total.diagnostics.extend(result.diagnostics)
         total.errors.extend(result.errors)
     total.diagnostics.sort(key=Diagnostic.sort_key)
@@ -291,6 +299,21 @@ def _settings_text(path: str, settings: Settings) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _refuse_overwrite(output: Optional[Path], files: Sequence[str]) -> None:
+    """`-o train.py train.py` would replace the script with its report: a usage error (exit 2)."""
+    try:
+        target = os.stat(output) if output is not None else None
+    except OSError:
+        return
+    for path in files if target is not None else ():
+        try:
+            same = os.path.samestat(os.stat(path), target)
+        except OSError:
+            continue
+        if same:
+            raise click.UsageError(f"the output file {output} is a file being linted; the report would overwrite it")
+
+
 def _config_start(paths: Sequence[str], stdin_filename: Optional[str]) -> Optional[Path]:
     """Where the search for the run's config file starts (the project root that output paths are
     relative to): the folder that holds every path linted, when a config file is found from there;
@@ -307,7 +330,7 @@ def _lint_stdin(name: Optional[str], settings: Settings) -> FileResult:
     data = sys.stdin.buffer.read()
     if name is not None and _force_excluded(name, settings):
         return FileResult()
-    return lint_bytes(data, name or STDIN, settings)
+    return lint_data(data, name or STDIN, settings)
 
 
 def _force_excluded(name: str, settings: Settings) -> bool:
@@ -394,6 +417,20 @@ def server_command(ctx: click.Context) -> None:
                    "pip install 'rllint[lsp]'", err=True)
         ctx.exit(2)
     serve()
+
+
+@main.command("clean")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+              help="The cache folder to clean (default: the one `rllint check` uses).")
+def clean_command(cache_dir: Optional[Path]) -> None:
+    """Remove the result cache (as `ruff clean`)."""
+    try:
+        settings = load_settings()
+    except ConfigError:
+        settings = None
+    folder = cache_dir or default_cache_dir(settings)
+    removed = clean(folder)
+    click.echo(f"Removed {_plural(removed, 'file')} from {folder}.")
 
 
 @main.command("rule")

@@ -9,6 +9,7 @@ wrong types and unknown rule selectors raise `ConfigError` naming the file and t
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
 import sys
@@ -16,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+from rllint.files import pattern_problem
 from rllint.registry import OPTIONS, Option, UnknownSelector, load_rules, validate_selectors
 from rllint.settings import Settings
 
@@ -38,6 +40,7 @@ _CORE: Dict[str, Tuple[str, str]] = {
     "respect-gitignore": ("respect_gitignore", "bool"),
     "force-exclude": ("force_exclude", "bool"),
     "lint-vendored": ("lint_vendored", "bool"),
+    "cache-dir": ("cache_dir", "path"),
 }
 _FLAGS = {attr for attr, _ in _CORE.values()}  # the keys of `overrides`
 
@@ -210,7 +213,8 @@ def _apply_file(settings: Settings, path: Path) -> None:
     for key, value in table.items():
         if key in _CORE:
             attr, kind = _CORE[key]
-            setattr(settings, attr, _checked(value, kind, f"{where}'{key}'", path, key))
+            value = _checked(value, kind, f"{where}'{key}'", path, key)
+            setattr(settings, attr, str(path.parent / os.path.expanduser(value)) if kind == "path" else value)
         elif key in OPTIONS:
             settings.options[key] = _option_value(OPTIONS[key], value, f"{where}'{key}'", path)
         else:
@@ -253,6 +257,10 @@ def _checked(value: Any, kind: str, where: str, path: Optional[Path], key: str) 
         if not isinstance(value, bool):
             raise ConfigError(f"{where} must be true or false, not {_toml_type(value)}", path=path, key=key)
         return value
+    if kind == "path":
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{where} must be a folder name, not {_toml_type(value)}", path=path, key=key)
+        return value
     if kind == "per-file-ignores":
         if not isinstance(value, dict):
             raise ConfigError(f"{where} must be a table of glob = [selectors], not {_toml_type(value)}",
@@ -260,6 +268,10 @@ def _checked(value: Any, kind: str, where: str, path: Optional[Path], key: str) 
         return {pattern: _checked(selectors, "selectors", f"{where} {pattern!r}", path, key)
                 for pattern, selectors in value.items()}
     strings = _strings(value, where, path, key)
+    if key in ("exclude", "extend-exclude"):
+        problem = pattern_problem(strings)
+        if problem is not None:
+            raise ConfigError(f"{where}: {problem}", path=path, key=key)
     if kind == "selectors":
         try:
             validate_selectors(strings)
@@ -293,9 +305,13 @@ def _option_value(option: Option, value: Any, where: str, path: Path) -> Any:
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise wrong("a number")
             checked = float(value)
+            if not math.isfinite(checked) or checked <= 0:  # nan, inf or <= 0 would turn the rule off unseen
+                raise ConfigError(f"{where} must be a finite number above 0, not {value!r}", path=path, key=option.key)
         elif kind is int:
             if isinstance(value, bool) or not isinstance(value, int):
                 raise wrong("an integer")
+            if value <= 0:
+                raise ConfigError(f"{where} must be an integer above 0, not {value!r}", path=path, key=option.key)
             checked = value
         elif kind is bool and not isinstance(value, bool):
             raise wrong("true or false")

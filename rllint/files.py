@@ -32,6 +32,7 @@ import pathspec
 
 from rllint.diagnostic import FileError
 from rllint.settings import Settings
+from rllint.source import SourceError, read_source
 from rllint.vendored import vendored_framework
 
 _KINDS = {".py": "python", ".pyi": "python", ".ipynb": "notebook", ".yaml": "yaml", ".yml": "yaml", ".sh": "shell",
@@ -243,25 +244,64 @@ def _info_exclude(top: str) -> Optional[_Ignore]:
     """`info/exclude` of the repository at `top`; `.git` may be a file pointing elsewhere (worktrees)."""
     git = os.path.join(top, ".git")
     if os.path.isfile(git):
-        try:
-            with open(git, encoding="utf-8") as handle:
-                pointer = handle.read().strip()
-        except OSError:
+        pointer = _text(git)
+        if pointer is None or not pointer.strip().startswith("gitdir:"):
             return None
-        if not pointer.startswith("gitdir:"):
-            return None
-        git = os.path.join(top, pointer[len("gitdir:"):].strip())
-        common = os.path.join(git, "commondir")
-        if os.path.isfile(common):
-            with open(common, encoding="utf-8") as handle:
-                git = os.path.join(git, handle.read().strip())
+        git = os.path.join(top, pointer.strip()[len("gitdir:"):].strip())
+        common = _text(os.path.join(git, "commondir"))
+        if common is not None:
+            git = os.path.join(git, common.strip())
     return _read_spec(top, os.path.join(git, "info", "exclude"))
 
 
-def _read_spec(base: str, path: str) -> Optional[_Ignore]:
+def _text(path: str) -> Optional[str]:
+    """A small git file as text (any bytes decode); None when it is missing, unreadable or not a regular file."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            spec = pathspec.GitIgnoreSpec.from_lines(handle)
-    except OSError:
+        return read_source(path).decode("utf-8", "surrogateescape")
+    except (OSError, SourceError):
         return None
+
+
+def _read_spec(base: str, path: str) -> Optional[_Ignore]:
+    text = _text(path)
+    if text is None:
+        return None
+    spec = _git_spec(text.splitlines())
     return (base, spec) if len(spec) else None
+
+
+def _git_spec(lines: List[str]) -> pathspec.GitIgnoreSpec:
+    """The patterns of a .gitignore. Lines that git accepts but pathspec rejects (`build\\` with a trailing
+    backslash, `[z-a]`, a lone `!`) match nothing in git either: they are left out."""
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines)
+    except (ValueError, re.error):  # GitIgnorePatternError is a ValueError
+        return pathspec.GitIgnoreSpec.from_lines([line for line in lines if _git_problem(line) is None])
+
+
+def pattern_problem(patterns: Sequence[str]) -> Optional[str]:
+    """Why one of these exclude patterns cannot be used (for a config error), or None when all can."""
+    for pattern in patterns:
+        problem = _pattern_problem(pattern[2:] if pattern.startswith("./") else pattern)
+        if problem is not None:
+            return f"invalid pattern {pattern!r}: {problem}"
+    return None
+
+
+def _pattern_problem(pattern: str) -> Optional[str]:
+    """Patterns with a `/` are gitignore patterns (pathspec), the others name globs (fnmatch)."""
+    if "/" in pattern:
+        return _git_problem(pattern)
+    try:
+        re.compile(fnmatch.translate(pattern))
+    except re.error as error:
+        return str(error)
+    return None
+
+
+def _git_problem(pattern: str) -> Optional[str]:
+    try:
+        pathspec.GitIgnoreSpec.from_lines([pattern])
+    except (ValueError, re.error) as error:
+        return str(error)
+    return None

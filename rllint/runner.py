@@ -1,34 +1,60 @@
-"""Lint one file (parse once, one batched traversal, suppression filter) and many (in worker processes)."""
+"""Lint one file (a guarded parse, one batched traversal, the suppression filter) and many (in worker processes).
+
+Whatever a file holds, linting it ends with findings or with one line saying why it was not
+linted, and the run goes on (README, "Limits"):
+- bytes: regular files only, at most `MAX_FILE_BYTES`; decoding errors name the file;
+- Python's own parser sees a file first; when it refuses one, libcst (which knows the newest
+  grammar) judges whether it is Python at all: RL000 means "not Python", while newer syntax
+  than the running interpreter's is a one-line error;
+- before libcst parses, a node budget and a nesting bound (counted as libcst nests, which is
+  deeper than `ast` for `a and b and ...` and dotted imports) keep its memory and time in check
+  and its native parser from overflowing its stack, which it runs on a large one of its own;
+- in worker processes (`lint_files`, every mode of the command line) a crash costs one file and
+  each file has a time bound.
+"""
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import sys
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+import threading
+import tokenize
+import io
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from rllint.analysis.configs import ConfigSyntaxError, LaunchConfig, mentions_rl
+from rllint import workers
+from rllint.analysis.configs import ConfigSyntaxError, ConfigTooLarge, LaunchConfig, mentions_rl
 from rllint.cache import ResultCache, content_hash
 from rllint.diagnostic import Diagnostic, FileError
 from rllint.files import file_kind
 from rllint.fix import build_fix
 from rllint.notebook import NotebookError, place_all, read_cells
-from rllint.registry import CSTRule, Finding, load_rules
+from rllint.registry import CSTRule, Finding, find_rule, load_rules, UnknownSelector
 from rllint.rules.meta import SyntaxErrorRule, UnusedSuppression
 from rllint.settings import Settings
-from rllint.source import SourceError, Suppressions, decode_source
+from rllint.source import MAX_FILE_BYTES, SourceError, Suppressions, decode_config, decode_source, read_source, too_large
 from rllint.traversal import visit_batched
 
-# Below this many files, starting worker processes costs more than it saves.
-_PARALLEL_THRESHOLD = 16
 # libcst's visitors recurse once per nesting level: a 500-term `+` chain, which CPython
 # parses, needs more than the default limit of 1000 frames.
 RECURSION_LIMIT = 20000
+# libcst holds about 3.5 KB per `ast` node: 250,000 nodes are about 900 MB.
+MAX_NODES = 250_000
+# libcst's parse time grows with the square of the nesting depth (2,000 levels of `a[0][0]...` take
+# 7 s) and its native parser recurses once per level.
+MAX_NESTING = 2_000
+# Python refuses more nested brackets than this in every version ("too many nested parentheses").
+MAX_BRACKETS = 200
+# Seconds one file may take in a worker process before the worker is stopped.
+FILE_TIME_LIMIT = 60.0
+# The stack of the thread a file is linted on: libcst's native parser and the visitors recurse per
+# nesting level, and the main thread's stack (8 MB, less in some threads) is too small for the bound above.
+_STACK_BYTES = 512 * 1024 * 1024
 
 
 class _Facts:
@@ -79,18 +105,28 @@ class FileResult:
 
 
 def lint_bytes(data: bytes, path: str, settings: Settings) -> FileResult:
-    if file_kind(path) == "notebook":
+    """Lint the bytes of the file `path`: decoded as Python decodes source (a notebook's code cells joined,
+    a launch config as YAML and shell read it), then `lint_text`."""
+    if len(data) > MAX_FILE_BYTES:
+        return _error(path, too_large(len(data), MAX_FILE_BYTES))
+    kind = file_kind(path)
+    if kind == "notebook":
         try:
             cells = read_cells(data)
         except NotebookError as error:
-            return FileResult(errors=[FileError(path, str(error))])
+            return _error(path, str(error))
         result = lint_text(cells.text, path, settings, kind="python")
         result.diagnostics = place_all(result.diagnostics, cells, path)
         return result
+    if kind in ("yaml", "shell"):
+        text = decode_config(data)
+        return FileResult() if text is None else lint_text(text, path, settings)
     try:
         text = decode_source(data)
     except SourceError as error:
-        return FileResult(errors=[FileError(path, str(error))])
+        return _error(path, str(error))
+    except MemoryError:
+        return _error(path, _OUT_OF_MEMORY)
     return lint_text(text, path, settings)
 
 
@@ -98,7 +134,54 @@ def lint_text(text: str, path: str, settings: Settings, kind: Optional[str] = No
               tree: Optional[ast.Module] = None) -> FileResult:
     """Lint `text` as the file `path` would be linted (standard input without a name is Python);
     `kind` overrides the kind the name says (a notebook's code cells are Python); `tree` is the
-    text's `ast` tree when the caller has parsed it already (flake8 has)."""
+    text's `ast` tree when the caller has parsed it already (flake8 has).
+
+    Runs on a thread with a large stack (see `_STACK_BYTES`); running out of memory is this file's error.
+    """
+    try:
+        return _on_large_stack(_lint_text, text, path, settings, kind, tree)
+    except MemoryError:
+        return _error(path, _OUT_OF_MEMORY)
+
+
+_OUT_OF_MEMORY = "ran out of memory while linting; not linted"
+
+
+def _error(path: str, message: str) -> FileResult:
+    return FileResult(errors=[FileError(path, message)])
+
+
+def _on_large_stack(function: Callable[..., FileResult], *arguments: Any) -> FileResult:
+    outcome: List[Tuple[bool, Any]] = []
+
+    def call() -> None:
+        try:
+            outcome.append((True, function(*arguments)))
+        except BaseException as error:  # handed to the caller's thread
+            outcome.append((False, error))
+
+    try:
+        previous = threading.stack_size(_STACK_BYTES)
+    except (ValueError, RuntimeError):  # a platform that cannot size thread stacks
+        return function(*arguments)
+    try:
+        thread = threading.Thread(target=call, name="rllint-lint", daemon=True)
+        thread.start()
+    except RuntimeError:  # no room for such a stack (an address-space limit): the caller's stack it is
+        return function(*arguments)
+    finally:
+        threading.stack_size(previous)
+    thread.join()
+    done, value = outcome[0]
+    if done:
+        return value
+    raise value
+
+
+def _lint_text(text: str, path: str, settings: Settings, kind: Optional[str], tree: Optional[ast.Module]
+               ) -> FileResult:
+    if len(text) > MAX_FILE_BYTES:
+        return _error(path, too_large(len(text.encode("utf-8", "replace")), MAX_FILE_BYTES))
     kind = kind or file_kind(path) or "python"
     rules = [rule for rule in settings.rules_for(path) if kind in rule.file_kinds]
     if kind != "python":
@@ -106,9 +189,11 @@ def lint_text(text: str, path: str, settings: Settings, kind: Optional[str] = No
     try:
         tree = tree or ast.parse(text, filename=path)
     except SyntaxError as error:
-        return FileResult(_syntax_error(path, error, rules))
+        return _not_parsed(text, path, error, rules)
+    except ValueError:  # NUL characters, which decode_source already refuses in files
+        return _error(path, "contains NUL characters; not Python text")
     except (RecursionError, MemoryError):
-        return FileResult(errors=[FileError(path, "too deeply nested for Python's parser; not linted")])
+        return _error(path, "too deeply nested for Python's parser; not linted")
 
     suppressions = Suppressions.parse(text, tree)
     if suppressions.file_selectors == ():
@@ -118,12 +203,10 @@ def lint_text(text: str, path: str, settings: Settings, kind: Optional[str] = No
     try:
         findings, wrapper, file = _run_cst_rules(text, path, tree, settings, rules)
         diagnostics = _positioned(path, findings, wrapper, file)
-    except cst.ParserSyntaxError as error:  # syntax newer than libcst knows
-        line, column = error.raw_line, error.raw_column + 1
-        spans = [(line, column, line, column, {"detail": error.message})] if SyntaxErrorRule in rules else []
-        return FileResult(_diagnostics(path, SyntaxErrorRule, spans))
+    except _NotAnalysed as reason:
+        return _error(path, str(reason))
     except RecursionError:
-        return FileResult(errors=[FileError(path, "too deeply nested to analyse (recursion limit); not linted")])
+        return _error(path, "too deeply nested to analyse (recursion limit); not linted")
     finally:
         sys.setrecursionlimit(limit)
 
@@ -132,6 +215,100 @@ def lint_text(text: str, path: str, settings: Settings, kind: Optional[str] = No
     result.diagnostics = sorted(result.diagnostics + remote, key=Diagnostic.sort_key)
     result.dependencies, result.used_elsewhere = ({} if file is None else file.dependencies), used
     return result
+
+
+class _NotAnalysed(Exception):
+    """A file that is Python but that rllint cannot analyse; the message says why, in one line."""
+
+
+def _shape(tree: ast.AST) -> Tuple[int, int]:
+    """(nodes, nesting) of an `ast` tree, nesting counted as libcst nests: `a and b and c` is one
+    `BoolOp` in `ast` but a chain in libcst, and so are dotted import names and `for` clauses."""
+    count = deepest = 0
+    stack: List[Tuple[ast.AST, int]] = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if isinstance(node, ast.BoolOp):
+            depth += len(node.values)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            depth += max([(getattr(node, "module", None) or "").count(".")]
+                         + [alias.name.count(".") for alias in node.names])
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            depth += len(node.generators)
+        if depth > deepest:
+            deepest = depth
+        depth += 1
+        stack.extend((child, depth) for child in ast.iter_child_nodes(node))
+    return count, deepest
+
+
+def _parse_cst(text: str, tree: ast.Module) -> cst.Module:
+    """libcst's tree of a file Python parsed, within the node and nesting budgets."""
+    nodes, nesting = _shape(tree)
+    if nodes > MAX_NODES:
+        raise _NotAnalysed(f"too large to lint ({nodes:,} syntax nodes; rllint lints up to {MAX_NODES:,})")
+    if nesting > MAX_NESTING:
+        raise _NotAnalysed(f"too deeply nested to lint ({nesting:,} levels; rllint lints up to {MAX_NESTING:,})")
+    try:
+        return cst.parse_module(text)
+    except cst.ParserSyntaxError as error:
+        raise _NotAnalysed(f"could not be analysed: Python parses it but libcst, rllint's parser, does not "
+                           f"(line {error.raw_line}, column {error.raw_column + 1}: {error.message}); "
+                           "not linted") from None
+
+
+def _not_parsed(text: str, path: str, error: SyntaxError, rules: Sequence[type]) -> FileResult:
+    """A file the running Python cannot parse: RL000 only when it is not Python in any version libcst
+    knows either; newer syntax is a one-line error, since the analyses need Python's own tree."""
+    verdict = _judge(text)
+    where = f"{error.msg} (line {error.lineno or 1})"
+    running = "Python {}.{}".format(*sys.version_info[:2])
+    if verdict is False:
+        return FileResult(_syntax_error(path, error, rules))
+    if verdict is True:
+        return _error(path, f"uses syntax that {running}, which runs rllint, cannot parse: {where}; "
+                            "run rllint on a newer Python to lint it")
+    return _error(path, f"{running} cannot parse it ({where}), and it is too deeply nested or has too long a "
+                        "statement for rllint to tell whether it is newer Python; not linted")
+
+
+def _judge(text: str) -> Optional[bool]:
+    """Whether libcst parses `text` (True, False), or None when its shape is beyond what libcst is given.
+
+    The shape is read with the tokenizer, not a grammar: the deepest bracket nesting (beyond
+    `MAX_BRACKETS` no Python parses it) and the most tokens in one statement, which bounds
+    how deep libcst's tree of it can be.
+    """
+    brackets = most = tokens = 0
+    depth = 0
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.OP and token.string in "([{":
+                depth += 1
+                brackets = max(brackets, depth)
+            elif token.type == tokenize.OP and token.string in ")]}":
+                depth = max(0, depth - 1)
+            if token.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
+                tokens = 0
+            else:
+                tokens += 1
+                most = max(most, tokens)
+    except tokenize.TokenError:  # the end of the file inside a string or brackets: everything was read
+        pass
+    except SyntaxError:  # a dedent to no outer level, which no Python's tokenizer accepts
+        return False
+    if brackets > MAX_BRACKETS:
+        return False
+    if most > MAX_NESTING:
+        return None
+    try:
+        cst.parse_module(text)
+    except cst.ParserSyntaxError:
+        return False
+    except RecursionError:
+        return None
+    return True
 
 
 def _remote_filtered(diagnostics: List[Diagnostic],
@@ -155,13 +332,10 @@ def _remote_filtered(diagnostics: List[Diagnostic],
 
 def _suppressions_of(path: str) -> Optional[Suppressions]:
     """The suppression comments of a file that is not the one being linted; None if it cannot be read."""
-    data, failure = _read(path)
-    if failure is not None:
-        return None
     try:
-        text = decode_source(data)
+        text = decode_source(read_source(path))
         return Suppressions.parse(text, ast.parse(text))
-    except (SourceError, SyntaxError, ValueError, RecursionError, MemoryError):
+    except (OSError, SourceError, SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
 
@@ -171,7 +345,7 @@ def _run_cst_rules(
     triggered = [r for r in rules if issubclass(r, CSTRule) and (not r.triggers or any(w in text for w in r.triggers))]
     if not triggered:
         return [], None, None
-    module = cst.parse_module(text)
+    module = _parse_cst(text, tree)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     file = FileContext(path, text, module, tree, settings)
     visitors = [rule(file) for rule in triggered]
@@ -191,6 +365,8 @@ def _lint_config(text: str, path: str, kind: str, settings: Settings, rules: Seq
     file = ConfigFile(path, text, kind, settings)
     try:
         file.fact(LaunchConfig)
+    except ConfigTooLarge as error:
+        return _error(path, str(error))
     except ConfigSyntaxError as error:
         if SyntaxErrorRule not in rules or not mentions_rl(text):
             return FileResult()
@@ -271,34 +447,72 @@ def _diagnostics(path: str, rule: type, spans: List[tuple]) -> List[Diagnostic]:
 
 
 def _unused_suppressions(path: str, suppressions: Suppressions, rules: Sequence[type]) -> List[Diagnostic]:
-    """RL001: codes in `# noqa:` / `# rllint: ignore[...]` that silenced nothing among the rules that ran."""
+    """RL001: codes and names in suppression comments that silenced nothing among the rules that ran,
+    and those that name no rule at all (`# noqa: RL999`, `# rllint: ignore[not-a-rule]`).
+
+    Codes in `# noqa:` are whole codes, as in ruff: `RL2` is not a prefix that covers RL201..RL299
+    but a code that names no rule. Codes of other tools (`E501`) are none of RL001's business.
+    """
     ran = {rule.code: rule for rule in rules}
     ran.update({rule.name: rule for rule in rules})
     found = []
     for comment in suppressions.comments:
         for selector in comment.selectors:
-            rule = ran.get(selector.upper()) or ran.get(selector.lower())
-            if rule is not None and rule is not UnusedSuppression and selector not in comment.used:
-                found.append((comment.line, comment.column, comment.line, comment.column, {"selector": selector}))
+            reason = _stale(selector, comment, ran)
+            if reason is not None:
+                found.append((comment.line, comment.column, comment.line, comment.column,
+                              {"selector": selector, "reason": reason}))
     return _diagnostics(path, UnusedSuppression, found)
+
+
+def _stale(selector: str, comment, ran: Dict[str, type]) -> Optional[str]:
+    """Why `selector` of `comment` is worth an RL001 finding; None when it is not."""
+    rule = ran.get(selector.upper()) or ran.get(selector.lower())
+    if rule is not None:
+        if rule is UnusedSuppression or selector in comment.used:
+            return None
+        return "nothing in this file is reported under it" if comment.kind == "file" else \
+            "nothing on this line is reported under it"
+    if comment.kind != "ignore" and not selector.upper().startswith("RL"):
+        return None  # another tool's code in a `# noqa`
+    try:
+        find_rule(selector)
+        return None  # a rule that did not run here
+    except UnknownSelector:
+        pass
+    codes = [code for code in load_rules() if code.startswith(selector.upper())] if selector[:2].upper() == "RL" else []
+    if codes:
+        return f"`# noqa` takes whole codes, not prefixes such as this one (of {codes[0]}..{codes[-1]})"
+    return "no rule has this code or name"
 
 
 def _read(path: str) -> Tuple[Optional[bytes], Optional[FileResult]]:
     try:
-        with open(path, "rb") as handle:
-            return handle.read(), None
+        return read_source(path), None
+    except SourceError as error:
+        return None, _error(path, str(error))
     except OSError as error:
-        return None, FileResult(errors=[FileError(path, f"cannot be read: {error.strerror or error}")])
+        return None, _error(path, f"cannot be read: {error.strerror or error}")
+    except MemoryError:
+        return None, _error(path, _OUT_OF_MEMORY)
 
 
-def lint_files(
-    paths: Sequence[str], settings: Settings, jobs: Optional[int] = None, cache: Optional[ResultCache] = None
-) -> FileResult:
-    """Lint files, in worker processes when there are many, skipping those the cache knows.
+def lint_data(data: bytes, path: str, settings: Settings, time_limit: float = FILE_TIME_LIMIT) -> FileResult:
+    """`lint_bytes` in a worker process, as `lint_files` lints (standard input: an editor's buffer)."""
+    load_rules()
+    outcome = workers.run([(data, path)], functools.partial(lint_bytes, settings=settings), 1, time_limit)[path]
+    return _error(path, outcome.message) if isinstance(outcome, workers.Failure) else outcome
 
-    Workers are also a guard: should libcst's native parser crash on one file, the
-    files of the broken pool are linted again one process each, so that the crash
-    costs that file only.
+
+def lint_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = None,
+               cache: Optional[ResultCache] = None, isolated: bool = True,
+               time_limit: float = FILE_TIME_LIMIT) -> FileResult:
+    """Lint files, skipping those the cache knows.
+
+    `isolated` (the command line's way): each file is linted in a worker process (`jobs` of
+    them, default one per core), so that a crash in native code costs that file only and no file
+    takes longer than `time_limit` seconds. Otherwise in this process, one file after the other.
+    Ctrl-C stops the workers and raises KeyboardInterrupt; nothing is cached then.
     """
     load_rules()
     jobs = jobs or os.cpu_count() or 1
@@ -317,13 +531,16 @@ def lint_files(
             results[path] = cached
         else:
             pending[path] = (data, digest)
-    if jobs == 1 or len(pending) < _PARALLEL_THRESHOLD:
-        fresh = {path: lint_bytes(data, path, settings) for path, (data, _) in pending.items()}
+    if isolated:
+        done = workers.run([(data, path) for path, (data, _) in pending.items()],
+                           functools.partial(lint_bytes, settings=settings), jobs, time_limit)
+        fresh = {path: _error(path, outcome.message) if isinstance(outcome, workers.Failure) else outcome
+                 for path, outcome in done.items()}
     else:
-        fresh = _lint_in_workers(pending, settings, jobs)
+        fresh = {path: lint_bytes(data, path, settings) for path, (data, _) in pending.items()}
     for path, result in fresh.items():
         results[path] = result
-        if cache is not None:
+        if cache is not None and not result.errors:
             cache.put(path, pending[path][1], result)
     if cache is not None:
         cache.save()
@@ -349,26 +566,3 @@ def _stale_selector(diagnostic: Diagnostic) -> Optional[str]:
     """The selector an RL001 finding calls stale (its message quotes it)."""
     start = diagnostic.message.find("`")
     return diagnostic.message[start + 1:diagnostic.message.find("`", start + 1)] if start >= 0 else None
-
-
-def _lint_in_workers(pending: Dict[str, Tuple[bytes, str]], settings: Settings, jobs: int) -> Dict[str, FileResult]:
-    results: Dict[str, FileResult] = {}
-    crashed: List[str] = []
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = {path: pool.submit(lint_bytes, data, path, settings) for path, (data, _) in pending.items()}
-        for path, future in futures.items():
-            try:
-                results[path] = future.result()
-            except BrokenProcessPool:
-                crashed.append(path)
-    for path in crashed:
-        results[path] = _lint_alone(pending[path][0], path, settings)
-    return results
-
-
-def _lint_alone(data: bytes, path: str, settings: Settings) -> FileResult:
-    try:
-        with ProcessPoolExecutor(max_workers=1) as pool:
-            return pool.submit(lint_bytes, data, path, settings).result()
-    except BrokenProcessPool:
-        return FileResult(errors=[FileError(path, "the parser crashed on this file (too deeply nested?); not linted")])

@@ -37,6 +37,7 @@ class Settings:
     # The oldest Python the project supports, from `requires-python` (None: unknown, assume current).
     target_version: Optional[Tuple[int, int]] = None
     config_path: Optional[Path] = None
+    cache_dir: Optional[str] = None  # `cache-dir` of the config file, made absolute
 
     def option(self, option: Option) -> Any:
         return self.options.get(option.key, option.default)

@@ -2,19 +2,50 @@
 from __future__ import annotations
 
 import ast
+import bisect
+import codecs
 import io
+import os
 import re
+import stat
 import tokenize
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 
 class SourceError(Exception):
-    """The bytes of a file cannot be turned into Python text (bad encoding, NUL bytes)."""
+    """The bytes of a file cannot be turned into Python text (bad encoding, NUL bytes, not a regular file, too large)."""
+
+
+# The largest file rllint reads, in bytes. libcst needs hundreds of bytes of memory per byte of
+# dense source; the node budget of the runner bounds that, this bounds what is read at all.
+MAX_FILE_BYTES = 8 * 1024 * 1024
+
+
+def read_source(path: str, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a regular file, at most `limit` of them. Raises SourceError for a FIFO, a device or
+    a socket (opening one blocks or reads forever) and for a larger file, OSError when it cannot be read."""
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    with os.fdopen(descriptor, "rb") as handle:
+        status = os.fstat(handle.fileno())
+        if not stat.S_ISREG(status.st_mode):
+            raise SourceError("not a regular file (a FIFO, device or socket); not linted")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise SourceError(too_large(status.st_size, limit))
+    return data
+
+
+def too_large(size: int, limit: int) -> str:
+    return f"too large to lint ({size / 2 ** 20:.1f} MiB; rllint reads files up to {limit // 2 ** 20} MiB)"
 
 
 def decode_source(data: bytes) -> str:
-    """Decode as CPython does: a BOM first, then a PEP 263 coding cookie, else UTF-8."""
+    """Decode as CPython does: a BOM first, then a PEP 263 coding cookie, else UTF-8.
+
+    A cookie may name any codec Python knows, including ones that are not text encodings
+    (`hex`, `zlib`, `rot13`, `undefined`): those are a message for this file, never a crash.
+    """
     if b"\x00" in data:
         raise SourceError("contains NUL bytes; not a text file")
     try:
@@ -25,13 +56,35 @@ def decode_source(data: bytes) -> str:
         text = data.decode(encoding)
     except UnicodeDecodeError as error:
         raise SourceError(f"cannot be decoded as {encoding}: {error.reason} at byte {error.start}") from None
+    except (LookupError, UnicodeError, ValueError, TypeError) as error:  # a codec that is not a text encoding
+        raise SourceError(f"cannot be decoded: its coding cookie names {encoding!r}, which does not decode "
+                          f"bytes to text ({type(error).__name__}: {error})") from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+# Every pattern here is matched in time linear in the comment: no two adjacent parts can match the
+# same text, so a crafted comment (`# rllint: noqa: ` and thousands of spaces) cannot make them backtrack.
+_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
+         (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+
+
+def decode_config(data: bytes) -> Optional[str]:
+    """A YAML or shell file as text, decoded as YAML does (a BOM picks UTF-8, -16 or -32; else UTF-8), with
+    bytes that do not decode replaced, as a shell would pass them on; None for what is not text (NUL bytes).
+    These files are often other tools', so their encoding is never an error."""
+    encoding = next((name for bom, name in _BOMS if data.startswith(bom)), "utf-8")
+    text = data.decode(encoding, "replace")
+    if "\x00" in text:
+        return None
     return text[1:] if text.startswith("\ufeff") else text
 
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?", re.IGNORECASE)
-_IGNORE = re.compile(r"#\s*rllint:\s*ignore\[(?P<selectors>[^\]]*)\]", re.IGNORECASE)
+_IGNORE = re.compile(r"#\s*rllint:\s*ignore\[(?P<selectors>[^\]#]*)\]", re.IGNORECASE)
 _MENTIONS = re.compile(r"noqa|rllint", re.IGNORECASE)  # a file without these words has no suppression
-_FILE_NOQA = re.compile(r"^\s*#\s*rllint:\s*noqa(?::\s*(?P<selectors>[\w\-, ]+))?\s*$", re.IGNORECASE)
+_FILE_NOQA = re.compile(r"#\s*rllint:\s*noqa(?![\w-])", re.IGNORECASE)
+_SELECTOR_LIST = re.compile(r"[\w\-, \t]+")
+_EVERY_LINE = (1, 2 ** 62)
 
 
 @dataclass
@@ -43,6 +96,7 @@ class SuppressionComment:
     selectors: Tuple[str, ...]
     lines: Tuple[int, int]  # first and last line covered
     used: Set[str] = field(default_factory=set)
+    kind: str = "noqa"  # "noqa" (`# noqa: CODE`), "ignore" (`# rllint: ignore[...]`) or "file" (`# rllint: noqa: CODE`)
 
     @property
     def bare(self) -> bool:
@@ -66,16 +120,30 @@ class Suppressions:
 
     comments: List[SuppressionComment]
     file_selectors: Optional[Tuple[str, ...]]  # None: no file-level comment; (): the whole file
+    _by_line: Dict[int, List[SuppressionComment]] = field(default_factory=dict, repr=False)
+    _file_level: Dict[str, List[SuppressionComment]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        """Indexes that keep filtering linear: comments by each line they cover (an ignore comment on a
+        line of its own covers a statement; statements nest only as deep as indentation goes), file-level
+        ones by selector."""
+        for comment in self.comments:
+            if comment.kind == "file":
+                for selector in comment.selectors:
+                    self._file_level.setdefault(selector.upper(), []).append(comment)
+                    self._file_level.setdefault(selector.lower(), []).append(comment)
+                continue
+            for line in range(comment.lines[0], comment.lines[1] + 1):
+                self._by_line.setdefault(line, []).append(comment)
 
     def suppresses(self, line: int, code: str, name: str) -> bool:
-        if self.file_selectors is not None:
-            if not self.file_selectors:
-                return True
-            if any(s.upper() == code or s.lower() == name for s in self.file_selectors):
-                return True
+        if self.file_selectors == ():
+            return True
         hit = False
-        for comment in self.comments:
-            # Every comment that matches is marked used, so none is reported as stale.
+        # Every comment that matches is marked used, so none is reported as stale.
+        for comment in self._by_line.get(line, ()):
+            hit = comment.covers(line, code, name) or hit
+        for comment in {id(c): c for c in self._file_level.get(code, []) + self._file_level.get(name, [])}.values():
             hit = comment.covers(line, code, name) or hit
         return hit
 
@@ -85,22 +153,23 @@ class Suppressions:
 
         In Python, comments are found by tokenizing, so a `# noqa` inside a string does not
         count; in configs, by scanning lines. An ignore comment on a line of its own covers
-        the next statement of Python code, or the next line of a config.
+        the next statement of Python code, or the next line of a config. A file-level
+        `# rllint: noqa: CODE` covers every line.
         """
         comments: List[SuppressionComment] = []
         file_selectors: Optional[Tuple[str, ...]] = None
         if not _MENTIONS.search(text):
             return cls(comments, file_selectors)
-        statement_ends: Optional[Dict[int, int]] = None  # built only for an ignore comment on its own line
+        statements: Optional[_Statements] = None  # built only for an ignore comment on its own line
         found = _comments(text) if tree is not None else _line_comments(text)
         for line, column, own_line, comment in found:
-            file_level = _FILE_NOQA.match(comment)
-            if file_level and own_line:
-                found = _split(file_level.group("selectors") or "")
-                if not found:
+            file_level = _file_level(comment) if own_line else None
+            if file_level is not None:
+                if not file_level:
                     file_selectors = ()
                 elif file_selectors != ():
-                    file_selectors = (file_selectors or ()) + found
+                    file_selectors = (file_selectors or ()) + file_level
+                    comments.append(SuppressionComment(line, column, file_level, _EVERY_LINE, kind="file"))
                 continue
             for match in _NOQA.finditer(comment):
                 codes = _split(match.group("codes") or "")
@@ -111,11 +180,24 @@ class Suppressions:
                     continue
                 covered = (line, line)
                 if own_line:  # a comment on a line of its own covers the next statement
-                    if statement_ends is None:
-                        statement_ends = _statement_extents(tree) if tree is not None else _code_lines(text)
-                    covered = _next_statement(line, statement_ends) or covered
-                comments.append(SuppressionComment(line, column, selectors, covered))
+                    if statements is None:
+                        statements = _Statements(_statement_extents(tree) if tree is not None else _code_lines(text))
+                    covered = statements.after(line) or covered
+                comments.append(SuppressionComment(line, column, selectors, covered, kind="ignore"))
         return cls(comments, file_selectors)
+
+
+def _file_level(comment: str) -> Optional[Tuple[str, ...]]:
+    """The selectors of a file-level `# rllint: noqa[: CODES]` (() for the whole file); None for any other comment."""
+    match = _FILE_NOQA.match(comment)
+    if match is None:
+        return None
+    rest = comment[match.end():].strip()
+    if not rest:
+        return ()
+    if not rest.startswith(":") or not _SELECTOR_LIST.fullmatch(rest, 1):
+        return None
+    return _split(rest[1:]) or None
 
 
 def _split(selectors: str) -> Tuple[str, ...]:
@@ -167,9 +249,17 @@ def _statement_extents(tree: ast.Module) -> Dict[int, int]:
     return extents
 
 
-def _next_statement(line: int, extents: Dict[int, int]) -> Optional[Tuple[int, int]]:
-    following = [start for start in extents if start > line]
-    if not following:
-        return None
-    start = min(following)
-    return start, extents[start]
+class _Statements:
+    """First line of each statement -> its last line, searchable by line in logarithmic time."""
+
+    def __init__(self, extents: Dict[int, int]) -> None:
+        self._extents = extents
+        self._starts = sorted(extents)
+
+    def after(self, line: int) -> Optional[Tuple[int, int]]:
+        """The lines of the first statement that starts below `line`."""
+        index = bisect.bisect_right(self._starts, line)
+        if index == len(self._starts):
+            return None
+        start = self._starts[index]
+        return start, self._extents[start]

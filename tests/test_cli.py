@@ -413,14 +413,20 @@ def test_a_second_run_reads_the_cache_and_no_cache_skips_it(tmp_path, monkeypatc
     (tmp_path / "bad.py").write_text("x = (\n")
     monkeypatch.chdir(tmp_path)
     first = CliRunner().invoke(cli.main, ["bad.py"])
-    calls = []
+    log = tmp_path / "linted.log"  # files are linted in worker processes: they write down what they lint
     real = runner.lint_bytes
-    monkeypatch.setattr(runner, "lint_bytes", lambda *args: calls.append(args[1]) or real(*args))
+
+    def logged(data, path, settings):
+        with open(log, "a") as handle:
+            handle.write(path + "\n")
+        return real(data, path, settings)
+
+    monkeypatch.setattr(runner, "lint_bytes", logged)
     second = CliRunner().invoke(cli.main, ["bad.py"])
-    assert first.exit_code == second.exit_code == 1 and first.output == second.output and calls == []
+    assert first.exit_code == second.exit_code == 1 and first.output == second.output and not log.exists()
     assert os.listdir(os.environ["RLLINT_CACHE_DIR"])
     third = CliRunner().invoke(cli.main, ["--no-cache", "bad.py"])
-    assert third.exit_code == 1 and calls == ["bad.py"]
+    assert third.exit_code == 1 and log.read_text() == "bad.py\n"
 
 
 def test_top_level_help_names_the_check_options():

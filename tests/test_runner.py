@@ -200,10 +200,10 @@ def test_cache_skips_unchanged_files_and_notices_changes(probe, tmp_path, monkey
     first = lint_files([str(path)], probe, cache=ResultCache(probe, tmp_path / "cache"))
     calls = []
     monkeypatch.setattr(runner, "lint_bytes", lambda *args: calls.append(args) or runner.FileResult())
-    again = lint_files([str(path)], probe, cache=ResultCache(probe, tmp_path / "cache"))
+    again = lint_files([str(path)], probe, cache=ResultCache(probe, tmp_path / "cache"), isolated=False)
     assert again.diagnostics == first.diagnostics and len(first.diagnostics) == 1 and calls == []
     path.write_text("x = 1\n")
-    lint_files([str(path)], probe, cache=ResultCache(probe, tmp_path / "cache"))
+    lint_files([str(path)], probe, cache=ResultCache(probe, tmp_path / "cache"), isolated=False)
     assert len(calls) == 1
     other = Settings(options={"max-epsilon": 0.5})
     assert ResultCache(other, tmp_path / "cache").path != ResultCache(probe, tmp_path / "cache").path
@@ -248,3 +248,45 @@ def test_a_broken_config_is_rl000_only_when_it_speaks_of_rl(config_probe):
     assert [d.code for d in lint_text(broken_rl, "ppo.yaml", config_probe).diagnostics] == ["RL000"]
     helm = "metadata:\n  name: {{ .Values.name }}\n  labels: [a\n"
     assert lint_text(helm, "chart.yaml", config_probe).diagnostics == []
+
+
+def test_unused_suppression_reports_codes_and_names_that_name_no_rule(probe):
+    text = ("a = marker  # noqa: RL999, RL123\n"       # RL123 names no rule
+            "b = marker  # noqa: RL2, E501\n"          # a prefix is not a code (as in ruff); E501 is flake8's
+            "c = marker  # rllint: ignore[not-a-rule, marker-probe]\n")
+    result = lint_text(text, "a.py", probe)
+    assert [(d.line, d.code, d.message) for d in result.diagnostics if d.code == "RL001"] == [
+        (1, "RL001", "unused suppression of `RL123`: no rule has this code or name"),
+        (2, "RL001", "unused suppression of `RL2`: `# noqa` takes whole codes, not prefixes such as this one "
+                     "(of RL201..RL207)"),
+        (3, "RL001", "unused suppression of `not-a-rule`: no rule has this code or name"),
+    ]
+    assert spots(result)[:2] == [(1, 13, "RL001"), (2, 5, "RL999")]  # `RL2` suppressed nothing
+
+
+def test_unused_file_level_suppression_is_reported(probe):
+    text = "# rllint: noqa: RL999, RL000\nx = marker\n"
+    result = lint_text(text, "a.py", probe)
+    assert [(d.line, d.column, d.code, d.message) for d in result.diagnostics] == [
+        (1, 1, "RL001", "unused suppression of `RL000`: nothing in this file is reported under it")]
+
+
+def test_suppression_comments_parse_in_linear_time(probe):
+    """Crafted comments that made the old patterns backtrack (minutes for 5,000 characters)."""
+    text = ("# rllint: noqa: " + " " * 50_000 + "!\n" + "x = marker  # rllint: ignore[" * 20_000 + "\n"
+            + "y = marker  # noqa: " + "E1 " * 20_000 + "a" * 20_000 + "\n")
+    assert [d.code for d in lint_text(text, "a.py", probe).diagnostics] == ["RL999", "RL999"]
+
+
+def test_many_own_line_ignore_comments(probe):
+    text = "".join(f"# rllint: ignore[RL999]\nx{i} = marker\n" for i in range(5_000)) + "z = marker\n"
+    assert spots(lint_text(text, "a.py", probe)) == [(10_001, 5, "RL999")]
+
+
+def test_libcst_judges_what_python_refuses_within_a_shape_bound_that_needs_no_grammar():
+    assert runner._judge("type Vector = list[float]\n") is True  # newer syntax: Python, not RL000
+    assert runner._judge("if x == 1\n    pass\n") is False
+    assert runner._judge("x = " + "(" * 300 + ")" * 300 + "\n") is False  # no Python nests brackets this deep
+    assert runner._judge("x = " + "not " * 3000 + "a\n") is None  # beyond the nesting libcst is given
+    assert runner._judge('x = """unterminated\n' + "y = 1\n" * 3000) is False  # read to the end
+    assert runner._judge("if x:\n        a = 1\n    b = 2\n" + "c = 1\n" * 3000) is False  # a dedent to nowhere

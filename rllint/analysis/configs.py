@@ -33,7 +33,7 @@ from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple, Union
 from rllint.analysis.purpose import is_test_path
 
 __all__ = [
-    "ConfigEntry", "ConfigSyntaxError", "read_yaml", "read_shell",
+    "ConfigEntry", "ConfigSyntaxError", "ConfigTooLarge", "read_yaml", "read_shell",
     "is_rl_config", "command_is_rl", "rl_entries", "mentions_rl", "LaunchConfig",
 ]
 
@@ -66,6 +66,10 @@ class ConfigSyntaxError(Exception):
         self.message = message
         self.line = line
         self.column = column
+
+
+class ConfigTooLarge(Exception):
+    """A YAML file whose aliases and merges would expand beyond what is read of one file (an alias bomb)."""
 
 
 class _Positions:
@@ -106,15 +110,25 @@ def _yaml():
     return _yaml_tools
 
 
+# What reading one YAML file may cost: a unit per node visited and per character of the keys built.
+# Aliases and `<<` merges are expanded where they are used, as Hydra and OmegaConf see them, and 486
+# bytes of nested aliases expand to billions of entries; a real config costs a few thousand units.
+_YAML_BUDGET = 5_000_000
+
+
 def read_yaml(text: str) -> List[ConfigEntry]:
-    """Every scalar of every document, under its dotted key; anchors, aliases and `<<` merges resolved."""
+    """Every scalar of every document, under its dotted key; anchors, aliases and `<<` merges resolved.
+
+    Raises ConfigSyntaxError, or ConfigTooLarge when aliases expand beyond `_YAML_BUDGET`.
+    """
     yaml, loader, _ = _yaml()
     text = text[1:] if text.startswith("\ufeff") else text  # the parser's offsets do not count a BOM
     entries: List[ConfigEntry] = []
+    budget = [_YAML_BUDGET]
     try:
         for document, root in enumerate(yaml.compose_all(text, Loader=loader)):
             if root is not None:
-                _walk_yaml(root, text, document, entries)
+                _walk_yaml(root, text, document, entries, budget)
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         message = "; ".join(part for part in (error.context, error.problem) if part) or str(error)
@@ -127,11 +141,18 @@ def read_yaml(text: str) -> List[ConfigEntry]:
     return entries
 
 
-def _walk_yaml(root, text: str, document: int, out: List[ConfigEntry]) -> None:
-    """Depth first, in document order, with an explicit stack: libyaml nests up to 1,000 levels."""
+def _walk_yaml(root, text: str, document: int, out: List[ConfigEntry], budget: List[int]) -> None:
+    """Depth first, in document order, with an explicit stack: libyaml nests up to 1,000 levels.
+
+    `budget` (one number, shared by the documents of a file) is spent per node and per key character.
+    """
     stack = [(root, "", frozenset())]
+    merged: Dict[int, Dict[str, object]] = {}  # each mapping's pairs, merges resolved once
     while stack:
         node, key, active = stack.pop()
+        budget[0] -= 1 + len(key)
+        if budget[0] < 0:
+            raise ConfigTooLarge("its aliases and merges expand to too many entries (an alias bomb?); not read")
         if node.id == "scalar":
             if key:
                 out.append(_yaml_entry(node, key, text, document))
@@ -141,7 +162,7 @@ def _walk_yaml(root, text: str, document: int, out: List[ConfigEntry]) -> None:
         active = active | {id(node)}
         prefix = key + "." if key else ""
         if node.id == "mapping":
-            children = [(value, prefix + name) for name, value in _mapping_pairs(node, set()).items()]
+            children = [(value, prefix + name) for name, value in _mapping_pairs(node, merged, frozenset()).items()]
         else:
             children = [(value, prefix + str(index)) for index, value in enumerate(node.value)]
         stack.extend((value, name, active) for value, name in reversed(children))
@@ -164,22 +185,29 @@ _MERGE = "tag:yaml.org,2002:merge"
 _PROPERTIES = re.compile(r"(?:[&!][^\s,\[\]{}]*\s+)+")
 
 
-def _mapping_pairs(node, seen: set) -> Dict[str, object]:
-    """Key text -> value node; keys written in the mapping win over merged ones, earlier merges over later."""
+def _mapping_pairs(node, memo: Dict[int, Dict[str, object]], merging: frozenset) -> Dict[str, object]:
+    """Key text -> value node; keys written in the mapping win over merged ones, earlier merges over later.
+
+    Computed once per mapping (`memo`): a mapping merged into many others is not merged again per use."""
+    if id(node) in memo:
+        return memo[id(node)]
     if not any(key.tag == _MERGE for key, _ in node.value):
-        return {key.value: value for key, value in node.value if key.id == "scalar"}  # complex keys name nothing
-    seen = seen | {id(node)}
+        pairs = {key.value: value for key, value in node.value if key.id == "scalar"}  # complex keys name nothing
+        memo[id(node)] = pairs
+        return pairs
+    merging = merging | {id(node)}
     written = {key.value for key, _ in node.value if key.id == "scalar" and key.tag != _MERGE}
-    pairs: Dict[str, object] = {}
+    pairs = {}
     for key, value in node.value:
         if key.tag == _MERGE:
             for source in value.value if value.id == "sequence" else [value]:
-                if source.id == "mapping" and id(source) not in seen:
-                    for name, merged in _mapping_pairs(source, seen).items():
+                if source.id == "mapping" and id(source) not in merging:
+                    for name, inherited in _mapping_pairs(source, memo, merging).items():
                         if name not in written:
-                            pairs.setdefault(name, merged)
+                            pairs.setdefault(name, inherited)
         elif key.id == "scalar":
             pairs[key.value] = value
+    memo[id(node)] = pairs
     return pairs
 
 

@@ -18,6 +18,7 @@ normalizes within groups, whether it is a GRPO/RLOO-style config, DPO-family, Lo
 """
 from __future__ import annotations
 
+import functools
 import re
 from typing import Dict, Iterable, List, Optional, Sequence
 
@@ -188,11 +189,11 @@ class Run:
         found = [e for key, e in self.keys.items() if predicate(key)]
         return found[-1] if found else None
 
-    @property
+    @functools.cached_property
     def estimator(self) -> Optional[ConfigEntry]:
         return self.last(is_estimator_key)
 
-    @property
+    @functools.cached_property
     def trl_grouped(self) -> bool:
         """A TRL GRPO/RLOO run: `trl grpo`, or a config with `num_generations` / `rloo_k` (TRL's names)."""
         if any(key.split(".")[0] in _OTHER_STACKS for key in self.keys):
@@ -201,13 +202,13 @@ class Run:
             return True
         return any(last_part(k) in ("num_generations", "rloo_k") for k in self.keys)
 
-    @property
+    @functools.cached_property
     def dpo_family(self) -> bool:
         """A DPO-family run, whose `beta` is a temperature: its command or (for YAML) its text says so."""
         return bool(self._words & DPO_FAMILY) and not any(last_part(k) in ("num_generations", "rloo_k")
                                                            for k in self.keys)
 
-    @property
+    @functools.cached_property
     def grouped(self) -> Optional[bool]:
         """Does the run normalize advantages within groups? The estimator decides; without one, verl and
         OpenRLHF default to GAE and TRL's GRPO/RLOO always group."""
@@ -216,7 +217,7 @@ class Run:
             return grouped_estimator(estimator.value)
         return True if self.trl_grouped else False
 
-    @property
+    @functools.cached_property
     def lora(self) -> bool:
         """LoRA on: a rank above 0 (`lora_rank`, `lora_r`, `lora.rank`), or `use_peft` / `use_lora` true."""
         for key, entry in self.keys.items():

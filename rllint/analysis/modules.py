@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from contextlib import contextmanager
 from functools import lru_cache
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Iterator, Optional, Tuple
 
 from rllint.cache import content_hash
+from rllint.source import SourceError, read_source
 
 _MAX_DEPTH = 24
 _PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
@@ -53,17 +55,28 @@ class Written:
 
 def find_module(importer: str, module: str, level: int = 0) -> Optional[str]:
     """The project file that `from <level dots><module> import ...` in `importer` names; None when there is none."""
+    return search_module(importer, module, level)[0]
+
+
+def search_module(importer: str, module: str, level: int = 0) -> Tuple[Optional[str], Tuple[str, ...]]:
+    """The project file an import names (or None), and the files looked for before it that do not exist:
+    should one appear, the import would name it (a cached result that read nothing there is stale)."""
     parts = tuple(p for p in module.split(".") if p) if module else ()
     directory = os.path.dirname(os.path.abspath(importer))
     if level:
         for _ in range(level - 1):
             directory = os.path.dirname(directory)
-        return _file_in(directory, parts)
-    for root in _roots(directory):
+        roots: Tuple[str, ...] = (directory,)
+    else:
+        roots = _roots(directory)
+    absent = []
+    for root in roots:
         found = _file_in(root, parts)
         if found is not None:
-            return found
-    return None
+            return found, tuple(absent)
+        stem = os.path.join(root, *parts)
+        absent.extend(([stem + ".py"] if parts else []) + [os.path.join(stem, "__init__.py")])
+    return None, tuple(absent)
 
 
 @lru_cache(maxsize=4096)
@@ -131,15 +144,35 @@ def _load(path: str) -> Optional[_Module]:
 
     module = None
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        data = read_source(path)
         name = os.path.splitext(os.path.basename(path))[0]
         tree = AstroidBuilder(MANAGER).string_build(data.decode("utf-8"), modname=name, path=path)
         module = _Module(path, stamp, data, tree)
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError, AstroidError):
+    except (OSError, SourceError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError, MemoryError,
+            AstroidError):
         pass
     _MODULES[path] = (stamp, module)
     return module
+
+
+@contextmanager
+def _no_imports() -> Iterator[None]:
+    """astroid resolves imports while it builds a tree (`from x import *`, and `x.flag = 1`, which it
+    infers), and loads compiled extensions with standard-library names, which finds a linted
+    repository's own `.so` when its folder is on `sys.path`. rllint never imports the code it lints,
+    so while it reads modules every import astroid tries fails as a missing module would."""
+    from astroid.exceptions import AstroidImportError
+    from astroid.manager import AstroidManager
+
+    def refuse(manager, modname, *args, **kwargs):
+        raise AstroidImportError("rllint does not import {modname}", modname=modname)
+
+    resolve = AstroidManager.ast_from_module_name  # astroid asks a new AstroidManager() for each import
+    AstroidManager.ast_from_module_name = refuse
+    try:
+        yield
+    finally:
+        AstroidManager.ast_from_module_name = resolve
 
 
 def _digest(path: str) -> Optional[str]:
@@ -161,18 +194,21 @@ class Resolver:
     def resolve(self, module: str, level: int, names: Tuple[str, ...]) -> Optional[Written]:
         """The number `names` (a name of the module, then attributes) stands for in the module that
         `importer` imports as `module` with `level` dots; None when it cannot be shown."""
-        path = find_module(self.importer, module, level)
+        path, absent = search_module(self.importer, module, level)
         # `from . import config` / `import pkg.config` where the package has no __init__.py naming it.
-        submodule = find_module(self.importer, f"{module}.{names[0]}", level) if len(names) > 1 else None
+        submodule, absent_submodule = (search_module(self.importer, f"{module}.{names[0]}", level)
+                                       if len(names) > 1 else (None, ()))
+        self.dependencies.update((candidate, "") for candidate in absent + absent_submodule)
         if path is None and submodule is None:
             return None
         from astroid.exceptions import AstroidError
 
         reading = _Reading()
         try:
-            found = reading.member(path, names, 0, frozenset()) if path is not None else None
-            if found is None and submodule is not None:
-                found = reading.member(submodule, names[1:], 0, frozenset())
+            with _no_imports():
+                found = reading.member(path, names, 0, frozenset()) if path is not None else None
+                if found is None and submodule is not None:
+                    found = reading.member(submodule, names[1:], 0, frozenset())
             return found
         except (AstroidError, RecursionError, AttributeError, TypeError, ValueError, KeyError, IndexError):
             return None  # a tree astroid or this reader did not expect: silence, never a failed lint

@@ -41,10 +41,12 @@ class SyntaxErrorRule(Rule):
 class UnusedSuppression(Rule):
     """
     ## What it does
-    Reports, on the comment's line, each rllint code or rule name in a `# noqa: ...`
-    or `# rllint: ignore[...]` comment that suppressed no finding there. A bare
-    `# noqa` is never reported, and neither are codes of other tools or of rules
-    that did not run.
+    Reports, on the comment's line, each rllint code or rule name in a `# noqa: ...`,
+    `# rllint: ignore[...]` or file-level `# rllint: noqa: ...` comment that suppressed
+    no finding, and each that names no rule at all (`# noqa: RL999`,
+    `# rllint: ignore[not-a-rule]`). Codes in `# noqa:` are whole codes, as in ruff:
+    `# noqa: RL2` is not a prefix and suppresses nothing. A bare `# noqa` is never
+    reported, and neither are codes of other tools or of rules that did not run.
 
     ## Why is this bad?
     A stale suppression hides the next real finding on that line: once the code is
@@ -69,4 +71,4 @@ class UnusedSuppression(Rule):
     severity = Severity.INFO
     tier = Tier.PEDANTIC
     file_kinds = KINDS
-    message = "unused suppression of `{selector}`: nothing on this line is reported under it"
+    message = "unused suppression of `{selector}`: {reason}"
