@@ -34,7 +34,7 @@ except ImportError:  # Python < 3.11
 
 HERE = Path(__file__).resolve().parent
 MANIFEST = HERE / "manifest.toml"
-LEDGER = HERE / "verdicts.toml"
+LEDGER = HERE / "verdicts.toml"  # the default; `--ledger` names another (a family's part while it is judged)
 VERDICTS = ("real", "false", "noise")
 UNJUDGED = "?"
 
@@ -139,8 +139,11 @@ class Found:
         return (self.checkout, self.path, self.code, self.text)
 
 
-def lint(root: Path, rllint: List[str], only: Iterable[str]) -> Tuple[List[Found], List[str]]:
-    found, errors = [], []
+def lint(root: Path, rllint: List[str], only: Iterable[str], select: Optional[str] = None
+         ) -> Tuple[List[Found], List[str], List[str]]:
+    """Findings, errors (files that could not be linted) and notes (folders skipped) of every checkout."""
+    found, errors, notes = [], [], []
+    selection = ["--select", select] if select else []
     for entry in manifest():
         if only and entry.name not in only:
             continue
@@ -148,17 +151,21 @@ def lint(root: Path, rllint: List[str], only: Iterable[str]) -> Tuple[List[Found
         if not folder.is_dir():
             errors.append(f"{entry.name}: not in {root} (run `fill` first)")
             continue
-        run = subprocess.run(rllint + ["--format", "json", "--exit-zero", "."], cwd=folder,
+        run = subprocess.run(rllint + ["--format", "json", "--exit-zero", *selection, "."], cwd=folder,
                              capture_output=True, text=True)
         if run.returncode > 1 and not run.stdout.strip().startswith("["):
             errors.append(f"{entry.name}: rllint exited {run.returncode}: {run.stderr.strip()[:300]}")
             continue
-        errors += [f"{entry.name}: {line}" for line in run.stderr.splitlines() if line.strip()
-                   and not line.startswith(("Found ", "All checks passed"))]
+        for line in filter(str.strip, run.stderr.splitlines()):
+            (notes if not line.startswith("rllint: error:") else errors).append(f"{entry.name}: {line}")
         for item in json.loads(run.stdout or "[]"):
-            found.append(Found(entry.name, entry.kind, item["path"], item["line"], item["code"], item["message"],
-                               _line_text(folder / item["path"], item["line"])))
-    return found, errors
+            if item["code"] is None:  # a file that could not be linted
+                continue  # a file that could not be linted: stderr says so too
+            # A notebook's line counts from the top of its cell: the cell and the message stand for the text.
+            text = (f"cell {item['cell']}: {item['message']}" if item.get("cell") is not None
+                    else _line_text(folder / item["path"], item["line"]))
+            found.append(Found(entry.name, entry.kind, item["path"], item["line"], item["code"], item["message"], text))
+    return found, errors, notes
 
 
 def _line_text(path: Path, line: int) -> str:
@@ -171,23 +178,23 @@ def _line_text(path: Path, line: int) -> str:
 
 # ---------------------------------------------------------------- ledger
 
-def read_ledger() -> List[dict]:
-    if not LEDGER.exists():
+def read_ledger(ledger: Path) -> List[dict]:
+    if not ledger.exists():
         return []
-    entries = tomllib.loads(LEDGER.read_text()).get("finding", [])
+    entries = tomllib.loads(ledger.read_text()).get("finding", [])
     for entry in entries:
         if entry.get("verdict") not in VERDICTS + (UNJUDGED,):
-            raise SystemExit(f"{LEDGER}: bad verdict {entry.get('verdict')!r} in {entry}")
+            raise SystemExit(f"{ledger}: bad verdict {entry.get('verdict')!r} in {entry}")
     return entries
 
 
-def write_ledger(entries: List[dict]) -> None:
+def write_ledger(ledger: Path, entries: List[dict]) -> None:
     entries = sorted(entries, key=lambda e: (e["repo"], e["path"], e["code"], e["text"]))
     parts = ["# The primer's verdicts: one entry per finding (see primer.py). verdict: real | false | noise.\n"]
     for e in entries:
         parts.append("[[finding]]\n" + "".join(f"{key} = {json.dumps(e[key], ensure_ascii=False)}\n"
                                                for key in ("repo", "path", "code", "text", "verdict", "reason")))
-    LEDGER.write_text("\n".join(parts))
+    ledger.write_text("\n".join(parts))
 
 
 def _entry_key(entry: dict) -> Tuple[str, str, str, str]:
@@ -240,6 +247,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     run_cmd.add_argument("root", type=Path)
     run_cmd.add_argument("--rllint", default=f"{sys.executable} -m rllint", help="the command to run")
     run_cmd.add_argument("--only", action="append", default=[], help="a manifest name (repeatable)")
+    run_cmd.add_argument("--select", help="lint with these rules only (rllint's --select); the ledger's other "
+                         "entries are then not reported as gone")
+    run_cmd.add_argument("--ledger", type=Path, default=LEDGER, help="the verdict ledger to compare with")
     run_cmd.add_argument("--add-unjudged", action="store_true", help="append a stub entry per unjudged finding")
     run_cmd.add_argument("--prune", action="store_true", help="drop ledger entries no longer found")
     run_cmd.add_argument("--findings", type=Path, help="also write every finding as JSON here")
@@ -249,11 +259,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         fill(args.root, args.mirrors)
         return 0
 
-    found, errors = lint(args.root, args.rllint.split(), args.only)
-    ledger = read_ledger()
+    found, errors, notes = lint(args.root, args.rllint.split(), args.only, args.select)
+    ledger = read_ledger(args.ledger)
     per_rule, unjudged, gone = report(found, ledger)
+    if args.select:
+        ran = {f.code for f in found} | set(args.select.split(","))
+        gone = [e for e in gone if any(e["code"].startswith(code) for code in ran)]
     if args.findings:
         args.findings.write_text(json.dumps([f.__dict__ for f in found], indent=1))
+    for note in notes:
+        print(f"note: {note}")
     for error in errors:
         print(f"error: {error}")
     print_table(per_rule)
@@ -264,7 +279,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(f"unjudged: {len(unjudged)}")
     for f in unjudged:
         print(f"  {f.checkout}/{f.path}:{f.line}: {f.code} {f.message}\n      | {f.text}")
-    if not args.only:  # a partial run says nothing about what is gone
+    if not args.only:  # a run over some checkouts says nothing about what is gone
         print(f"judged before, no longer found: {len(gone)}")
         for e in gone:
             print(f"  [{e['verdict']}] {e['repo']}/{e['path']}: {e['code']} | {e['text']}")
@@ -276,7 +291,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 known.add(f.key())
                 kept.append({"repo": f.checkout, "path": f.path, "code": f.code, "text": f.text,
                              "verdict": UNJUDGED, "reason": f.message})
-        write_ledger(kept)
+        write_ledger(args.ledger, kept)
     return 0
 
 
