@@ -79,7 +79,7 @@ def test_check_is_the_default_subcommand_and_lints_the_working_folder(project):
 
 
 def test_summary_counts_findings_and_files(project):
-    (project / "bad2.py").write_text(BAD)
+    (project / "bad2.py").write_text("# a second script\n" + BAD)
     result = run("--extend-select", "RL001")
     assert result.exit_code == 1
     assert result.stdout.splitlines()[-1] == "Found 3 findings in 3 files."
@@ -159,7 +159,7 @@ def test_unwritable_output_file_is_an_error(project):
 
 def test_statistics_counts_per_rule_most_frequent_first(project):
     for number in range(2):
-        (project / f"unused{number}.py").write_text(UNUSED)
+        (project / f"unused{number}.py").write_text(f"# file {number}\n" + UNUSED)
     result = run("--statistics", "--extend-select", "RL001")
     assert result.exit_code == 1
     assert result.stdout == "3  RL001  unused-suppression\n1  RL000  syntax-error\n"
@@ -290,7 +290,7 @@ def test_stdin_cannot_be_combined_with_paths(project):
 
 def test_jobs_give_the_same_report(project):
     for number in range(20):  # above the runner's threshold for worker processes
-        (project / f"bad{number:02}.py").write_text(BAD)
+        (project / f"bad{number:02}.py").write_text(f"# script {number}\n" + BAD)
     serial = run("--jobs", "1")
     parallel = run("--jobs", "2")
     assert serial.exit_code == parallel.exit_code == 1
