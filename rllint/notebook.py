@@ -5,10 +5,15 @@ belongs to exactly one cell. IPython syntax that is not Python is masked line by
 neither fails the parse nor shifts a position: line magics (`%time f()`), shell escapes
 (`!pip install x`, `files = !ls`), help (`obj?`), and cells run by a non-Python cell magic
 (`%%bash`, `%%writefile`) become `pass` or blank lines. `%%time`-like magics, whose cell is
-Python, only have their first line masked.
+Python, only have their first line masked. Automagics, IPython's magics and shell aliases
+written without `%` (`cd ..`, `pip install x`), are masked where the line is no Python statement.
+
+Jupyter runs each cell on its own, so a cell that does not parse is left out of the joined text
+(blank lines keep the positions) and is reported alone: the other cells are still linted.
 """
 from __future__ import annotations
 
+import ast
 import json
 import re
 from dataclasses import dataclass, replace
@@ -20,6 +25,13 @@ from rllint.diagnostic import Diagnostic
 _PYTHON_CELL_MAGICS = {"time", "timeit", "capture", "prun", "debug", "pypy"}
 _MAGIC = re.compile(r"^(\s*)(?:%|!|[A-Za-z_][\w.]*\s*=\s*[%!])")
 _HELP = re.compile(r"^(\s*)[\w.]*\?{1,2}\s*$|^(\s*)\?{1,2}[\w.]*\s*$")
+# Line magics and shell aliases that IPython runs without `%` (automagic), by their first word.
+_AUTOMAGICS = frozenset({
+    "cd", "ls", "ll", "pwd", "pip", "conda", "mamba", "cat", "cp", "mv", "rm", "rmdir", "mkdir", "env", "less",
+    "more", "man", "clear", "who", "whos", "who_ls", "reset", "load_ext", "reload_ext", "unload_ext", "matplotlib",
+    "autoreload", "aimport", "run", "load", "time", "timeit", "prun", "history", "alias", "bookmark", "dhist",
+    "pushd", "popd", "store", "config", "xmode", "precision", "pdb", "debug", "env", "set_env", "sx", "system",
+    "pylab", "pinfo", "psearch", "lsmagic", "magic", "rehashx", "save", "edit", "notebook", "tb", "page"})
 
 
 class NotebookError(Exception):
@@ -32,6 +44,8 @@ class Cells:
 
     text: str
     origins: Tuple[Tuple[int, int], ...]  # joined line (0-based index) -> (1-based cell index, line in cell)
+    # Cells left out because they do not parse: (cell index, line in cell, column, Python's message).
+    broken: Tuple[Tuple[int, int, int, str], ...] = ()
 
     def place(self, diagnostic: Diagnostic) -> Diagnostic:
         """A finding of the joined text, placed in its cell; a span that runs past its cell ends there.
@@ -62,6 +76,7 @@ def read_cells(data: bytes) -> Cells:
         raise NotebookError("not a valid notebook: no list of cells")
     lines: List[str] = []
     origins: List[Tuple[int, int]] = []
+    broken: List[Tuple[int, int, int, str]] = []
     for index, cell in enumerate(cells, start=1):
         if not isinstance(cell, dict):
             raise NotebookError(f"not a valid notebook: cell {index} is not an object")
@@ -72,10 +87,27 @@ def read_cells(data: bytes) -> Cells:
             source = "".join(source)
         if not isinstance(source, str):
             raise NotebookError(f"not a valid notebook: the source of cell {index} is not text")
-        for number, line in enumerate(_masked(source.splitlines()), start=1):
+        masked = _masked(source.splitlines())
+        error = _syntax_error(masked)
+        if error is not None:
+            broken.append((index, *error))
+            masked = [""] * len(masked)
+        for number, line in enumerate(masked, start=1):
             lines.append(line)
             origins.append((index, number))
-    return Cells("".join(line + "\n" for line in lines), tuple(origins))
+    return Cells("".join(line + "\n" for line in lines), tuple(origins), tuple(broken))
+
+
+def _syntax_error(lines: Sequence[str]) -> Optional[Tuple[int, int, str]]:
+    """(line, column, message) of a cell that does not parse on its own, else None (IPython's
+    top-level `await` included)."""
+    try:
+        compile("\n".join(lines) + "\n", "<cell>", "exec", ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    except SyntaxError as error:
+        return (error.lineno or 1, error.offset or 1, error.msg)
+    except (ValueError, RecursionError, MemoryError):
+        return None  # the runner reports these for the whole text
+    return None
 
 
 def _masked(lines: Sequence[str]) -> List[str]:
@@ -89,7 +121,7 @@ def _masked(lines: Sequence[str]) -> List[str]:
     continued = False
     scanner = _Continuation()
     for line in lines:
-        if continued or (not scanner.inside and (_MAGIC.match(line) or _HELP.match(line))):
+        if continued or (not scanner.inside and (_MAGIC.match(line) or _HELP.match(line) or _automagic(line))):
             indent = re.match(r"\s*", line).group(0)
             masked.append("" if continued else indent + "pass")
             continued = line.rstrip().endswith("\\")  # a magic continued on the next line
@@ -97,6 +129,18 @@ def _masked(lines: Sequence[str]) -> List[str]:
             masked.append(line)
             scanner.feed(line)
     return masked
+
+
+def _automagic(line: str) -> bool:
+    """`cd ..`, `pip install x`: a magic or alias without its `%`, on a line that is no Python statement."""
+    words = line.split(None, 1)
+    if not words or words[0] not in _AUTOMAGICS:
+        return False
+    try:
+        compile(line.strip(), "<line>", "exec", ast.PyCF_ONLY_AST)
+    except SyntaxError:
+        return True
+    return False
 
 
 class _Continuation:

@@ -117,6 +117,11 @@ def lint_bytes(data: bytes, path: str, settings: Settings) -> FileResult:
             return _error(path, str(error))
         result = lint_text(cells.text, path, settings, kind="python")
         result.diagnostics = place_all(result.diagnostics, cells, path)
+        if cells.broken and SyntaxErrorRule in settings.rules_for(path):
+            result.diagnostics = sorted(result.diagnostics + [
+                replace(d, cell=cell) for cell, line, column, message in cells.broken
+                for d in _diagnostics(path, SyntaxErrorRule, [(line, column, line, column, {"detail": message})])],
+                key=Diagnostic.sort_key)
         return result
     if kind in ("yaml", "shell"):
         text = decode_config(data)

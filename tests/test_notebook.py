@@ -33,14 +33,30 @@ def test_cells_are_joined_with_magics_masked_and_lines_kept():
 
 
 def test_a_percent_that_continues_a_statement_is_python():
-    source = "msg = ('loss %f'\n       % loss)\nvalue = ratio\\\n    % 2\n    %time f()\n"
+    source = "msg = ('loss %f'\n       % loss)\nvalue = ratio\\\n    % 2\n%time f()\n"
     assert read_cells(notebook(source).encode()).text == (
-        "msg = ('loss %f'\n       % loss)\nvalue = ratio\\\n    % 2\n    pass\n")
+        "msg = ('loss %f'\n       % loss)\nvalue = ratio\\\n    % 2\npass\n")
 
 
 def test_help_and_indented_magics_become_pass_at_their_indentation():
     source = "torch.log_softmax?\nfor i in range(3):\n    %time step(i)\n"
     assert read_cells(notebook(source).encode()).text == "pass\nfor i in range(3):\n    pass\n"
+
+
+def test_automagics_are_masked_where_they_are_no_python():
+    source = "cd ..\npip install trl\nls = [1]\nls\nrun = 3\n"
+    assert read_cells(notebook(source).encode()).text == "pass\npass\nls = [1]\nls\nrun = 3\n"
+
+
+def test_a_cell_that_does_not_parse_is_left_out_and_reported_alone(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cells = read_cells(notebook("x = 1\n", "train +\n", "y = (x\n").encode())
+    assert cells.text == "x = 1\n\n\n"
+    assert [(cell, line) for cell, line, _, _ in cells.broken] == [(3, 1), (4, 1)]
+    Path("scratch.ipynb").write_text(notebook("import re\n", "train +\n", REGEX))
+    lines = run("scratch.ipynb").stdout.splitlines()
+    assert lines[0].startswith("scratch.ipynb:cell 3:1:8: RL000 syntax error: invalid syntax")
+    assert lines[1].startswith("scratch.ipynb:cell 4:2:10: RL302")  # the other cells are still linted
 
 
 def test_nbformat_3_worksheets():
