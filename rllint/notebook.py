@@ -131,11 +131,16 @@ def _masked(lines: Sequence[str]) -> List[str]:
     return masked
 
 
+_PYTHON_AFTER_NAME = re.compile(r"[=(\[{,:;]|[-+*/%&|^<>!@]=?|\.[A-Za-z_]|\bin\b|\bif\b|\bfor\b")
+
+
 def _automagic(line: str) -> bool:
     """`cd ..`, `pip install x`: a magic or alias without its `%`, on a line that is no Python statement."""
     words = line.split(None, 1)
     if not words or words[0] not in _AUTOMAGICS:
         return False
+    if len(words) == 2 and _PYTHON_AFTER_NAME.match(words[1]):
+        return False  # `config = OmegaConf.create({`: an assignment or a call that goes on below
     try:
         compile(line.strip(), "<line>", "exec", ast.PyCF_ONLY_AST)
     except SyntaxError:

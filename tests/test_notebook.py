@@ -44,8 +44,9 @@ def test_help_and_indented_magics_become_pass_at_their_indentation():
 
 
 def test_automagics_are_masked_where_they_are_no_python():
-    source = "cd ..\npip install trl\nls = [1]\nls\nrun = 3\n"
-    assert read_cells(notebook(source).encode()).text == "pass\npass\nls = [1]\nls\nrun = 3\n"
+    source = "cd ..\npip install trl\nls = [1]\nls\nrun = 3\nconfig = dict(\n    a=1,\n)\ntime.sleep(1)\n"
+    assert read_cells(notebook(source).encode()).text == (
+        "pass\npass\nls = [1]\nls\nrun = 3\nconfig = dict(\n    a=1,\n)\ntime.sleep(1)\n")
 
 
 def test_a_cell_that_does_not_parse_is_left_out_and_reported_alone(tmp_path, monkeypatch):
