@@ -1199,7 +1199,7 @@ class ShortGenerationLimit(CSTRule):
     def _judge(self, name: str, value) -> None:
         if value is None or isinstance(value.number, bool) or id(value.node) in self._reported:
             return
-        if value.origin.startswith("default of parameter") and value.origin.endswith("of __init__()"):
+        if constructor_default(value):
             return  # a constructor's default is a placeholder: whoever builds the object sets the limit
         limit = self.option(MIN_GENERATION_TOKENS)
         if 1 < value.number < limit:
@@ -1210,6 +1210,11 @@ class ShortGenerationLimit(CSTRule):
 
 
 _LOG_SOFTMAX = {"log_softmax", "selective_log_softmax"}
+
+
+def constructor_default(value) -> bool:
+    """A value that is the default of an `__init__` parameter: a placeholder whoever builds the object sets."""
+    return value.origin.startswith("default of parameter") and value.origin.endswith("of __init__()")
 
 
 def _is_module_call(call: cst.Call, imports: Imports) -> bool:
@@ -1230,7 +1235,10 @@ class LogprobsIgnoreTemperature(FunctionRule):
     ## What it does
     Reports, in a file that samples rollouts at a temperature other than 1, a
     `log_softmax` over logits that were never divided by that temperature; and a
-    division of log-probs (rather than logits) by the temperature.
+    division of log-probs (rather than logits) by the temperature. A file that also
+    samples at temperature 1 (rollouts at 1, evaluation at 0.7) is not reported:
+    which sampler drew the rollouts is not known. Nor is a temperature that is only
+    a constructor's default.
 
     ## Why is this bad?
     The sampler drew tokens from `softmax(logits / T)`. Log-probs computed from the raw
@@ -1266,7 +1274,9 @@ class LogprobsIgnoreTemperature(FunctionRule):
         self._temperature: Optional[tuple] = None
 
     def sampling_temperature(self):
-        """The temperature the file samples at, when the source shows one other than 1."""
+        """The temperature the file samples at, when the source shows one other than 1. A sampler at 1 in the
+        same file (rollouts at 1, evaluation at 0.7) makes the evidence mixed: which one drew the rollouts
+        is not known, so None. A constructor's default is a placeholder, not evidence."""
         if self._temperature is None:
             values = self.file.fact(Values)
             found = []
@@ -1275,8 +1285,9 @@ class LogprobsIgnoreTemperature(FunctionRule):
                     arg = keyword(node, "temperature")
                     if arg is not None:
                         found.append(values.of(arg.value))
-            known = [v for v in found if v is not None and v.number > 0 and v.number != 1]
-            self._temperature = (known[0] if known else None,)
+            known = [v for v in found if v is not None and v.number > 0 and not constructor_default(v)]
+            tempered = [v for v in known if v.number != 1]
+            self._temperature = (tempered[0] if tempered and len(tempered) == len(known) else None,)
         return self._temperature[0]
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -1,0 +1,67 @@
+"""RL309: the sampling temperature must be the rollouts', with evidence, before log-probs are blamed."""
+import textwrap
+
+from rllint.runner import lint_text
+from rllint.settings import Settings
+
+
+def codes(source: str):
+    """Findings of `source` followed by a log-prob helper that never divides by a temperature."""
+    result = lint_text(textwrap.dedent(source) + textwrap.dedent(_LOGPS), "train_grpo.py", Settings(select=["RL309"]))
+    return [(d.line, d.code) for d in result.diagnostics]
+
+
+_LOGPS = """
+    def token_logps(policy, ids):
+        logits = policy(ids).logits
+        return torch.log_softmax(logits, dim=-1)
+"""
+
+
+def test_rollouts_at_a_temperature_other_than_one_are_reported():
+    source = """
+        import torch
+
+        def rollout(policy, enc):
+            return policy.generate(**enc, do_sample=True, temperature=0.7)
+    """
+    assert codes(source) == [(9, "RL309")]
+
+
+def test_rollouts_at_one_beside_an_evaluation_at_another_temperature_are_mixed_evidence():
+    source = """
+        import torch
+
+        def rollout(policy, enc):
+            return policy.generate(**enc, do_sample=True, temperature=1.0)
+
+        def evaluate(policy, enc):
+            return policy.generate(**enc, max_new_tokens=512, temperature=0.7)
+    """
+    assert codes(source) == []
+
+
+def test_a_constructor_default_is_no_evidence_of_the_sampling_temperature():
+    source = """
+        import torch
+
+        class SelfPlay:
+            def __init__(self, policy, temperature=0.7):
+                self.policy = policy
+                self.temperature = temperature
+
+            def rollout(self, enc):
+                return self.policy.generate(**enc, do_sample=True, temperature=self.temperature)
+    """
+    assert codes(source) == []
+
+
+def test_a_method_default_is_the_sampling_temperature():
+    source = """
+        import torch
+
+        class Engine:
+            def rollout(self, policy, enc, temperature=0.8):
+                return policy.generate(**enc, do_sample=True, temperature=temperature)
+    """
+    assert codes(source) == [(10, "RL309")]
