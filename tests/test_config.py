@@ -320,10 +320,11 @@ def test_zip_without_strict_is_not_reported_to_projects_that_support_python_3_9(
     source = ("from trl import GRPOTrainer\n\n"
               "def accuracy_reward(completions, solution, **kwargs):\n"
               "    return [float(c == s) for c, s in zip(completions, solution)]\n")
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\nrequires-python = ">=3.11"\n')
+    selected = '[tool.rllint]\nextend-select = ["RL404"]\n'  # pedantic: off by default
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\nrequires-python = ">=3.11"\n' + selected)
     modern = load_settings(start=tmp_path)
     assert [d.code for d in lint_text(source, "r.py", modern).diagnostics] == ["RL404"]
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\nrequires-python = ">=3.9"\n')
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\nrequires-python = ">=3.9"\n' + selected)
     assert lint_text(source, "r.py", load_settings(start=tmp_path)).diagnostics == []
 
 

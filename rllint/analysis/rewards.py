@@ -15,7 +15,7 @@ import libcst as cst
 
 from rllint.analysis.nodes import AstNodes
 from rllint.analysis.syntax import walk
-from rllint.analysis.text import Scope, Scopes, call_tail, number, words
+from rllint.analysis.text import TEXT, TEXTS, Scope, Scopes, call_tail, number, vocab_role, words
 
 _REGISTER_KEYWORDS = {"reward_funcs", "reward_fns", "reward_fn", "reward_func", "reward_function",
                       "reward_functions", "reward_fn_list", "score_fn", "scoring_fn"}
@@ -116,6 +116,40 @@ class RewardFunctions:
         if "reward" in parts or "rewards" in parts or name.lower().endswith("_reward"):
             return bool(params)
         return (name == "compute_score" or name.endswith("_score")) and bool(params & (_BATCH_PARAMS | _SINGLE_PARAMS))
+
+    def takes_completions(self, fn: cst.FunctionDef) -> bool:
+        """A reward function by its signature and use, not only by its name: registered as one, TRL's or
+        verl's signature, or a parameter that holds completions (`compute_rewards(scores, kl)` is not one)."""
+        if not self.is_reward(fn):
+            return False
+        params = set(param_names(fn)) - {"self", "cls"}
+        if fn.name.value in self.registered or {"solution_str", "ground_truth"} <= params:
+            return True
+        return any(p in _BATCH_PARAMS or p in _SINGLE_PARAMS or vocab_role(p) in (TEXT, TEXTS) for p in params)
+
+    def summed(self, fn: cst.FunctionDef) -> bool:
+        """Its score is added to another value (`format_reward + equation_reward`, directly or through the
+        names its calls are assigned to): the reward the trainer sees is the sum, not this function's."""
+        name = fn.name.value
+        nodes = self.file.fact(AstNodes)
+
+        def calls_it(node: ast.AST) -> bool:
+            return isinstance(node, ast.Call) and (
+                (isinstance(node.func, ast.Name) and node.func.id == name)
+                or (isinstance(node.func, ast.Attribute) and node.func.attr == name))
+
+        results = {target.id for node in nodes.of(ast.Assign) if calls_it(node.value)
+                   for target in node.targets if isinstance(target, ast.Name)}
+
+        def is_result(node: ast.AST) -> bool:
+            return calls_it(node) or (isinstance(node, ast.Name) and node.id in results)
+
+        for node in nodes.of(ast.BinOp):
+            if isinstance(node.op, ast.Add) and any(
+                    is_result(side) and not isinstance(other, ast.Constant)
+                    for side, other in ((node.left, node.right), (node.right, node.left))):
+                return True
+        return False
 
     @property
     def defines_any(self) -> bool:

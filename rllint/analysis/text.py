@@ -118,12 +118,15 @@ def vocab_role(name: str) -> Optional[str]:
 
 
 def per_completion_name(name: str) -> bool:
-    """`completions`, `ground_truths`, `reward_funcs`, `prompts_P`: lists indexed by completion."""
+    """`completions`, `ground_truths`, `reward_funcs`, `prompts_P`: lists indexed by completion (or, for reward
+    functions and their weights, by function). A reward function's processing class is its tokenizer, one per
+    function, built from the functions themselves: not a list whose length can drift."""
     parts = words(name)
     if not parts:
         return False
     if "reward" in parts or "rewards" in parts:
-        return not (set(parts) & {"model", "models", "tokenizer", "config", "manager", "type", "stats"})
+        return not (set(parts) & {"model", "models", "tokenizer", "tokenizers", "processing", "processor",
+                                  "processors", "config", "manager", "type", "stats"})
     plural = {"completions", "prompts", "responses", "answers", "solutions", "golds", "generations",
               "truths", "texts"}
     return bool(set(parts) & plural) and not (set(parts) & _ID_WORDS)

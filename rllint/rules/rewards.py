@@ -120,7 +120,10 @@ class BinaryRewardSmallGroup(_RewardRule):
     Reports a reward function that only ever returns two distinct values (0/1,
     True/False, -1/1, 2.0/0.0) in a file whose group size (`num_generations`,
     `group_size`, `n_samples_per_prompt`, `num_samples`, vLLM's `n`) is below
-    `min-binary-group-size`.
+    `min-binary-group-size`. A function whose score is added to another one
+    (`format_reward + accuracy_reward`) is not reported: the reward is shaped.
+    Nor is a group size of 1 taken as the group's: one sample per call says
+    nothing about how many completions a prompt gets.
 
     ## Why is this bad?
     Group-relative advantages are zero when every completion of a prompt gets the
@@ -161,7 +164,7 @@ class BinaryRewardSmallGroup(_RewardRule):
         if not rewards.is_reward(node):
             return
         values = rewards.values(node)
-        if values is None or len(values) != 2:
+        if values is None or len(values) != 2 or rewards.summed(node):
             return
         group = self._group_size()
         if group is None or group.number >= self.option(MIN_BINARY_GROUP_SIZE):
@@ -181,7 +184,9 @@ class BinaryRewardSmallGroup(_RewardRule):
                         if arg.keyword is not None and (is_group_size(arg.keyword.value, call_tail(node)) or (
                                 arg.keyword.value == "n" and call_tail(node) == "SamplingParams")):
                             found.append(values.of(arg.value))
-            sizes = [v for v in found if v is not None and not isinstance(v.number, bool) and v.number >= 1]
+            # A group of one has no group baseline at all (RL604's finding), and `SamplingParams(n=1)` in a loop
+            # draws a group one completion at a time: only sizes of 2 and more say how large a group is.
+            sizes = [v for v in found if v is not None and not isinstance(v.number, bool) and v.number >= 2]
             self._group = (max(sizes, key=lambda v: v.number),) if sizes else (None,)
         return self._group[0]
 
@@ -304,7 +309,9 @@ class RewardListMisaligned(_RewardRule):
     Reports a reward function whose loop over the completions appends to the result
     list twice, or not at all, on some path of one iteration: an `append` in both the
     `try` (followed by more code that can raise) and the `except`, a `continue` before
-    the `append`, an `append` only inside an `if`.
+    the `append`, an `append` only inside an `if`. A reward function is one by its
+    signature and use (registered as one, or taking completions), not by a `*reward*`
+    name alone.
 
     ## Why is this bad?
     The trainer pairs the i-th reward with the i-th completion. One missing or extra
@@ -343,7 +350,8 @@ class RewardListMisaligned(_RewardRule):
 
     def visit_For(self, node: cst.For) -> None:
         function = self.in_reward()
-        if function is None or not isinstance(node.target, (cst.Name, cst.Tuple)):
+        if function is None or not isinstance(node.target, (cst.Name, cst.Tuple)) \
+                or not self.file.fact(RewardFunctions).takes_completions(function):
             return
         scope = self.scope
         if not self._per_completion(node.iter, scope):
@@ -389,7 +397,11 @@ class UncheckedParallelZip(_RewardRule):
     Reports, in RL code, `zip` over the per-completion lists (completions, prompts,
     answers, rewards, reward functions and their weights, and the dataset columns a
     reward function receives) without `strict=True`. An explicit `strict=False` is a
-    choice and is not reported.
+    choice and is not reported, and neither are reward functions zipped with their
+    processing classes (one tokenizer per function, built from the functions).
+    Pedantic: on real repositories these lists are nearly always equal in length by
+    construction (a trainer passes the completions and the dataset columns of one
+    batch), so `strict=True` is hygiene rather than a fix.
 
     ## Why is this bad?
     `zip` stops at the shortest list. When one list is shorter (a reward function that
@@ -410,13 +422,15 @@ class UncheckedParallelZip(_RewardRule):
     ```
 
     ## Options
-    None. `strict=` needs Python 3.10 or later: projects whose `pyproject.toml` says
-    `requires-python` admits an older Python are not told to use it.
+    None. Off by default; turn it on with `extend-select = ["RL404"]`. `strict=` needs
+    Python 3.10 or later: projects whose `pyproject.toml` says `requires-python` admits
+    an older Python are not told to use it.
     """
 
     code = "RL404"
     name = "unchecked-parallel-zip"
     severity = Severity.WARNING
+    tier = Tier.PEDANTIC
     message = "`zip({args})` over per-completion lists without strict=True: a length mismatch silently drops completions"
     triggers = ("zip(",)
 
@@ -460,7 +474,9 @@ class RewardSwallowsErrors(_RewardRule):
     ## What it does
     Reports, in a reward function, an `except` clause that is bare or catches
     `Exception` / `BaseException` and returns or appends a constant score without
-    logging or re-raising.
+    logging or re-raising. Pedantic: in real reward functions the broad handler
+    mostly wraps the parsing of the model's output, where "unparseable scores 0" is
+    the intended behaviour.
 
     ## Why is this bad?
     A bug in the parser, the sandbox or the grader then looks exactly like a wrong
@@ -488,12 +504,13 @@ class RewardSwallowsErrors(_RewardRule):
     or log the exception (`logger.exception(...)`) before returning the constant.
 
     ## Options
-    None.
+    None. Off by default; turn it on with `extend-select = ["RL405"]`.
     """
 
     code = "RL405"
     name = "reward-swallows-errors"
     severity = Severity.WARNING
+    tier = Tier.PEDANTIC
     message = "`except{caught}` in `{function}` turns every error into the reward {value} without logging it"
     triggers = _REWARD_TRIGGERS
 
