@@ -6,7 +6,7 @@ from rllint.settings import Settings
 
 
 def messages(source: str, code: str):
-    result = lint_text(textwrap.dedent(source), "example.py", Settings(select=[code]))
+    result = lint_text(textwrap.dedent(source), "example.py", Settings(select=[code], options={"rl-context": "always"}))
     return [(d.line, d.message) for d in result.diagnostics]
 
 

@@ -25,6 +25,7 @@ from typing import Dict, FrozenSet, List, NamedTuple, Optional, Set
 import libcst as cst
 
 from rllint.analysis.imports import Imports
+from rllint.analysis.purpose import Purpose
 from rllint.analysis.roles import (POLICY, VALUE, ModelRoles, body_of, bound_parameter, call_name,
                                    child_blocks, header)
 from rllint.analysis.syntax import dotted
@@ -96,6 +97,12 @@ _CONTAINER_CALLS = {"dict", "list", "defaultdict", "OrderedDict", "set", "zeros"
                     "zeros_like", "empty_like", "full_like", "ones_like", "new_zeros", "new_empty", "new_full",
                     "new_ones"}
 _ADAPTER_OFF = {"disable_adapter", "disable_adapters", "null_ref_context"}
+# What makes a call a model's forward, whatever the callee is named: token tensors in, logits or hidden states out.
+_TOKEN_KEYWORDS = {"input_ids", "attention_mask", "inputs_embeds", "position_ids", "decoder_input_ids", "labels",
+                   "token_type_ids", "pixel_values", "past_key_values", "use_cache", "output_hidden_states",
+                   "return_dict", "logits_to_keep", "num_logits_to_keep"}
+_TOKEN_NAME = re.compile(r"(^|_)(ids|tokens|seqs?|sequences?|mask)$")
+_OUTPUT_FIELDS = {"logits", "last_hidden_state", "hidden_states", "past_key_values"}
 
 
 @dataclass
@@ -110,6 +117,8 @@ class Forward:
     adapter_off: bool  # inside `with model.disable_adapter()`: the reference of a PEFT policy
     function: Optional[cst.FunctionDef]
     parameter: Optional[str] = None  # the model is this parameter of `function` (a helper's own forward)
+    on_tokens: bool = False  # the call itself is a model's: token tensors in, `.logits` / hidden states out
+    statement: Optional[cst.CSTNode] = None  # the small statement it runs in
 
 
 @dataclass
@@ -138,6 +147,7 @@ class Summary:
 
     returns: Flow = EMPTY
     no_grad: bool = False
+    runs: Dict[str, "Forward"] = field(default_factory=dict)  # parameter -> its forward with gradient enabled
 
 
 @dataclass
@@ -150,6 +160,10 @@ class _Frame:
     statement: Optional[cst.CSTNode] = None
     returns: Flow = EMPTY
     containers: Set[str] = field(default_factory=set)  # names bound to dicts, lists, new buffers (metrics)
+    runs: Dict[str, Forward] = field(default_factory=dict)  # parameter -> its forward with gradient enabled
+    outputs: Dict[str, Forward] = field(default_factory=dict)  # names bound to a forward's output
+    fresh: Set[str] = field(default_factory=set)  # names bound to a new tensor nothing has used (see `_fresh`)
+    peeking: int = 0  # inside the receiver of `.size()`, `.shape`...: a read that saves nothing for backward
     detaching: int = 0  # inside the receiver of a `.detach()`: forwards there are detached in the same expression
 
 
@@ -190,10 +204,14 @@ class GradFlow:
         self.no_grad_functions: Set[cst.FunctionDef] = set()
         self.helpers_called: Set[cst.FunctionDef] = set()  # helpers whose call sites run a model argument
         self.call_arguments: Dict[cst.FunctionDef, List[Dict[str, Flow]]] = {}  # helper -> flows per call site
+        self._forward_calls: Dict[cst.Call, Forward] = {}
+        self._output_reads: Set[cst.Call] = set()  # calls whose output is read as logits or hidden states
         self._in_progress: Set[cst.FunctionDef] = set()
         self._find_no_grad_functions()
         if not self.roles.runs_roles and not any(self.is_loss_function(f) for f in self._all_functions):
             return  # no model with a role runs here and no loss helper takes log-probs: nothing carries gradient
+        if file.fact(Purpose).array_library in ("mlx", "jax"):
+            return  # gradients are taken of named parameters only: no tape, no no_grad, nothing to report
         self._analyze_module()
         for function in self._all_functions:
             self.summary(function)
@@ -278,16 +296,31 @@ class GradFlow:
                     name = call_name(call)
                     if name in self.roles.functions:
                         sites.setdefault(name, []).append((caller, stmt in lexical))
+        self._close(self.no_grad_functions, local, sites)
+        # Public functions every call site of this file runs under no_grad: others may call them with gradient,
+        # but nothing here shows it, so their forwards are not reported (`ref_forward(self, x)` wrappers).
+        self.shielded = set(self.no_grad_functions)
+        self._close(self.shielded, {f for f in self._all_functions if not self._framework_entry(f)}, sites)
+
+    def _close(self, no_grad: Set[cst.FunctionDef], candidates, sites) -> None:
+        """Add the `candidates` whose every call site is lexically no-grad or inside a function of `no_grad`."""
         changed = True
         while changed:
             changed = False
             for function in self._all_functions:
-                if function in self.no_grad_functions or function not in local:
+                if function in no_grad or function not in candidates:
                     continue
                 calls = sites.get(function.name.value)
-                if calls and all(ng or caller in self.no_grad_functions for caller, ng in calls):
-                    self.no_grad_functions.add(function)
+                if calls and all(ng or caller in no_grad for caller, ng in calls):
+                    no_grad.add(function)
                     changed = True
+
+    def _framework_entry(self, function: cst.FunctionDef) -> bool:
+        """A method a framework calls with gradient (`compute_loss`, `training_step`, `forward`), whatever the
+        file's own call sites do (an evaluation step calls `compute_loss` under no_grad)."""
+        name = function.name.value
+        return self.is_loss_function(function) or name in ("training_step", "forward") or (
+            name.startswith("__") and name.endswith("__"))
 
     # ---- the walk ----
 
@@ -316,7 +349,7 @@ class GradFlow:
         frame = _Frame(function, cls, env, no_grad)
         self._block(body_of(function), frame)
         self._in_progress.discard(function)
-        result = Summary(frame.returns, no_grad)
+        result = Summary(frame.returns, no_grad, frame.runs)
         self.summaries[function] = result
         return result
 
@@ -407,6 +440,9 @@ class GradFlow:
             return
         key = dotted(target)
         if key is not None:
+            frame.outputs.pop(key, None)
+            if value in self._forward_calls:
+                frame.outputs[key] = self._forward_calls[value]
             if isinstance(value, _CONTAINERS) or (isinstance(value, cst.Call) and call_name(value) in _CONTAINER_CALLS):
                 frame.containers.add(key)
             else:
@@ -415,8 +451,10 @@ class GradFlow:
             heads = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]
             for head in heads:
                 self._bind(head, flow | self._value_head(head, flow), frame)
-            return
-        self._bind(target, flow, frame)
+        else:
+            self._bind(target, flow, frame)
+        if key is not None and self._fresh(value, frame):
+            frame.fresh.add(key)
 
     def _policy_forward(self, value) -> bool:
         """`model(x)`, `model(x).value`, `model(x)[2].squeeze(-1)`: the output of a forward of the policy itself."""
@@ -454,6 +492,7 @@ class GradFlow:
             flow = frozenset(t for t in flow if t.kind not in _CARRIES and t.kind != RUN)
         if is_fixed_name(last):
             flow = frozenset(t for t in flow if t.kind != STOPPED)
+        frame.fresh.discard(key)
         if key.startswith("self.") and key.count(".") == 1 and frame.cls is not None:
             attrs = self.attr_flows.setdefault(frame.cls, {})
             attrs[key] = attrs.get(key, EMPTY) | flow
@@ -486,10 +525,16 @@ class GradFlow:
                 flow = self._lookup(key, frame)
                 if record:
                     self.name_flows[expr] = flow
+                    if not frame.peeking:
+                        frame.fresh.discard(key)
                 return flow
             if isinstance(expr, cst.Attribute):
-                base = self._eval(expr.value, frame, record=record)
-                return EMPTY if expr.attr.value in _NON_DIFFERENTIABLE else base
+                if expr.attr.value in _OUTPUT_FIELDS:
+                    self._read_output(expr.value, frame)
+                if expr.attr.value in _NON_DIFFERENTIABLE:
+                    self._peek(expr.value, frame, record)
+                    return EMPTY
+                return self._eval(expr.value, frame, record=record)
             return EMPTY
         if isinstance(expr, cst.Call):
             return self._call(expr, frame, record)
@@ -563,6 +608,68 @@ class GradFlow:
                 if tag.kind == ADVANTAGE:
                     self.advantages.setdefault(tag.node, policy)
 
+    def _peek(self, expr, frame: _Frame, record: bool) -> None:
+        """Evaluate `expr` for its events only: `x.size()`, `x.shape` save nothing for backward."""
+        frame.peeking += 1
+        self._eval(expr, frame, record=record)
+        frame.peeking -= 1
+
+    def _fresh(self, value, frame: _Frame) -> bool:
+        """A new tensor whose own backward does not need it: a model's output (`model(x).logits`, its lm head's
+        output) or a reduction (`kl.sum(-1)`, `-(p * logp).sum(-1)`). Overwriting it in place before anything
+        else uses it is safe (`logits.div_(temperature)`); autograd would raise if it were not."""
+        inner = value
+        while isinstance(inner, cst.Subscript) or (
+                isinstance(inner, cst.Attribute) and inner.attr.value in _OUTPUT_FIELDS):
+            inner = inner.value
+        if inner in self._forward_calls or (inner is not value and (dotted(inner) or "") in frame.outputs):
+            return True
+        if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+            value = value.expression
+        return isinstance(value, cst.Call) and call_name(value) in ("sum", "mean")
+
+    def _read_output(self, expr, frame: _Frame) -> None:
+        """`model(x).logits`, `out.logits` with `out = model(x)`: the forward was a model's."""
+        while isinstance(expr, cst.Subscript):
+            expr = expr.value
+        if isinstance(expr, cst.Call):
+            self._output_reads.add(expr)
+            forward = self._forward_calls.get(expr)
+        else:
+            forward = frame.outputs.get(dotted(expr) or "")
+        if forward is not None:
+            forward.on_tokens = True
+
+    @staticmethod
+    def _on_tokens(call: cst.Call) -> bool:
+        """`m.forward(...)`, `m(input_ids=...)`, `m(seq, prompt_mask=mask)`, `m(x).logits`: a model's forward.
+        `monitor(scores)`, `client(url, texts)`, `weakref()` are not."""
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "forward":
+            return True
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value in _TOKEN_KEYWORDS:
+                return True
+            value = arg.value
+            while isinstance(value, cst.Subscript):
+                key = _string_key(value)
+                if key is not None and (key in _TOKEN_KEYWORDS or _TOKEN_NAME.search(key)):
+                    return True
+                value = value.value
+            key = dotted(value)
+            if key is not None and _TOKEN_NAME.search(key.rsplit(".", 1)[-1].lower()):
+                return True
+        return False
+
+    def only_without_grad(self, model: str) -> bool:
+        """Whether this file runs `model` and every run is under no_grad or detached: no gradient can reach it."""
+        runs = [f for f in self.forwards if f.model == model]
+        return bool(runs) and all(f.no_grad or f.detached or f.adapter_off for f in runs)
+
+    def model_evidence(self, forward: Forward) -> bool:
+        """Whether the model run is one by what the code does: the call is a model's forward (`on_tokens`,
+        or its output read as logits), or the model is built or used as one in this file."""
+        return forward.on_tokens or forward.node in self._output_reads or self.roles.is_model(forward.model)
+
     def _args(self, call: cst.Call, frame: _Frame, record: bool) -> List[Flow]:
         return [self._eval(arg.value, frame, record=record) for arg in call.args]
 
@@ -587,9 +694,10 @@ class GradFlow:
                 self._args(call, frame, record)
                 return flow
             if name in INPLACE_METHODS:
+                fresh = dotted(receiver) in frame.fresh
                 flow = self._eval(receiver, frame, record=record)
                 args = self._args(call, frame, record)
-                if record:
+                if record and not fresh:
                     self._inplace(receiver, call, frame)
                 key = dotted(receiver)
                 if key is not None:
@@ -609,17 +717,24 @@ class GradFlow:
         if role is not None:
             args = self._args(call, frame, record)
             if record:
-                self.forwards.append(Forward(call, role, _code(self.module, model), frame.no_grad, frame.detaching > 0,
-                                             frame.adapter_off, frame.function, self._run_parameter(call, frame)))
+                parameter = self._run_parameter(call, frame)
+                forward = Forward(call, role, _code(self.module, model), frame.no_grad or frame.function in self.shielded,
+                                  frame.detaching > 0,
+                                  frame.adapter_off, frame.function, parameter, self._on_tokens(call), frame.statement)
+                self.forwards.append(forward)
+                self._forward_calls[call] = forward
+                if parameter is not None and not frame.no_grad:
+                    frame.runs.setdefault(parameter, forward)
             return self._forward_output(role, call, frame, _code(self.module, call))
         args = self._args(call, frame, record)
         flow = EMPTY.union(*args)
         if method:
+            if name in _NON_DIFFERENTIABLE:
+                self._peek(func.value, frame, record)
+                return EMPTY
             flow = flow | self._eval(func.value, frame, record=record)
             if name in ("mul", "multiply", "div", "divide", "matmul") and record and args:
                 self._meet(self._eval(func.value, frame, record=False), args[0])
-            if name in _NON_DIFFERENTIABLE:
-                return EMPTY
         elif isinstance(func, cst.Name):
             if func.value in _STOP_BUILTINS and len(call.args) == 1:
                 self._stopper(call, flow, frame, record)
@@ -664,10 +779,16 @@ class GradFlow:
         for parameter in self.roles.runs_model.get(helper.name.value, ()):
             if parameter in bound and record:
                 role = self.roles.role(bound[parameter], frame.function)
-                if role is not None:
-                    self.forwards.append(Forward(call, role, _code(self.module, bound[parameter]), no_grad,
-                                                 frame.detaching > 0, frame.adapter_off, frame.function))
-                    self.helpers_called.add(helper)
+                if role is None:
+                    continue
+                self.helpers_called.add(helper)
+                inner = summary.runs.get(parameter)
+                if inner is None:
+                    continue  # the helper runs it under no_grad itself
+                self.forwards.append(Forward(call, role, _code(self.module, bound[parameter]),
+                                             no_grad or frame.function in self.shielded, frame.detaching > 0, frame.adapter_off, frame.function,
+                                             on_tokens=inner.on_tokens or inner.node in self._output_reads,
+                                             statement=frame.statement))
         result: Set[Tag] = set()
         text = _code(self.module, call)
         run_nodes = {t.node for t in summary.returns if t.kind == RUN}
@@ -746,6 +867,15 @@ def _set_grad_call(small, flow: GradFlow) -> Optional[bool]:
         target = flow.imports.qualified(small.value.func)
         if target == SET_GRAD:
             return flow.grad_switch(small.value)
+    return None
+
+
+def _string_key(subscript: cst.Subscript) -> Optional[str]:
+    """`batch["input_ids"]` -> `input_ids`."""
+    if len(subscript.slice) == 1 and isinstance(subscript.slice[0].slice, cst.Index):
+        value = subscript.slice[0].slice.value
+        if isinstance(value, cst.SimpleString):
+            return value.evaluated_value if isinstance(value.evaluated_value, str) else None
     return None
 
 

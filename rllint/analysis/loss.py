@@ -25,7 +25,7 @@ import libcst as cst
 from rllint.analysis.context import tokens
 from rllint.analysis.grad import (ADVANTAGE, GRAD, INPLACE_METHODS, MUTATING_CONTAINER, STOPPED, GradFlow, Tag,
                                   carries)
-from rllint.analysis.roles import POLICY, VALUE, ModelRoles, body_of, calls_in, statements
+from rllint.analysis.roles import POLICY, REWARD, VALUE, ModelRoles, body_of, calls_in, statements
 from rllint.analysis.syntax import children, dotted, walk
 
 _MUTATORS = MUTATING_CONTAINER | INPLACE_METHODS
@@ -52,6 +52,7 @@ class Step:
     name: str
     parent: Optional[cst.CSTNode]
     sink: Sink
+    parts: Tuple[cst.CSTNode, ...] = ()  # the expressions of the statement that reach the loss (empty: all)
 
 
 class LossSlice:
@@ -63,6 +64,7 @@ class LossSlice:
         self.slice: Dict[cst.CSTNode, Step] = {}  # statement -> how it was reached
         self._defs: Dict[Optional[cst.CSTNode], Dict[str, List[Tuple[cst.CSTNode, List[cst.CSTNode]]]]] = {}
         self._returns: Dict[cst.FunctionDef, List[cst.Return]] = {}
+        self._trained: Optional[Set[str]] = None
         self._find_sinks()
         for sink in self.sinks:
             self._follow(sink)
@@ -144,8 +146,10 @@ class LossSlice:
                 for key in _uses(expression):
                     for stmt, values, slot in defs.get(key, ()):
                         if stmt not in self.slice:
-                            self.slice[stmt] = Step(key, parent if parent is not None else sink.node, sink)
-                            work.append((stmt, [_project(v, slot) for v in values], function, slot))
+                            parts = [_project(v, slot) for v in values]
+                            self.slice[stmt] = Step(key, parent if parent is not None else sink.node, sink,
+                                                    tuple(parts) if slot is not None else ())
+                            work.append((stmt, parts, function, slot))
                 for call in calls_in(expression):
                     helper = self.grad.helper_of(call)
                     if helper is None:
@@ -153,8 +157,10 @@ class LossSlice:
                     slot = index if call is expression else None
                     for ret in self._returns.get(helper, ()):
                         if ret not in self.slice:
-                            self.slice[ret] = Step(f"{helper.name.value}()", parent or sink.node, sink)
-                            work.append((ret, [_project(ret.value, slot)], helper, None))
+                            part = _project(ret.value, slot)
+                            self.slice[ret] = Step(f"{helper.name.value}()", parent or sink.node, sink,
+                                                   (part,) if part is not ret.value else ())
+                            work.append((ret, [part], helper, None))
 
     def path(self, stmt: cst.CSTNode) -> List[str]:
         """The names from the sink down to `stmt`: [`loss`, `pg_loss`, `ratio`]."""
@@ -183,8 +189,25 @@ class LossSlice:
             head = f"the return of `{sink.function.name.value}` (line {line(sink.node)})"
         return " -> ".join([head] + [f"`{name}`" for name in names])
 
-    def contains(self, stmt: cst.CSTNode) -> bool:
-        return stmt in self.slice or any(s.node is stmt for s in self.sinks if not s.backward)
+    def trains(self, model: str) -> bool:
+        """Whether this file trains the reward model `model`: its parameters reach an optimizer, or its output
+        feeds a backward that is not a policy-gradient step (a reward model fitted to preferences)."""
+        if self._trained is None:
+            self._trained = set()
+            for forward in self.grad.forwards:
+                step = self.slice.get(forward.statement) if forward.role == REWARD else None
+                if step is not None and step.sink.backward and not self.policy_gradient(step.sink):
+                    self._trained.add(forward.model)
+        return model in self._trained or self.roles.is_trained(model)
+
+    def contains(self, stmt: cst.CSTNode, node: Optional[cst.CSTNode] = None) -> bool:
+        """Whether `stmt` is in the slice; with `node`, whether `node` is in the part of it that reaches the loss
+        (`return loss, pg_loss.item()` returns the loss first and a metric after it)."""
+        step = self.slice.get(stmt)
+        if step is not None:
+            return node is None or not step.parts or any(_inside(node, part) for part in step.parts)
+        return any(s.node is stmt and (node is None or any(_inside(node, root) for root in s.roots))
+                   for s in self.sinks if not s.backward)
 
     # ---- what rules ask ----
 

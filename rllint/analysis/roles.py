@@ -18,6 +18,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple, Union
 import libcst as cst
 
 from rllint.analysis.imports import Imports
+from rllint.analysis.purpose import Purpose
 from rllint.analysis.syntax import children, dotted
 from rllint.registry import Option
 
@@ -56,6 +57,10 @@ KEYWORD_ROLES = {
     "reward_model": REWARD, "value_model": VALUE, "critic": VALUE, "critic_model": VALUE,
 }
 
+# Methods only models have (`nn.Module`, `PreTrainedModel`): an object they are called on is a model.
+_MODEL_METHODS = {"parameters", "named_parameters", "eval", "train", "generate", "requires_grad_", "state_dict",
+                  "load_state_dict", "zero_grad", "gradient_checkpointing_enable", "disable_adapter", "modules",
+                  "named_modules", "buffers", "resize_token_embeddings", "get_input_embeddings"}
 # Methods and helpers that return the model they are given (a moved or wrapped copy of the same weights).
 _SAME_MODEL_METHODS = {"eval", "train", "to", "cuda", "cpu", "half", "float", "bfloat16", "requires_grad_", "module"}
 _SAME_MODEL_CALLS = {"unwrap_model", "unwrap_model_for_generation"}
@@ -159,6 +164,8 @@ class ModelRoles:
     """Roles of model-holding names and attributes in one file."""
 
     def __init__(self, file) -> None:
+        self._file = file
+        self._rl_code: Optional[bool] = None
         self.imports: Imports = file.fact(Imports)
         settings = file.settings
         extra = {REFERENCE: tuple(settings.option(REFERENCE_NAMES)), POLICY: tuple(settings.option(POLICY_NAMES))}
@@ -175,6 +182,7 @@ class ModelRoles:
         self.aliases: List[Tuple[cst.CSTNode, str, str]] = []  # (assignment, target, source): reference := policy
         self.optimized: List[Tuple[cst.Call, str]] = []  # (`ref.parameters()` call, `ref`) given to an optimizer
         self.trained: Set[str] = set()  # models whose parameters some optimizer receives
+        self.models: Set[str] = set()  # keys built as a model (`from_pretrained`, `deepcopy`) or used as one
         self._collect(file.module)
 
     # ---- vocabulary ----
@@ -197,6 +205,8 @@ class ModelRoles:
             return None
         if key in self.functions or (key.split(".")[0] in self.imports.aliases and key.split(".")[0] != "self"):
             return None  # a function named `reward_model`, an imported `create_reference_model`: not models
+        if key.count(".") == 1 and key.split(".")[0] in ("self", "cls") and key.split(".")[1] in self.functions:
+            return None  # `self.query_reward_model(url, texts)`: a method of this file, not a model
         if "." not in key:
             for scope in (function, None):
                 roles = self.scopes.get(scope) if scope is not None else self._module_roles
@@ -206,7 +216,16 @@ class ModelRoles:
             cls = self.class_of.get(function)
             if cls is not None and key in self.class_attrs[cls].names:
                 return self.class_attrs[cls].names[key]
-        return self.vocabulary_role(key.rsplit(".", 1)[-1])
+        role = self.vocabulary_role(key.rsplit(".", 1)[-1])
+        return role if role is None or self.rl_code else None
+
+    @property
+    def rl_code(self) -> bool:
+        """Names give roles only in RL post-training code: a DETR's `self.model` is no policy, an `accelerate`
+        weakref called `reference` no reference model."""
+        if self._rl_code is None:
+            self._rl_code = self._file.fact(Purpose).rl_code
+        return self._rl_code
 
     def unwrap(self, expr: cst.BaseExpression) -> cst.BaseExpression:
         """`accelerator.unwrap_model(m).eval().module` -> `m`: calls that return the same weights."""
@@ -232,6 +251,10 @@ class ModelRoles:
         if isinstance(func, (cst.Name, cst.Attribute)) and dotted(self.unwrap(func)) is not None:
             return func
         return None
+
+    def is_model(self, model: str) -> bool:
+        """Whether this file builds `model` as a model or calls a method on it that only models have."""
+        return model in self.models
 
     def is_trained(self, model: str) -> bool:
         """Whether the file gives this model's parameters to an optimizer (a reward model being trained)."""
@@ -301,6 +324,9 @@ class ModelRoles:
         key = dotted(target)
         if key is None:
             return
+        if self._built_from_weights(value) is not None or (
+                isinstance(value, cst.Call) and call_name(value) in _FREEZING_CALLS):
+            self.models.add(key)
         store = self._store(key, roles, attrs)
         own = self.vocabulary_role(key.rsplit(".", 1)[-1])
         source = self._value_role(value, function)
@@ -347,6 +373,8 @@ class ModelRoles:
 
     def _call(self, call: cst.Call, function, roles: ScopeRoles, attrs) -> None:
         name = call_name(call)
+        if name in _MODEL_METHODS and isinstance(call.func, cst.Attribute):
+            self.models.add(dotted(self.unwrap(call.func.value)) or "")
         # freezing: `ref.requires_grad_(False)`, or handing the model to code that may freeze it
         if name == "requires_grad_" and isinstance(call.func, cst.Attribute) and _is_false_arg(call):
             self._mark_frozen(self.unwrap(call.func.value), roles, attrs)

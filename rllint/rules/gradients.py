@@ -87,8 +87,9 @@ class ReferenceNotFrozen(CSTRule):
             self.report(call, detail=(
                 f"`{_code(self, call)}` gives the reference model's parameters to the optimizer: the KL anchor "
                 f"trains along with the policy (optimize the policy's parameters only)"))
+        grad = self.file.fact(GradFlow)
         for build in roles.builds():
-            if not build.frozen:
+            if not build.frozen and not grad.only_without_grad(build.key):
                 self.report(build.node, detail=(
                     f"reference `{build.key}` is built with `{build.how}` and never frozen in this file: its "
                     f"weights keep `requires_grad=True`, so any forward outside no_grad trains the anchor "
@@ -141,11 +142,11 @@ class ReferenceForwardWithGrad(CSTRule):
 
     def visit_Module(self, node: cst.Module) -> None:
         grad = self.file.fact(GradFlow)
-        roles = self.file.fact(ModelRoles)
         for forward in grad.reported_forwards():
             if forward.role not in (REFERENCE, OLD_POLICY, REWARD) or forward.no_grad or forward.detached:
                 continue
-            if forward.adapter_off or roles.is_trained(forward.model):
+            if forward.adapter_off or not grad.model_evidence(forward) or self.file.fact(LossSlice).trains(
+                    forward.model):
                 continue
             self.report(forward.node, call=_code(self, forward.node), role=forward.role, model=forward.model)
 
@@ -193,7 +194,7 @@ class ItemInLossPath(CSTRule):
         grad = self.file.fact(GradFlow)
         losses = self.file.fact(LossSlice)
         for stopper in grad.stoppers:
-            if not losses.contains(stopper.statement) or grad.gradient_of(stopper) is None:
+            if not losses.contains(stopper.statement, stopper.node) or grad.gradient_of(stopper) is None:
                 continue
             lines = self.file.fact(Values)
             path = losses.describe(stopper.statement, lines.line)
