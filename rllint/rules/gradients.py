@@ -38,8 +38,9 @@ class ReferenceNotFrozen(CSTRule):
     no `create_reference_model`) nor hands it to code that may (a trainer, a DeepSpeed or
     accelerate wrapper).
 
-    `ref_model = None` and PEFT set-ups that use the policy with its adapter disabled as
-    the reference (`ref = model if use_peft else ...`) are not reported.
+    `ref_model = None`, PEFT set-ups that use the policy with its adapter disabled as
+    the reference (`ref = model if use_peft else ...`), and a copy that this file only ever
+    runs under `torch.no_grad()` (no gradient can reach it here) are not reported.
 
     ## Why is this bad?
     The KL penalty measures how far the policy moved from where it started. If the
@@ -105,8 +106,17 @@ class ReferenceForwardWithGrad(CSTRule):
     outside `torch.no_grad()` / `torch.inference_mode()` / a `@torch.no_grad()` function
     (or a private or nested function only ever called from such places), and whose result is not
     `.detach()`ed right away. It is reported even when the model is frozen elsewhere:
-    freezing is not visible at the call site. Models whose parameters this file gives to
-    an optimizer (a reward model being trained) are not reported.
+    freezing is not visible at the call site.
+
+    A call is a model's forward by what the code shows, not by its name: token tensors go in
+    (`input_ids=`, `*_ids`, `seq`), logits or hidden states are read from its output, or the
+    file builds it as a model (`from_pretrained`, `deepcopy`) or uses it as one
+    (`.parameters()`, `.eval()`, `.generate()`). `self.monitor_reward_model(scores)`, an
+    HTTP client `query_reward_model(url, texts)` or a weakref called `reference` are not.
+    Not reported either: a helper that runs the model it is given under no_grad itself,
+    functions that every call site of this file runs under no_grad, reward models this file
+    trains (their parameters reach an optimizer, or their output feeds a backward that is not
+    a policy-gradient step), MLX and JAX code, and files that are not RL post-training code.
 
     ## Why is this bad?
     Autograd records every operation of a forward that runs with gradient enabled and
@@ -159,7 +169,8 @@ class ItemInLossPath(CSTRule):
     statements whose values reach `loss.backward()`, `accelerator.backward(loss)`,
     `engine.backward(loss)`, `scaler.scale(loss).backward()`, or the return of a
     `compute_loss` / `*_loss` function, including through local helper functions.
-    The same calls for logging and metrics, outside that slice, are not reported.
+    The same calls for logging and metrics, outside that slice, are not reported, nor
+    metrics returned next to the loss (`return loss, pg_loss.item()`).
 
     ## Why is this bad?
     A Python number has no autograd history. Whatever is computed from it and then
@@ -209,7 +220,12 @@ class InPlaceOnGraphTensor(CSTRule):
     helper; not detached, not under no_grad): `logps[mask] = 0`, `ratio[~mask] *= 0`,
     `.masked_fill_()`, `.mul_()`, `.add_()`, `.div_()`, `.zero_()`, `.clamp_()`, `.copy_()`.
     In-place operations on data tensors (`labels[labels == pad] = -100`, `input_ids`,
-    `attention_mask`), on detached tensors and under no_grad are not reported.
+    `attention_mask`), on detached tensors and under no_grad are not reported, nor the first
+    in-place op on a fresh model output or reduction before anything else uses it
+    (`logits = model(ids).logits; logits.div_(temperature)`, `kl = kl_div(...).sum(-1);
+    kl.masked_fill_(pad, 0.0)`): nothing saved for backward is overwritten, and autograd
+    raises if it were. MLX and JAX code and files that are not RL post-training code are
+    not reported.
 
     ## Why is this bad?
     Autograd saves tensors it needs for the backward pass. Overwriting one in place
