@@ -240,3 +240,17 @@ class GRPO:
         return self.ref_model(input_ids=input_ids).logits
 """
     assert found(source, ["RL501"]) == marked(source, "RL501")
+
+
+def test_gradients_taken_with_autograd_grad_are_plain_tensors():
+    source = _GRPO + """
+def guide(policy, input_ids, x, timesteps):
+    with torch.enable_grad():
+        y = policy(input_ids).logits.sum()
+        grad = torch.autograd.grad([y], [x])[0]
+        grad[timesteps < 2] = 0
+        second = torch.autograd.grad([y], [x], create_graph=True)[0]
+        second[timesteps < 2] = 0  # reported
+    return grad, second
+"""
+    assert found(source, ["RL504"]) == marked(source, "RL504")

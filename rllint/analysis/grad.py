@@ -754,6 +754,9 @@ class GradFlow:
             return EMPTY
         if qualified.startswith("torch.") and name in _TORCH_NON_DIFFERENTIABLE:
             return EMPTY
+        if qualified == "torch.autograd.grad" and not any(
+                a.keyword is not None and a.keyword.value == "create_graph" for a in call.args):
+            return EMPTY  # gradients as plain tensors: no graph unless `create_graph=True`
         return flow
 
     def helper_of(self, call: cst.Call) -> Optional[cst.FunctionDef]:
