@@ -144,7 +144,9 @@ class ReferenceForwardWithGrad(CSTRule):
     code = "RL502"
     name = "reference-forward-with-grad"
     severity = Severity.ERROR
-    tier = Tier.CORRECTNESS
+    # Off by default: whether a forward runs with gradient often depends on callers in other modules
+    # (primer precision 0.27 after the fixes of issue 9).
+    tier = Tier.PEDANTIC
     message = ("`{call}` runs the {role} `{model}` with gradient enabled: autograd keeps its activations "
                "for a backward that must not reach it (wrap it in `torch.no_grad()` or detach the result)")
     options = (REFERENCE_NAMES, POLICY_NAMES)
@@ -528,6 +530,8 @@ class OneValueTwoRoles(CSTRule):
     code = "RL508"
     name = "one-value-two-roles"
     severity = Severity.WARNING
+    # Off by default: on the primer every finding was a deliberate `min_new_tokens == max_new_tokens`.
+    tier = Tier.PEDANTIC
     message = "`{value}` is passed as both `{first}=` and `{second}=`: one of them is meant to be another value"
     triggers = ("=",)
 
