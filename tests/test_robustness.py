@@ -290,7 +290,8 @@ def test_10_numeric_options_must_be_finite_and_positive(tmp_path, value):
 # 11 --------------------------------------------------------------------------------------------
 
 def slow_project(tmp_path):
-    """Files that take seconds each to lint (deep subscripts), so that workers are busy when signalled."""
+    """Files that take seconds each to lint with every rule selected (deep subscripts), so that workers are busy
+    when signalled."""
     folder = project(tmp_path)
     for index in range(12):
         (folder / f"slow{index}.py").write_text("x = a" + "[0]" * 1500 + "\n")
@@ -321,7 +322,7 @@ def wait_gone(group: int, timeout: float = 20.0) -> bool:
 
 @pytest.mark.parametrize("presses", [1, 2])
 def test_11_ctrl_c_stops_the_workers_and_exits_130(tmp_path, presses):
-    process = start(slow_project(tmp_path), ".")
+    process = start(slow_project(tmp_path), "--select", "RL", ".")
     time.sleep(2.0)  # the workers are linting the slow files (the whole run takes more than 20 s)
     for _ in range(presses):
         os.killpg(process.pid, signal.SIGINT)  # as a terminal sends it: to the whole foreground group
@@ -332,7 +333,7 @@ def test_11_ctrl_c_stops_the_workers_and_exits_130(tmp_path, presses):
 
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
 def test_11_workers_exit_when_the_parent_dies(tmp_path, how):
-    process = start(slow_project(tmp_path), ".")
+    process = start(slow_project(tmp_path), "--select", "RL", ".")
     time.sleep(2.0)
     os.kill(process.pid, how)  # the parent only
     process.communicate(timeout=30)
