@@ -46,3 +46,42 @@ def test_std_and_length_normalisation_are_off_by_default():
 
 def test_files_without_trigger_words_are_not_reported():
     assert findings("def f(x):\n    return x.sum() / x.numel()\n") == []
+
+
+# ---- patterns that also occur in ML code of other kinds: reported only in RL code ----
+
+NOT_RL = """
+    import torch
+
+    def confidence_loss(logits, labels, valid_mask, hidden, attention_mask, sigma):
+        probs = torch.softmax(logits, dim=-1)
+        log_probs = torch.log(probs.clamp_min(1e-12))
+        loss = -(log_probs.gather(-1, labels.unsqueeze(-1)).squeeze(-1))
+        pooled = (hidden * attention_mask.unsqueeze(-1)).sum(1) / valid_mask.sum(1, keepdim=True)
+        scale = (hidden - hidden.mean()) / (hidden.std() + 1.0)
+        return (loss * valid_mask).mean(), pooled, scale
+"""
+RL_WORDS = """
+    def grpo_step(policy, advantages, rollouts):
+        return policy(rollouts), advantages
+"""
+
+
+def test_softmax_logs_masked_means_and_epsilons_are_reported_only_in_rl_code():
+    assert findings(NOT_RL, select=("RL108", "RL201", "RL206", "RL207")) == []
+    found = findings(NOT_RL + RL_WORDS, select=("RL108", "RL201", "RL206", "RL207"))
+    assert [(line, code) for line, code, _ in found] == [(6, "RL108"), (8, "RL207"), (9, "RL201"), (10, "RL206")]
+
+
+def test_a_cast_in_one_branch_does_not_reach_the_other():
+    assert findings("""
+        import torch
+        from torch import nn
+
+        def attention(weights):
+            if weights.dtype == torch.float16:
+                weights = nn.functional.softmax(weights, dim=-1, dtype=torch.float32).to(torch.float16)
+            else:
+                weights = nn.functional.softmax(weights, dim=-1)
+            return weights
+    """, select=("RL107",)) == []

@@ -5,6 +5,7 @@ from typing import List, Optional, Set, Tuple
 
 import libcst as cst
 
+from rllint.analysis.purpose import RLCodeOnly
 from rllint.analysis.tensors import (
     CHOSEN, LOGITS, LOGPROBS, NEGLOGP, PROBS, REF_ROLE, REJECTED, TOKEN_IDS, TensorRule, Tensors, argument, int_value, last_part,
     name_kind, number_value,
@@ -574,11 +575,12 @@ class LowPrecisionLogSoftmax(TensorRule):
         self.report(node, op=op, cast=tensors.code(cast, 60), dtype=dtype)
 
 
-class LogOfSoftmax(TensorRule):
+class LogOfSoftmax(RLCodeOnly, TensorRule):
     """
     ## What it does
     Reports `torch.log(softmax(x))`, `x.softmax(-1).log()` and `torch.log(probs + 1e-8)`
-    where `probs` came from `softmax`.
+    where `probs` came from `softmax`, in RL post-training code (the same line in a vision
+    model or a sampler is another library's business).
 
     ## Why is this bad?
     Small probabilities underflow to 0 in `softmax`, so `log` returns `-inf` (or, with the
