@@ -85,3 +85,36 @@ def test_a_cast_in_one_branch_does_not_reach_the_other():
                 weights = nn.functional.softmax(weights, dim=-1)
             return weights
     """, select=("RL107",)) == []
+
+
+SCORE_LABELS = """
+    import torch
+
+    def response_logps(policy, input_ids, labels):
+        logits = policy(input_ids).logits
+        return torch.log_softmax(logits, dim=-1).gather(-1, labels.unsqueeze(-1)).squeeze(-1)
+"""
+
+
+def test_labels_are_unshifted_unless_the_file_builds_them_shifted():
+    assert [code for _, code, _ in findings(SCORE_LABELS, select=("RL109",))] == ["RL109"]
+    assert findings(SCORE_LABELS + """
+    def encode(sequences):
+        ids = torch.tensor(sequences)
+        return {"input_ids": ids[:, :-1], "labels": ids[:, 1:].clone()}
+    """, select=("RL109",)) == []
+
+
+def test_gather_on_dim_one_of_one_sequence_is_the_vocabulary_axis():
+    source = """
+        import torch
+
+        def response_logps(model, full_ids, starts):
+            log_probs = torch.log_softmax(model(full_ids).logits, dim=-1)
+            out = []
+            for i, start in enumerate(starts):
+                window = log_probs[i, start - 1:-1, :]
+                out.append(window.gather(1, full_ids[i, start:].unsqueeze(1)).squeeze(1))
+            return out, log_probs.gather(1, full_ids[:, 1:].unsqueeze(-1))
+    """
+    assert [line for line, _, _ in findings(source, select=("RL105",))] == [10]  # the batch gather only

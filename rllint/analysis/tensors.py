@@ -331,6 +331,7 @@ class Tensors:
         self.autocast: Set[int] = set()
         self.branch_of: Dict[int, Branch] = {}  # Name nodes inside `if` branches
         self._layouts: Optional[Dict[Optional[tuple], Set[str]]] = None
+        self._shifted_names: Optional[Set[str]] = None
 
     def enter(self, nesting: Sequence[cst.CSTNode]) -> None:
         """Make the facts of a node's scopes available: `nesting` is the module, then each
@@ -757,6 +758,13 @@ class Tensors:
                     return True
         return False
 
+    def built_shifted(self, name: str) -> bool:
+        """Whether the file builds a value of this name already shifted (`labels = ids[:, 1:]`,
+        `{"labels": ids[:, 1:]}`): ids made by a helper that line up with unshifted logits."""
+        if self._shifted_names is None:
+            self._shifted_names = _shifted_names(self.tree)
+        return name in self._shifted_names
+
     def model_logits(self, expr: cst.BaseExpression) -> Optional[cst.Call]:
         """The model call whose logits `expr` comes from, when its history shows it here (`.logits`
         of a call or of a name bound to a call, `lm_head(...)`), else None."""
@@ -1021,6 +1029,35 @@ def _time_slice(expr: cst.Subscript) -> bool:
 def _keeps_last_logits(call: cst.Call) -> bool:
     return any(arg.keyword is not None and arg.keyword.value in ("logits_to_keep", "num_logits_to_keep")
                for arg in call.args)
+
+
+def _shifted_names(tree: ast.Module) -> Set[str]:
+    """Names, attributes and string keys bound to a slice that drops the first position."""
+    found: Set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _drops_first(node.value):
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                if isinstance(target, ast.Name):
+                    found.add(target.id)
+                elif isinstance(target, ast.Attribute):
+                    found.add(target.attr)
+                elif isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant):
+                    found.add(str(target.slice.value))
+        elif isinstance(node, ast.Dict):
+            found.update(key.value for key, value in zip(node.keys, node.values)
+                         if isinstance(key, ast.Constant) and isinstance(key.value, str) and _drops_first(value))
+    return found
+
+
+def _drops_first(value: ast.expr) -> bool:
+    """`x[:, 1:]`, `x[..., 1:].contiguous()`, `x[1:]`: a slice from position 1 on."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _KEEP:
+        value = value.func.value
+    if not isinstance(value, ast.Subscript):
+        return False
+    parts = value.slice.elts if isinstance(value.slice, ast.Tuple) else [value.slice]
+    return any(isinstance(part, ast.Slice) and isinstance(part.lower, ast.Constant) and part.lower.value == 1
+               and part.upper is None for part in parts)
 
 
 def _mentions(expr: cst.CSTNode, operand: Callable[[cst.BaseExpression], bool]) -> bool:

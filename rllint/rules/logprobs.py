@@ -412,7 +412,8 @@ class GatherNonFinalDim(TensorRule):
     `lm_head(...)`) along a dim other than the vocabulary axis: not `-1`, not `2` on a
     `[B, T, V]` tensor known from its source, and not the dim of the softmax that produced
     it (2-D classifier logits `log_softmax(x, dim=1).gather(1, y)` are fine). Gathers of
-    tensors without a vocabulary axis (values, rewards) are never reported.
+    tensors without a vocabulary axis (values, rewards) are never reported, and neither is
+    dim 1 with the ids of one sequence (`ids[i, start:end]`, which drops the batch axis).
 
     ## Why is this bad?
     Gathering token ids along the time or batch axis picks the probability of *some* token
@@ -463,14 +464,28 @@ class GatherNonFinalDim(TensorRule):
     def _sequence_index(tensors: Tensors, index: cst.BaseExpression) -> bool:
         """An index of token ids with a time axis (so the gathered tensor is at least [B, T, V])."""
         for step in tensors.history(index):
+            if isinstance(step, cst.Subscript) and any(_scalar_index(e.slice) for e in step.slice):
+                return False  # `ids[i, a:b]` drops the batch axis: the time axis may be dim 0
             if isinstance(step, cst.Subscript) and any(
                     isinstance(e.slice, cst.Slice) for e in step.slice[1:]):
                 return True
+            if isinstance(step, cst.Name) and tensors.value_of(step) is not None:
+                continue  # its source is visible: the source decides
             name = last_part(step) if isinstance(step, (cst.Name, cst.Attribute, cst.Subscript)) else None
             if name:
                 kind = name_kind(name)
                 return bool(kind and kind.kind == TOKEN_IDS and name.lower().endswith(_SEQUENCE_ID_NAMES))
         return False
+
+
+def _scalar_index(index: cst.BaseSlice) -> bool:
+    """An index that picks one position of its axis (`i`, `0`), not `:`, `...`, `None` or a mask."""
+    if not isinstance(index, cst.Index):
+        return False
+    value = index.value
+    if isinstance(value, cst.Name):
+        return value.value != "None" and name_kind(value.value) is None
+    return isinstance(value, (cst.Integer, cst.UnaryOperation, cst.BinaryOperation))
 
 
 class GatherIndexRank(TensorRule):
@@ -634,9 +649,10 @@ class UnshiftedLogprobGather(TensorRule):
     they score, `log_softmax(model(ids).logits).gather(-1, input_ids.unsqueeze(-1))`, where
     the index is a full-sequence id tensor (`input_ids`, `labels`, `sequences`, `seqs`, or
     the very ids the model was called on) and neither it nor the logits was shifted
-    (`[:, :-1]`, `[:, 1:]`, a shift helper) or cut to the completion window in the function. Only logits whose model call is visible in the
-    function are considered; an index holding completion, target or action ids is taken as
-    already aligned.
+    (`[:, :-1]`, `[:, 1:]`, a shift helper) or cut to the completion window in the function.
+    Only logits whose model call is visible in the function are considered; an index holding
+    completion, target or action ids is taken as already aligned, and so are labels that the
+    file builds already shifted (`"labels": ids[:, 1:]` in a tokenizing helper).
 
     ## Why is this bad?
     The logits at position t predict token t+1. Gathered at token t, each token is scored by
@@ -693,8 +709,13 @@ class UnshiftedLogprobGather(TensorRule):
                   if arg.keyword is None or arg.keyword.value == "input_ids"}
         for step in tensors.history(index):
             name = last_part(step) if isinstance(step, (cst.Name, cst.Attribute, cst.Subscript)) else None
-            if name:
-                return name if name in _FULL_SEQUENCE_IDS or tensors.code(step, 1000) in inputs else None
+            if not name:
+                continue
+            if tensors.code(step, 1000) in inputs:
+                return name
+            if name in _FULL_SEQUENCE_IDS and not tensors.built_shifted(name):
+                return name
+            return None
         return None
 
 
