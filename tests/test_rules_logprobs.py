@@ -118,3 +118,28 @@ def test_gather_on_dim_one_of_one_sequence_is_the_vocabulary_axis():
             return out, log_probs.gather(1, full_ids[:, 1:].unsqueeze(-1))
     """
     assert [line for line, _, _ in findings(source, select=("RL105",))] == [10]  # the batch gather only
+
+
+def test_a_width_one_slice_keeps_the_index_axis():
+    source = """
+        import torch
+
+        def step_logps(logits, completion_ids, t):
+            logps = torch.log_softmax(logits[:, t], dim=-1)
+            return torch.gather(logps, -1, completion_ids[:, INDEX])
+    """
+    for kept in ("t:t + 1", "3:4", "-1:"):
+        assert findings(source.replace("INDEX", kept), select=("RL106",)) == []
+    for lacking in ("t", "1:", "t:t + 2"):
+        assert [c for _, c, _ in findings(source.replace("INDEX", lacking), select=("RL106",))] == ["RL106"]
+
+
+def test_numpy_group_statistics_by_axis_and_keepdims():
+    source = """
+        import numpy as np
+
+        def grpo_advantages(rewards, G):
+            return rewards - np.mean(rewards.reshape(-1, G), axis=1KEEP)
+    """
+    assert [c for _, c, _ in findings(source.replace("KEEP", ""), select=("RL203",))] == ["RL203"]
+    assert findings(source.replace("KEEP", ", keepdims=True"), select=("RL203",)) == []

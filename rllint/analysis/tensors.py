@@ -597,6 +597,8 @@ class Tensors:
                     isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Name) and e.slice.value.value
                     == "None" for e in step.slice):
                 return True
+            elif isinstance(step, cst.Subscript) and len(step.slice) > 1 and _width_one(step.slice[-1].slice):
+                return True  # `ids[:, t:t + 1]` keeps its last axis, of size one
         return False
 
     # ---- polarity -------------------------------------------------------------------
@@ -867,10 +869,10 @@ class Tensors:
                     if reshape is None:
                         return None
                     method = isinstance(expr.func, cst.Attribute) and not self.is_function(expr.func)
-                    dim = int_value(argument(expr, 0 if method else 1, "dim"))
+                    dim = int_value(argument(expr, 0 if method else 1, "dim") or argument(expr, None, "axis"))
                     if dim is None or dim not in (reshape.axis, reshape.axis - 2):
                         return None
-                    keepdim = argument(expr, None, "keepdim")
+                    keepdim = argument(expr, None, "keepdim") or argument(expr, None, "keepdims")  # torch, numpy
                     if isinstance(keepdim, cst.Name) and keepdim.value == "True":
                         expanded = expanded or "keepdim"
                     return GroupStat(expr, op, reshape, expanded)
@@ -1003,6 +1005,19 @@ def _factors(expr: cst.BaseExpression, operators: tuple = (cst.Multiply,)) -> Li
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, operators):
         return _factors(expr.left, operators) + _factors(expr.right, operators)
     return [expr]
+
+
+def _width_one(index: cst.BaseSlice) -> bool:
+    """A slice of one position: `t:t + 1`, `3:4`, `-1:`."""
+    if not isinstance(index, cst.Slice) or index.step is not None or index.lower is None:
+        return False
+    lower, upper = int_value(index.lower), index.upper
+    if upper is None:
+        return lower == -1
+    if lower is not None and int_value(upper) is not None:
+        return int_value(upper) == lower + 1
+    return (isinstance(upper, cst.BinaryOperation) and isinstance(upper.operator, cst.Add)
+            and int_value(upper.right) == 1 and upper.left.deep_equals(index.lower))
 
 
 def _whole_axis(index: cst.BaseSlice) -> bool:

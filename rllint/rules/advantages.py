@@ -443,7 +443,8 @@ class GroupStatsNotBroadcast(TensorRule):
     or `.std(dim=1)`) combined with per-completion values (`[B*G]`) without bringing them
     back to the completion axis, and statistics expanded in the wrong layout: `.repeat(G)`
     against contiguous completions, `repeat_interleave(G)` against tiled ones. Statistics
-    kept with `keepdim=True`, `unsqueeze`d or `repeat_interleave`d correctly are fine.
+    kept with `keepdim=True` (numpy's `keepdims=True`), `unsqueeze`d or `repeat_interleave`d
+    correctly are fine; numpy's `axis=` counts as `dim=`.
 
     ## Why is this bad?
     `[B*G] - [B]` either raises a shape error or, when `B` happens to divide evenly or be 1,

@@ -1,11 +1,13 @@
 """RL1xx: log-probabilities and numerics: ratios, preference margins, gathers, casts, shifts."""
 from __future__ import annotations
 
-from typing import List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from rllint.analysis.logged import LOG_CALLS
 from rllint.analysis.purpose import RLCodeOnly
+from rllint.analysis.syntax import children
 from rllint.analysis.tensors import (
     CHOSEN, LOGITS, LOGPROBS, NEGLOGP, PROBS, REF_ROLE, REJECTED, TOKEN_IDS, TensorRule, Tensors, argument, int_value, last_part,
     name_kind, number_value,
@@ -34,7 +36,10 @@ class ReversedImportanceRatio(TensorRule):
     assigned such differences. Names that hold negative log-probs (`neglogp`, `nll`)
     reverse the polarity, so `exp(old_neglogp - neglogp)` is correct. The k3 KL estimator
     `exp(ref - logp) - (ref - logp) - 1` is correct with the reference first, and
-    `exp(logp - logp.detach())` is not a ratio of two policies; neither is reported.
+    `exp(logp - logp.detach())` is not a ratio of two policies; neither is reported, and
+    neither is the k3 estimator weighted by the importance ratio (`coef * exp(ref - logp) -
+    (ref - logp) - 1`). A ratio that is only printed, logged or collected (comparing vLLM's
+    log-probs with the trainer's) weights no loss and is not reported.
 
     ## Why is this bad?
     PPO and GRPO clip `pi_new / pi_old`. The inverted ratio `pi_old / pi_new` falls when
@@ -72,6 +77,7 @@ class ReversedImportanceRatio(TensorRule):
         self.candidates: List[Tuple[cst.Call, str]] = []
         self.kl_terms: Set[int] = set()
         self.ratio_like: Set[int] = set()
+        self.bound: Dict[int, str] = {}  # exp calls assigned to a name: the name
 
     def visit_Call(self, node: cst.Call) -> None:
         if callee(node) not in ("exp", "clamp", "clip", "clamp_max", "clamp_min"):
@@ -91,6 +97,8 @@ class ReversedImportanceRatio(TensorRule):
         name = last_part(target) if isinstance(target, cst.Name) else None
         if name and ("ratio" in name.lower() or "weight" in name.lower() or "coef" in name.lower()):
             self.ratio_like.add(id(node.value))
+        if name and isinstance(node.value, cst.Call):
+            self.bound[id(node.value)] = name
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         """Marks `exp(d)` in `exp(d) - d - 1` (and `r - 1 - d` with `r = exp(d)`): the k3 KL estimator."""
@@ -102,16 +110,18 @@ class ReversedImportanceRatio(TensorRule):
             return
         tensors = self.tensors()
         for position, (sign, leaf) in enumerate(terms):
-            call = tensors.resolve(leaf) if isinstance(leaf, cst.Name) else leaf
-            if not isinstance(call, cst.Call):
-                continue
-            op, operand = tensors.call_name(call)
-            if op != "exp" or operand is None:
-                continue
-            inner = tensors.terms(operand, depth=0)
-            rest = [t for i, t in enumerate(terms) if i != position]
-            if inner and all(any(s2 == -sign * s1 and l2.deep_equals(l1) for s2, l2 in rest) for s1, l1 in inner):
-                self.kl_terms.add(id(call))
+            # `exp(d)`, or `w * exp(d)`: k3 weighted by an importance ratio
+            for factor in _product_factors(leaf):
+                call = tensors.resolve(factor) if isinstance(factor, cst.Name) else factor
+                if not isinstance(call, cst.Call):
+                    continue
+                op, operand = tensors.call_name(call)
+                if op != "exp" or operand is None:
+                    continue
+                inner = tensors.terms(operand, depth=0)
+                rest = [t for i, t in enumerate(terms) if i != position]
+                if inner and all(any(s2 == -sign * s1 and l2.deep_equals(l1) for s2, l2 in rest) for s1, l1 in inner):
+                    self.kl_terms.add(id(call))
 
     def leave_Module(self, original_node: cst.Module) -> None:
         tensors = self.tensors()
@@ -119,6 +129,8 @@ class ReversedImportanceRatio(TensorRule):
             if id(call) in self.kl_terms:
                 continue
             if first == "ref" and id(call) not in self.ratio_like:
+                continue
+            if id(call) in self.bound and _only_displayed(tensors, call, self.bound[id(call)]):
                 continue
             self.report(call, expr=tensors.code(call), first=first)
 
@@ -144,6 +156,50 @@ class ReversedImportanceRatio(TensorRule):
         return None
 
 
+def _product_factors(expr: cst.BaseExpression) -> List[cst.BaseExpression]:
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
+        return _product_factors(expr.left) + _product_factors(expr.right)
+    return [expr]
+
+
+def _only_displayed(tensors: Tensors, call: cst.Call, name: str) -> bool:
+    """Whether the name a ratio is bound to is only printed, logged or collected (`print(f"{ratio}")`,
+    `ratios.append(ratio)`): a comparison of two sets of log-probs, not a ratio that weights a loss."""
+    scope = tensors.scope(call)
+    if scope is None:
+        return False
+    uses = 0
+    stack: List[Tuple[cst.CSTNode, bool]] = [(scope.node, False)]
+    while stack:
+        node, displayed = stack.pop()
+        if isinstance(node, cst.Name) and node.value == name:
+            uses += 1
+            if not displayed:
+                return False
+            continue
+        if isinstance(node, cst.AssignTarget) or (isinstance(node, (cst.FunctionDef, cst.ClassDef)) and node is not scope.node):
+            continue
+        shown = displayed or isinstance(node, cst.FormattedString) or (
+            isinstance(node, cst.Call) and _displays(tensors, node))
+        stack.extend((child, shown) for child in children(node))
+    return uses > 0
+
+
+_DISPLAYS = LOG_CALLS | {"append", "extend"}
+_NUMERIC = ("torch", "numpy", "math", "mlx", "jax")
+
+
+def _displays(tensors: Tensors, call: cst.Call) -> bool:
+    """A call that prints, logs or collects its arguments; `torch.log(x)` and `x.log()` compute."""
+    name = callee(call)
+    if name not in _DISPLAYS:
+        return False
+    if name != "log":
+        return True
+    qualified = tensors.qualified(call.func) or ""
+    return bool(qualified) and not qualified.startswith(_NUMERIC)
+
+
 def _policy_side(pattern):
     def accepts(leaf: cst.BaseExpression) -> bool:
         name = last_part(leaf) if isinstance(leaf, (cst.Name, cst.Attribute, cst.Subscript)) else None
@@ -167,7 +223,8 @@ class ReversedPreferenceMargin(TensorRule):
     `margin = chosen - rejected`. The sign is followed through unary minus, subtraction
     order, positive scale factors (`beta`, literals), names assigned such expressions and
     monotone functions. Reference log-probs (`ref_chosen_logps`) do not count as the
-    policy's side; label-smoothing terms (`... * label_smoothing`) are left alone.
+    policy's side; label-smoothing terms (`... * label_smoothing`, `eps * reverse_loss` with
+    `reverse_loss` a name for the reversed term, as in conservative DPO) are left alone.
 
     ## Why is this bad?
     Minimising such a loss raises the likelihood of the rejected responses and lowers that
@@ -204,10 +261,13 @@ class ReversedPreferenceMargin(TensorRule):
     def __init__(self, file) -> None:
         super().__init__(file)
         self.smoothing: Set[int] = set()
+        self.candidates: List[Tuple[cst.CSTNode, cst.Call]] = []
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, cst.Multiply):
             for factor, other in ((node.left, node.right), (node.right, node.left)):
+                if isinstance(other, cst.Name) and _smoothing_factor(factor):
+                    other = self.tensors().resolve(other)  # `reverse = -logsigmoid(...)`, then `eps * reverse`
                 other = _peel_reduction(other)
                 if isinstance(other, cst.UnaryOperation):
                     other = _peel_reduction(other.expression)
@@ -240,7 +300,13 @@ class ReversedPreferenceMargin(TensorRule):
         if chosen is None or rejected is None or (chosen == 0 and rejected == 0):
             return
         if chosen in (0, -expected) and rejected in (0, expected):
-            self.report(reported, expr=tensors.code(reported))
+            self.candidates.append((reported, call))
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        tensors = self.tensors()
+        for reported, call in self.candidates:
+            if id(call) not in self.smoothing:
+                self.report(reported, expr=tensors.code(reported))
 
 
 def _smoothing_factor(expr: cst.BaseExpression) -> bool:
@@ -493,7 +559,8 @@ class GatherIndexRank(TensorRule):
     ## What it does
     Reports a gather on a vocabulary-shaped tensor whose index is a token-id tensor
     (`input_ids`, `labels`, `completion_ids`, `actions`, `tokens`...) that was never given
-    its trailing axis (`.unsqueeze(-1)`, `[..., None]`).
+    its trailing axis (`.unsqueeze(-1)`, `[..., None]`). A slice of one position
+    (`ids[:, t:t + 1]`) keeps its axis and is fine.
 
     ## Why is this bad?
     `gather` needs an index of the same rank as the source. With `[B, T]` ids on a
