@@ -111,12 +111,15 @@ class LargeEpsilon(RLCodeOnly, CSTRule):
 
     ## Options
     - `max-epsilon` (float, default `1e-3`): larger epsilons are reported.
+
+    Off by default (on real RL code the epsilons found were 1e-2, small next to a typical
+    reward std); turn it on with `extend-select = ["RL201"]`.
     """
 
     code = "RL201"
     name = "large-epsilon"
     severity = Severity.ERROR
-    tier = Tier.CORRECTNESS
+    tier = Tier.PEDANTIC
     message = "epsilon {value}{where} {role}; {consequence} (use 1e-6 to 1e-4){hint}"
     options = (MAX_EPSILON,)
     triggers = ("std", "var", "norm", "sqrt", "sigma", "rms", "whiten", "dvantage", "stdev")

@@ -680,12 +680,15 @@ class LogOfSoftmax(RLCodeOnly, TensorRule):
     ```
 
     ## Options
-    None. `log_softmax(x).exp()` and `softmax(log_softmax(x))` are fine.
+    None. `log_softmax(x).exp()` and `softmax(log_softmax(x))` are fine. Off by default
+    (on real RL code most findings were entropies, `p * log(p.clamp_min(eps))`, where the
+    floor is multiplied by a vanishing `p`); turn it on with `extend-select = ["RL108"]`.
     """
 
     code = "RL108"
     name = "log-of-softmax"
     severity = Severity.WARNING
+    tier = Tier.PEDANTIC
     message = "`{expr}` takes the log of a softmax: it underflows to -inf (or is floored by the epsilon); use `log_softmax`"
     triggers = ("softmax",)
 
