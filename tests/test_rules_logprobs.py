@@ -143,3 +143,15 @@ def test_numpy_group_statistics_by_axis_and_keepdims():
     """
     assert [c for _, c, _ in findings(source.replace("KEEP", ""), select=("RL203",))] == ["RL203"]
     assert findings(source.replace("KEEP", ", keepdims=True"), select=("RL203",)) == []
+
+
+def test_rows_selected_by_position_are_not_a_gather_over_time():
+    source = """
+        import torch
+
+        def labelled_rows(model, inputs, labels):
+            logits = model(inputs).logits
+            rows = (labels >= 0).nonzero()
+            return torch.gather(logits, 0, rows.expand(rows.size(0), logits.size(1))), torch.gather(logits, 0, labels)
+    """
+    assert [(line, code) for line, code, _ in findings(source, select=("RL105",))] == [(7, "RL105")]

@@ -9,7 +9,8 @@ from rllint.analysis.logged import LOG_CALLS
 from rllint.analysis.purpose import RLCodeOnly
 from rllint.analysis.syntax import children
 from rllint.analysis.tensors import (
-    CHOSEN, LOGITS, LOGPROBS, NEGLOGP, PROBS, REF_ROLE, REJECTED, TOKEN_IDS, TensorRule, Tensors, argument, int_value, last_part,
+    CHOSEN, LOGITS, LOGPROBS, NEGLOGP, PROBS, REF_ROLE, REJECTED, TOKEN_IDS, Kind, TensorRule, Tensors, argument, int_value,
+    last_part,
     name_kind, number_value,
 )
 from rllint.diagnostic import Severity, Tier
@@ -479,7 +480,9 @@ class GatherNonFinalDim(TensorRule):
     `[B, T, V]` tensor known from its source, and not the dim of the softmax that produced
     it (2-D classifier logits `log_softmax(x, dim=1).gather(1, y)` are fine). Gathers of
     tensors without a vocabulary axis (values, rewards) are never reported, and neither is
-    dim 1 with the ids of one sequence (`ids[i, start:end]`, which drops the batch axis).
+    dim 1 with the ids of one sequence (`ids[i, start:end]`, which drops the batch axis), nor
+    dim 0 of a tensor of unknown rank with an index of row positions (`nonzero()`), which
+    selects rows.
 
     ## Why is this bad?
     Gathering token ids along the time or batch axis picks the probability of *some* token
@@ -522,8 +525,9 @@ class GatherNonFinalDim(TensorRule):
         if rank is not None:
             if dim == rank - 1:
                 return
-        elif dim >= 2 or (dim == 1 and not self._sequence_index(tensors, gather.index)):
-            return
+        elif dim >= 2 or (dim == 1 and not self._sequence_index(tensors, gather.index)) or (
+                dim == 0 and (tensors.kind(gather.index) or _NO_KIND).kind != TOKEN_IDS):
+            return  # rank unknown: dim 0 with row positions (`nonzero()`) selects rows
         self.report(node, expr=tensors.code(node), dim=dim, kind=kind.kind)
 
     @staticmethod
@@ -542,6 +546,9 @@ class GatherNonFinalDim(TensorRule):
                 kind = name_kind(name)
                 return bool(kind and kind.kind == TOKEN_IDS and name.lower().endswith(_SEQUENCE_ID_NAMES))
         return False
+
+
+_NO_KIND = Kind("")
 
 
 def _scalar_index(index: cst.BaseSlice) -> bool:
