@@ -139,6 +139,22 @@ def test_what_rules_ask(name, run, settings, code):
     assert (found.rl_run, found.rl_settings, found.rl_code) == (run, settings, code)
 
 
+def test_a_systems_policy_is_no_rl_vocabulary():
+    # FSDP's wrap policy and a masked entropy: ML training utilities, not RL code
+    found = purpose("""
+        import torch
+        from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
+
+        def wrap(model, layer):
+            return FSDP(model, auto_wrap_policy=transformer_auto_wrap_policy(layer))
+
+        def confidence(logits):
+            log_probs = torch.log_softmax(logits, dim=-1)
+            return -(log_probs.exp() * log_probs).sum(-1)
+    """)
+    assert not found.rl_code
+
+
 def test_rl_context_always_makes_every_file_rl_code():
     found = purpose(KINDS["classifier helpers"][1], **{"rl-context": "always"})
     assert found.rl_run and found.rl_settings and found.rl_code

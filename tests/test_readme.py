@@ -145,9 +145,9 @@ def test_the_problem_matcher_matches_real_output(tmp_path, monkeypatch):
 def test_the_json_fix_example_is_the_real_shape(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (example,) = [json.loads(body) for body in blocks("json") if '"applicability"' in body]
-    Path("logps.py").write_text("import torch\n\n\n\n\ndef logps(logits):\n"
+    Path("logps.py").write_text("import torch\n\n\n\n\ndef policy_logps(logits):\n"
                                 "    return torch.log(torch.softmax(logits, dim=-1))\n")
-    (finding,) = json.loads(run("--format", "json", "logps.py").stdout)
+    (finding,) = json.loads(run("--format", "json", "--extend-select", "RL108", "logps.py").stdout)
     assert finding["fix"] == example
 
 

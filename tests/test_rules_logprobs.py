@@ -46,3 +46,112 @@ def test_std_and_length_normalisation_are_off_by_default():
 
 def test_files_without_trigger_words_are_not_reported():
     assert findings("def f(x):\n    return x.sum() / x.numel()\n") == []
+
+
+# ---- patterns that also occur in ML code of other kinds: reported only in RL code ----
+
+NOT_RL = """
+    import torch
+
+    def confidence_loss(logits, labels, valid_mask, hidden, attention_mask, sigma):
+        probs = torch.softmax(logits, dim=-1)
+        log_probs = torch.log(probs.clamp_min(1e-12))
+        loss = -(log_probs.gather(-1, labels.unsqueeze(-1)).squeeze(-1))
+        pooled = (hidden * attention_mask.unsqueeze(-1)).sum(1) / valid_mask.sum(1, keepdim=True)
+        scale = (hidden - hidden.mean()) / (hidden.std() + 1.0)
+        return (loss * valid_mask).mean(), pooled, scale
+"""
+RL_WORDS = """
+    def grpo_step(policy, advantages, rollouts):
+        return policy(rollouts), advantages
+"""
+
+
+def test_softmax_logs_masked_means_and_epsilons_are_reported_only_in_rl_code():
+    assert findings(NOT_RL, select=("RL108", "RL201", "RL206", "RL207")) == []
+    found = findings(NOT_RL + RL_WORDS, select=("RL108", "RL201", "RL206", "RL207"))
+    assert [(line, code) for line, code, _ in found] == [(6, "RL108"), (8, "RL207"), (9, "RL201"), (10, "RL206")]
+
+
+def test_a_cast_in_one_branch_does_not_reach_the_other():
+    assert findings("""
+        import torch
+        from torch import nn
+
+        def attention(weights):
+            if weights.dtype == torch.float16:
+                weights = nn.functional.softmax(weights, dim=-1, dtype=torch.float32).to(torch.float16)
+            else:
+                weights = nn.functional.softmax(weights, dim=-1)
+            return weights
+    """, select=("RL107",)) == []
+
+
+SCORE_LABELS = """
+    import torch
+
+    def response_logps(policy, input_ids, labels):
+        logits = policy(input_ids).logits
+        return torch.log_softmax(logits, dim=-1).gather(-1, labels.unsqueeze(-1)).squeeze(-1)
+"""
+
+
+def test_labels_are_unshifted_unless_the_file_builds_them_shifted():
+    assert [code for _, code, _ in findings(SCORE_LABELS, select=("RL109",))] == ["RL109"]
+    assert findings(SCORE_LABELS + """
+    def encode(sequences):
+        ids = torch.tensor(sequences)
+        return {"input_ids": ids[:, :-1], "labels": ids[:, 1:].clone()}
+    """, select=("RL109",)) == []
+
+
+def test_gather_on_dim_one_of_one_sequence_is_the_vocabulary_axis():
+    source = """
+        import torch
+
+        def response_logps(model, full_ids, starts):
+            log_probs = torch.log_softmax(model(full_ids).logits, dim=-1)
+            out = []
+            for i, start in enumerate(starts):
+                window = log_probs[i, start - 1:-1, :]
+                out.append(window.gather(1, full_ids[i, start:].unsqueeze(1)).squeeze(1))
+            return out, log_probs.gather(1, full_ids[:, 1:].unsqueeze(-1))
+    """
+    assert [line for line, _, _ in findings(source, select=("RL105",))] == [10]  # the batch gather only
+
+
+def test_a_width_one_slice_keeps_the_index_axis():
+    source = """
+        import torch
+
+        def step_logps(logits, completion_ids, t):
+            logps = torch.log_softmax(logits[:, t], dim=-1)
+            return torch.gather(logps, -1, completion_ids[:, INDEX])
+    """
+    for kept in ("t:t + 1", "3:4", "-1:"):
+        assert findings(source.replace("INDEX", kept), select=("RL106",)) == []
+    for lacking in ("t", "1:", "t:t + 2"):
+        assert [c for _, c, _ in findings(source.replace("INDEX", lacking), select=("RL106",))] == ["RL106"]
+
+
+def test_numpy_group_statistics_by_axis_and_keepdims():
+    source = """
+        import numpy as np
+
+        def grpo_advantages(rewards, G):
+            return rewards - np.mean(rewards.reshape(-1, G), axis=1KEEP)
+    """
+    assert [c for _, c, _ in findings(source.replace("KEEP", ""), select=("RL203",))] == ["RL203"]
+    assert findings(source.replace("KEEP", ", keepdims=True"), select=("RL203",)) == []
+
+
+def test_rows_selected_by_position_are_not_a_gather_over_time():
+    source = """
+        import torch
+
+        def labelled_rows(model, inputs, labels):
+            logits = model(inputs).logits
+            rows = (labels >= 0).nonzero()
+            return torch.gather(logits, 0, rows.expand(rows.size(0), logits.size(1))), torch.gather(logits, 0, labels)
+    """
+    assert [(line, code) for line, code, _ in findings(source, select=("RL105",))] == [(7, "RL105")]

@@ -11,8 +11,8 @@ from pygls.lsp.client import LanguageClient  # noqa: E402
 
 from rllint import rule_page_url  # noqa: E402
 
-SOURCE = "import torch\n\n\ndef logps(logits):\n    return torch.log(torch.softmax(logits, dim=-1))\n"
-FIXED = "import torch\n\n\ndef logps(logits):\n    return torch.log_softmax(logits, dim=-1)\n"
+SOURCE = "import torch\n\n\ndef policy_logps(logits):\n    return torch.log(torch.softmax(logits, dim=-1))\n"
+FIXED = "import torch\n\n\ndef policy_logps(logits):\n    return torch.log_softmax(logits, dim=-1)\n"
 
 
 class Editor:
@@ -52,6 +52,7 @@ def apply(text: str, edits) -> str:
 
 
 def session(root, script):
+    (root / "rllint.toml").write_text('extend-select = ["RL108"]\n')  # off by default
     async def run():
         editor = Editor()
         await editor.start(root)

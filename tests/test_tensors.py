@@ -136,6 +136,21 @@ def f(logits):
     assert source.tensors.kind(source.find("x", 3)).kind == LOGPROBS
 
 
+def test_an_assignment_in_one_branch_does_not_reach_the_other():
+    source = Source(IMPORTS + """
+def f(logits, cheap):
+    if cheap:
+        logits = logits.half()
+    else:
+        y = logits
+    z = logits
+    return y, z
+""")
+    t = source.tensors
+    assert t.half_cast(source.find("logits", 3)) is None  # `y = logits` in the else branch
+    assert t.half_cast(source.find("logits", 4)) is not None  # after the `if`, the cast may have run
+
+
 def test_self_assignment_reads_the_previous_value():
     source = Source(IMPORTS + """
 def f(model, ids):
@@ -394,3 +409,28 @@ def test_a_centred_score_is_still_one_score_per_completion():
     b = source.tensors.kind(source.find("b", 1))
     assert (a.kind, a.rank) == (REWARDS, None) and (b.kind, b.rank) == (REWARDS, 2)
     assert source.tensors.kind(source.find("c", 1)) is None  # the baseline's source is not visible
+
+
+def test_reshaped_masks_and_products_of_masks_are_the_same_mask():
+    source = Source(IMPORTS + """
+def f(loss, completion_mask, valid_mask, attention_mask):
+    a = (loss * completion_mask.unsqueeze(-1)).sum(1) / completion_mask.sum(1)
+    b = (loss * completion_mask[:, :, None]).sum() / completion_mask.reshape(-1).sum()
+    c = (loss * completion_mask * valid_mask).sum() / (valid_mask * completion_mask).sum()
+    d = (loss * completion_mask * valid_mask).sum() / completion_mask.sum()
+    e = (loss * completion_mask * valid_mask).sum() / (completion_mask * attention_mask).sum()
+    return a, b, c, d, e
+""")
+    t = source.tensors
+    code = source.module.code_for_node
+    same = []
+    for division in (source.find(c, kind=cst.BinaryOperation) for c in (
+            "(loss * completion_mask.unsqueeze(-1)).sum(1) / completion_mask.sum(1)",
+            "(loss * completion_mask[:, :, None]).sum() / completion_mask.reshape(-1).sum()",
+            "(loss * completion_mask * valid_mask).sum() / (valid_mask * completion_mask).sum()",
+            "(loss * completion_mask * valid_mask).sum() / completion_mask.sum()",
+            "(loss * completion_mask * valid_mask).sum() / (completion_mask * attention_mask).sum()")):
+        values, mask, _ = t.masked_sum(division.left)
+        assert code(values) == "loss"
+        same.append(t.same_mask(mask, t.mask_count(division.right)[0]))
+    assert same == [True, True, True, False, False]

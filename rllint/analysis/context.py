@@ -154,6 +154,8 @@ def _vocabulary_weight(words: Set[str]) -> int:
     concepts = set()
     for word in words:
         lowered = word.lower()
+        if _SYSTEMS_POLICY.search(lowered):
+            continue  # FSDP's `auto_wrap_policy`: a rule of the training system, not an RL policy
         for part in lowered.split("."):
             if part in _TOKEN:
                 concepts.add(_TOKEN[part])
@@ -166,6 +168,8 @@ def _vocabulary_weight(words: Set[str]) -> int:
     return sum(_CONCEPTS[c][0] for c in concepts)
 
 
+# Policies of the training system (how modules are wrapped, sharded, cast, checkpointed or retried).
+_SYSTEMS_POLICY = re.compile(r"(wrap|shard\w*|precision|checkpoint\w*|retry|eviction)_?polic(y|ies)")
 # Multi-token vocabulary matched inside longer identifiers (`ref_per_token_logps_chunk`).
 _COMPOUNDS = tuple((token, concept) for token, concept in _TOKEN.items() if "_" in token)
 

@@ -22,7 +22,7 @@ from rllint.analysis.nodes import AstNodes
 
 WATCHED = ("kl", "entropy", "clip_fraction")
 # Methods and functions that write metrics somewhere a person or a tracker reads them.
-_LOG_CALLS = frozenset({"log", "log_dict", "log_metrics", "log_metric", "add_scalar", "add_scalars", "track",
+LOG_CALLS = frozenset({"log", "log_dict", "log_metrics", "log_metric", "add_scalar", "add_scalars", "track",
                         "log_stats", "info", "debug", "warning", "print", "set_postfix", "set_description",
                         "write", "report_scalar", "record", "log_scalar", "log_scalars"})
 # Of those, the ones that take a dict of metrics, where an unseen dict hides what is logged.
@@ -76,7 +76,7 @@ class LoggedMetrics:
             name = _call_name(node)
             if name == "format" and isinstance(node.func, ast.Attribute):
                 words.update(_words(node))
-            elif name in _LOG_CALLS:
+            elif name in LOG_CALLS:
                 words.update(_words(node))
                 words.update(keyword.arg for keyword in node.keywords if keyword.arg)
                 self.opaque = self.opaque or self._hides_metrics(node, name)

@@ -154,6 +154,15 @@ class Purpose:
         return any(_last_name(call.func) in _GENERATES for call in self._file.fact(AstNodes).of(ast.Call))
 
 
+class RLCodeOnly:
+    """Base of rules whose pattern also occurs in ML code of other kinds (a log of a softmax, a masked
+    mean, an epsilon beside a std): they report only in RL post-training code (`Purpose.rl_code`)."""
+
+    def report(self, node, severity=None, **values) -> None:
+        if self.file.fact(Purpose).rl_code:
+            super().report(node, severity, **values)
+
+
 def _last_name(node: ast.AST) -> Optional[str]:
     if isinstance(node, ast.Attribute):
         return node.attr

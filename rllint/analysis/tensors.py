@@ -97,7 +97,8 @@ _MONOTONE = {"sigmoid", "logsigmoid", "softplus", "exp", "log", "log1p", "tanh",
 _GATHERS = {"gather", "take_along_dim"}
 _REDUCTIONS = {"sum", "mean", "nansum", "nanmean"}
 _WRAPS = {"tensor", "as_tensor", "from_numpy", "asarray", "array", "stack", "cat", "concatenate"}
-_MASK_CASTS = {"float", "bool", "long", "int", "to", "detach", "type_as", "half", "bfloat16", "contiguous"}
+_MASK_CASTS = {"float", "bool", "long", "int", "to", "detach", "type_as", "half", "bfloat16", "contiguous",
+               "unsqueeze", "view", "reshape", "flatten", "expand", "expand_as", "squeeze"}  # the same positions
 _GROUP_STATS = {"mean", "std", "var", "sum", "nanmean", "nanstd", "nanvar", "nansum", "max", "min", "amax", "logsumexp"}
 _EPSILON_NAME = re.compile(r"(^|_)(eps|epsilon)$", re.IGNORECASE)
 
@@ -194,6 +195,16 @@ class GroupStat:
     expanded: Optional[str]
 
 
+# The `if` statements a node sits in, each with the branch taken (0: body, 1: else / elif).
+Branch = Tuple[Tuple[int, int], ...]
+
+
+def exclusive(a: Branch, b: Branch) -> bool:
+    """Whether two nodes sit in different branches of one `if`: neither runs after the other."""
+    taken = dict(a)
+    return any(taken.get(statement, branch) != branch for statement, branch in b)
+
+
 class Scope:
     """A function body (or the module body): its parameters, its assignments in order."""
 
@@ -203,9 +214,12 @@ class Scope:
         self.params: Set[str] = set()
         self.assignments: Dict[str, List[Tuple[int, Optional[cst.BaseExpression]]]] = {}
         self.occurrences: Dict[str, int] = {}  # Name nodes in the body, targets included
+        self.branches: Dict[int, Branch] = {}  # the `if` branches an assignment (by its order) sits in
 
-    def assign(self, name: str, order: int, value: Optional[cst.BaseExpression]) -> None:
+    def assign(self, name: str, order: int, value: Optional[cst.BaseExpression], branch: "Branch" = ()) -> None:
         self.assignments.setdefault(name, []).append((order, value))
+        if branch:
+            self.branches[order] = branch
 
     def unused(self, name: str) -> bool:
         """A parameter or assigned name that is never read in the body."""
@@ -225,6 +239,7 @@ class _Walker:
         self.scope = scope
         self.counter = 0
         self.autocast = 0
+        self.branch: Branch = ()
 
     def walk(self) -> None:
         root = self.scope.node
@@ -247,8 +262,19 @@ class _Walker:
         t.scope_of[id(node)] = scope
         if cls is cst.Name:
             scope.occurrences[node.value] = scope.occurrences.get(node.value, 0) + 1
+            if self.branch:
+                t.branch_of[id(node)] = self.branch
             return
         if cls is cst.FunctionDef or cls is cst.ClassDef:
+            return
+        if cls is cst.If:  # an assignment in one branch does not reach a use in the other
+            self._visit(node.test)
+            outer = self.branch
+            for taken, part in enumerate((node.body, node.orelse)):
+                if part is not None:
+                    self.branch = outer + ((id(node), taken),)
+                    self._visit(part)
+            self.branch = outer
             return
         autocast = False
         if cls is cst.Call:
@@ -281,7 +307,7 @@ class _Walker:
 
     def _bind(self, scope: Scope, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         if isinstance(target, cst.Name):
-            scope.assign(target.value, self.counter, value)
+            scope.assign(target.value, self.counter, value, self.branch)
         elif isinstance(target, (cst.Tuple, cst.List)):
             values = value.elements if isinstance(value, (cst.Tuple, cst.List)) else None
             if values is not None and len(values) == len(target.elements):
@@ -303,7 +329,9 @@ class Tensors:
         self.order: Dict[int, int] = {}
         self.scope_of: Dict[int, Scope] = {}
         self.autocast: Set[int] = set()
+        self.branch_of: Dict[int, Branch] = {}  # Name nodes inside `if` branches
         self._layouts: Optional[Dict[Optional[tuple], Set[str]]] = None
+        self._shifted_names: Optional[Set[str]] = None
 
     def enter(self, nesting: Sequence[cst.CSTNode]) -> None:
         """Make the facts of a node's scopes available: `nesting` is the module, then each
@@ -326,10 +354,12 @@ class Tensors:
         """The expression last assigned to `name` before this use, in its scope or an enclosing one."""
         scope = self.scope_of.get(id(name))
         at = self.order.get(id(name), 0)
+        branch = self.branch_of.get(id(name), ())
         while scope is not None:
             history = scope.assignments.get(name.value)
             if history:
-                earlier = [value for order, value in history if order < at]
+                earlier = [value for order, value in history
+                           if order < at and not exclusive(branch, scope.branches.get(order, ()))]
                 return earlier[-1] if earlier else None
             if name.value in scope.params:
                 return None
@@ -567,6 +597,8 @@ class Tensors:
                     isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Name) and e.slice.value.value
                     == "None" for e in step.slice):
                 return True
+            elif isinstance(step, cst.Subscript) and len(step.slice) > 1 and _width_one(step.slice[-1].slice):
+                return True  # `ids[:, t:t + 1]` keeps its last axis, of size one
         return False
 
     # ---- polarity -------------------------------------------------------------------
@@ -728,6 +760,13 @@ class Tensors:
                     return True
         return False
 
+    def built_shifted(self, name: str) -> bool:
+        """Whether the file builds a value of this name already shifted (`labels = ids[:, 1:]`,
+        `{"labels": ids[:, 1:]}`): ids made by a helper that line up with unshifted logits."""
+        if self._shifted_names is None:
+            self._shifted_names = _shifted_names(self.tree)
+        return name in self._shifted_names
+
     def model_logits(self, expr: cst.BaseExpression) -> Optional[cst.Call]:
         """The model call whose logits `expr` comes from, when its history shows it here (`.logits`
         of a call or of a name bound to a call, `lm_head(...)`), else None."""
@@ -830,10 +869,10 @@ class Tensors:
                     if reshape is None:
                         return None
                     method = isinstance(expr.func, cst.Attribute) and not self.is_function(expr.func)
-                    dim = int_value(argument(expr, 0 if method else 1, "dim"))
+                    dim = int_value(argument(expr, 0 if method else 1, "dim") or argument(expr, None, "axis"))
                     if dim is None or dim not in (reshape.axis, reshape.axis - 2):
                         return None
-                    keepdim = argument(expr, None, "keepdim")
+                    keepdim = argument(expr, None, "keepdim") or argument(expr, None, "keepdims")  # torch, numpy
                     if isinstance(keepdim, cst.Name) and keepdim.value == "True":
                         expanded = expanded or "keepdim"
                     return GroupStat(expr, op, reshape, expanded)
@@ -859,11 +898,17 @@ class Tensors:
                 not isinstance(operand.operator, cst.Multiply):
             return None
         dim = argument(expr, 1 if self.is_function(expr.func) else 0, "dim")
-        for values, mask in ((operand.left, operand.right), (operand.right, operand.left)):
-            kind = self.kind(mask)
-            if kind is not None and kind.kind == MASK:
-                return values, mask, int_value(dim) if dim is not None else None
-        return None
+        factors = _factors(operand)
+        masks = [f for f in factors if (self.kind(f) or Kind("")).kind == MASK]
+        values = [f for f in factors if not any(f is m for m in masks)]
+        if not masks or not values:
+            return None
+        mask = masks[0]
+        if len(masks) > 1:  # `x * m1 * m2`: the product of the masks is the mask
+            for other in masks[1:]:
+                mask = cst.BinaryOperation(left=mask, operator=cst.Multiply(), right=other)
+            mask = mask.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        return values[0], mask, int_value(dim) if dim is not None else None
 
     def mask_count(self, expr: cst.BaseExpression) -> Optional[Tuple[cst.BaseExpression, Optional[int]]]:
         """`mask.sum(d)`, `torch.sum(mask)`, with `.clamp(min=1)` / `.clamp_min(1)` / `torch.clamp` /
@@ -891,7 +936,24 @@ class Tensors:
     def same_mask(self, a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
         """Whether two mask expressions hold the same mask: the same code, or one a plain alias or
         cast of the other (`mask = completion_mask.float()`); a product of masks is another mask."""
-        return bool(self._mask_aliases(a) & self._mask_aliases(b))
+        if self._mask_aliases(a) & self._mask_aliases(b):
+            return True
+        mine, theirs = self._mask_factors(a), self._mask_factors(b)
+        if len(mine) < 2 or len(mine) != len(theirs):
+            return False
+        unmatched = [self._mask_aliases(f) for f in theirs]
+        for factor in mine:
+            aliases = self._mask_aliases(factor)
+            match = next((i for i, other in enumerate(unmatched) if aliases & other), None)
+            if match is None:
+                return False
+            unmatched.pop(match)
+        return True
+
+    def _mask_factors(self, expr: cst.BaseExpression) -> List[cst.BaseExpression]:
+        """The masks a product of masks multiplies (`m1 * m2`, `m1 & m2`, a name bound to one)."""
+        resolved = self.resolve(expr)
+        return _factors(resolved, (cst.Multiply, cst.BitAnd)) if isinstance(resolved, cst.BinaryOperation) else [expr]
 
     def _mask_aliases(self, expr: cst.BaseExpression) -> Set[str]:
         names: Set[str] = set()
@@ -899,6 +961,9 @@ class Tensors:
             if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and \
                     expr.func.attr.value in _MASK_CASTS:
                 expr = expr.func.value
+                continue
+            if isinstance(expr, cst.Subscript) and all(_whole_axis(e.slice) for e in expr.slice):
+                expr = expr.value  # `mask[:, :, None]`
                 continue
             names.add(self.code(expr, 1000))
             if not isinstance(expr, cst.Name):
@@ -935,6 +1000,33 @@ def _subscript_rank(expr: cst.Subscript, rank: Optional[int]) -> Optional[int]:
     return rank + added
 
 
+def _factors(expr: cst.BaseExpression, operators: tuple = (cst.Multiply,)) -> List[cst.BaseExpression]:
+    """The factors of a product: `a * b * c` -> a, b, c."""
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, operators):
+        return _factors(expr.left, operators) + _factors(expr.right, operators)
+    return [expr]
+
+
+def _width_one(index: cst.BaseSlice) -> bool:
+    """A slice of one position: `t:t + 1`, `3:4`, `-1:`."""
+    if not isinstance(index, cst.Slice) or index.step is not None or index.lower is None:
+        return False
+    lower, upper = int_value(index.lower), index.upper
+    if upper is None:
+        return lower == -1
+    if lower is not None and int_value(upper) is not None:
+        return int_value(upper) == lower + 1
+    return (isinstance(upper, cst.BinaryOperation) and isinstance(upper.operator, cst.Add)
+            and int_value(upper.right) == 1 and upper.left.deep_equals(index.lower))
+
+
+def _whole_axis(index: cst.BaseSlice) -> bool:
+    """`:`, `...` or `None` in a subscript: it selects no positions."""
+    if isinstance(index, cst.Slice):
+        return index.lower is None and index.upper is None and index.step is None
+    return isinstance(index.value, cst.Ellipsis) or (isinstance(index.value, cst.Name) and index.value.value == "None")
+
+
 def _bounded(index: cst.BaseSlice) -> bool:
     return isinstance(index, cst.Slice) and (index.lower is not None or index.upper is not None)
 
@@ -952,6 +1044,35 @@ def _time_slice(expr: cst.Subscript) -> bool:
 def _keeps_last_logits(call: cst.Call) -> bool:
     return any(arg.keyword is not None and arg.keyword.value in ("logits_to_keep", "num_logits_to_keep")
                for arg in call.args)
+
+
+def _shifted_names(tree: ast.Module) -> Set[str]:
+    """Names, attributes and string keys bound to a slice that drops the first position."""
+    found: Set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _drops_first(node.value):
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                if isinstance(target, ast.Name):
+                    found.add(target.id)
+                elif isinstance(target, ast.Attribute):
+                    found.add(target.attr)
+                elif isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant):
+                    found.add(str(target.slice.value))
+        elif isinstance(node, ast.Dict):
+            found.update(key.value for key, value in zip(node.keys, node.values)
+                         if isinstance(key, ast.Constant) and isinstance(key.value, str) and _drops_first(value))
+    return found
+
+
+def _drops_first(value: ast.expr) -> bool:
+    """`x[:, 1:]`, `x[..., 1:].contiguous()`, `x[1:]`: a slice from position 1 on."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _KEEP:
+        value = value.func.value
+    if not isinstance(value, ast.Subscript):
+        return False
+    parts = value.slice.elts if isinstance(value.slice, ast.Tuple) else [value.slice]
+    return any(isinstance(part, ast.Slice) and isinstance(part.lower, ast.Constant) and part.lower.value == 1
+               and part.upper is None for part in parts)
 
 
 def _mentions(expr: cst.CSTNode, operand: Callable[[cst.BaseExpression], bool]) -> bool:

@@ -8,6 +8,7 @@ import libcst as cst
 
 from rllint.analysis.context import tokens
 from rllint.analysis.imports import Imports
+from rllint.analysis.purpose import RLCodeOnly
 from rllint.analysis.tensors import ADVANTAGES, MASK, REWARDS, TensorRule, Tensors, int_value, last_part
 from rllint.analysis.values import Value, Values, format_number
 from rllint.diagnostic import Severity, Tier
@@ -71,7 +72,7 @@ def _call_tail(node: cst.BaseExpression) -> Optional[str]:
     return None
 
 
-class LargeEpsilon(CSTRule):
+class LargeEpsilon(RLCodeOnly, CSTRule):
     """
     ## What it does
     Reports a stability epsilon larger than `max-epsilon` (default `1e-3`) that is
@@ -79,6 +80,7 @@ class LargeEpsilon(CSTRule):
     denominator: `(r - mean) / (std + 1e4)`, `eps=1.0` then `/ (std + eps)`,
     `torch.sqrt(var + 1e+2)`, `std.clamp(min=0.1)`. It also reports the epsilon
     parameter of an advantage or whitening function whose default is that large.
+    Only RL post-training code is checked: normalisation layers elsewhere choose their own.
     When the epsilon is a constant, a field or a default written elsewhere, the
     finding points where it is written.
 
@@ -109,12 +111,15 @@ class LargeEpsilon(CSTRule):
 
     ## Options
     - `max-epsilon` (float, default `1e-3`): larger epsilons are reported.
+
+    Off by default (on real RL code the epsilons found were 1e-2, small next to a typical
+    reward std); turn it on with `extend-select = ["RL201"]`.
     """
 
     code = "RL201"
     name = "large-epsilon"
     severity = Severity.ERROR
-    tier = Tier.CORRECTNESS
+    tier = Tier.PEDANTIC
     message = "epsilon {value}{where} {role}; {consequence} (use 1e-6 to 1e-4){hint}"
     options = (MAX_EPSILON,)
     triggers = ("std", "var", "norm", "sqrt", "sigma", "rms", "whiten", "dvantage", "stdev")
@@ -441,7 +446,8 @@ class GroupStatsNotBroadcast(TensorRule):
     or `.std(dim=1)`) combined with per-completion values (`[B*G]`) without bringing them
     back to the completion axis, and statistics expanded in the wrong layout: `.repeat(G)`
     against contiguous completions, `repeat_interleave(G)` against tiled ones. Statistics
-    kept with `keepdim=True`, `unsqueeze`d or `repeat_interleave`d correctly are fine.
+    kept with `keepdim=True` (numpy's `keepdims=True`), `unsqueeze`d or `repeat_interleave`d
+    correctly are fine; numpy's `axis=` counts as `dim=`.
 
     ## Why is this bad?
     `[B*G] - [B]` either raises a shape error or, when `B` happens to divide evenly or be 1,
@@ -620,14 +626,14 @@ class LengthNormalizedLoss(TensorRule):
             self.report(node, expr=tensors.code(node))
 
 
-class MeanOverPadding(TensorRule):
+class MeanOverPadding(RLCodeOnly, TensorRule):
     """
     ## What it does
     Reports a masked per-token loss reduced with `.mean()`: `(per_token_loss * mask).mean()`,
     or `per_token_loss.mean()` in a function that has a completion / response / loss /
-    action mask (a parameter or a local) and never uses it. A masked sum over `mask.sum()`,
-    a `masked_mean(x, mask)` helper and the mean of values already selected with `x[mask]`
-    are fine.
+    action mask (a parameter or a local) and never uses it, in RL post-training code. A masked
+    sum over `mask.sum()`, a `masked_mean(x, mask)` helper and the mean of values already
+    selected with `x[mask]` are fine.
 
     ## Why is this bad?
     `.mean()` divides by every position, padding included. The padding zeros dilute the
@@ -703,12 +709,14 @@ class MeanOverPadding(TensorRule):
                 return
 
 
-class MismatchedMaskNormalizer(TensorRule):
+class MismatchedMaskNormalizer(RLCodeOnly, TensorRule):
     """
     ## What it does
     Reports a masked sum divided by the count of a different mask:
-    `(loss * completion_mask).sum() / attention_mask.sum()`. The same mask (or an alias or
-    cast of it) above and below, and a constant divisor (Dr. GRPO), are fine.
+    `(loss * completion_mask).sum() / attention_mask.sum()`, in RL post-training code. The
+    same mask above and below (an alias, a cast or a reshape of it, `mask.unsqueeze(-1)`), the
+    same product of masks (`(x * m1 * m2).sum() / (m1 * m2).sum()`) and a constant divisor
+    (Dr. GRPO) are fine.
 
     ## Why is this bad?
     The numerator counts one set of tokens and the denominator another (prompt tokens,

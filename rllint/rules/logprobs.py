@@ -1,12 +1,16 @@
 """RL1xx: log-probabilities and numerics: ratios, preference margins, gathers, casts, shifts."""
 from __future__ import annotations
 
-from typing import List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from rllint.analysis.logged import LOG_CALLS
+from rllint.analysis.purpose import RLCodeOnly
+from rllint.analysis.syntax import children
 from rllint.analysis.tensors import (
-    CHOSEN, LOGITS, LOGPROBS, NEGLOGP, PROBS, REF_ROLE, REJECTED, TOKEN_IDS, TensorRule, Tensors, argument, int_value, last_part,
+    CHOSEN, LOGITS, LOGPROBS, NEGLOGP, PROBS, REF_ROLE, REJECTED, TOKEN_IDS, Kind, TensorRule, Tensors, argument, int_value,
+    last_part,
     name_kind, number_value,
 )
 from rllint.diagnostic import Severity, Tier
@@ -33,7 +37,10 @@ class ReversedImportanceRatio(TensorRule):
     assigned such differences. Names that hold negative log-probs (`neglogp`, `nll`)
     reverse the polarity, so `exp(old_neglogp - neglogp)` is correct. The k3 KL estimator
     `exp(ref - logp) - (ref - logp) - 1` is correct with the reference first, and
-    `exp(logp - logp.detach())` is not a ratio of two policies; neither is reported.
+    `exp(logp - logp.detach())` is not a ratio of two policies; neither is reported, and
+    neither is the k3 estimator weighted by the importance ratio (`coef * exp(ref - logp) -
+    (ref - logp) - 1`). A ratio that is only printed, logged or collected (comparing vLLM's
+    log-probs with the trainer's) weights no loss and is not reported.
 
     ## Why is this bad?
     PPO and GRPO clip `pi_new / pi_old`. The inverted ratio `pi_old / pi_new` falls when
@@ -71,6 +78,7 @@ class ReversedImportanceRatio(TensorRule):
         self.candidates: List[Tuple[cst.Call, str]] = []
         self.kl_terms: Set[int] = set()
         self.ratio_like: Set[int] = set()
+        self.bound: Dict[int, str] = {}  # exp calls assigned to a name: the name
 
     def visit_Call(self, node: cst.Call) -> None:
         if callee(node) not in ("exp", "clamp", "clip", "clamp_max", "clamp_min"):
@@ -90,6 +98,8 @@ class ReversedImportanceRatio(TensorRule):
         name = last_part(target) if isinstance(target, cst.Name) else None
         if name and ("ratio" in name.lower() or "weight" in name.lower() or "coef" in name.lower()):
             self.ratio_like.add(id(node.value))
+        if name and isinstance(node.value, cst.Call):
+            self.bound[id(node.value)] = name
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         """Marks `exp(d)` in `exp(d) - d - 1` (and `r - 1 - d` with `r = exp(d)`): the k3 KL estimator."""
@@ -101,16 +111,18 @@ class ReversedImportanceRatio(TensorRule):
             return
         tensors = self.tensors()
         for position, (sign, leaf) in enumerate(terms):
-            call = tensors.resolve(leaf) if isinstance(leaf, cst.Name) else leaf
-            if not isinstance(call, cst.Call):
-                continue
-            op, operand = tensors.call_name(call)
-            if op != "exp" or operand is None:
-                continue
-            inner = tensors.terms(operand, depth=0)
-            rest = [t for i, t in enumerate(terms) if i != position]
-            if inner and all(any(s2 == -sign * s1 and l2.deep_equals(l1) for s2, l2 in rest) for s1, l1 in inner):
-                self.kl_terms.add(id(call))
+            # `exp(d)`, or `w * exp(d)`: k3 weighted by an importance ratio
+            for factor in _product_factors(leaf):
+                call = tensors.resolve(factor) if isinstance(factor, cst.Name) else factor
+                if not isinstance(call, cst.Call):
+                    continue
+                op, operand = tensors.call_name(call)
+                if op != "exp" or operand is None:
+                    continue
+                inner = tensors.terms(operand, depth=0)
+                rest = [t for i, t in enumerate(terms) if i != position]
+                if inner and all(any(s2 == -sign * s1 and l2.deep_equals(l1) for s2, l2 in rest) for s1, l1 in inner):
+                    self.kl_terms.add(id(call))
 
     def leave_Module(self, original_node: cst.Module) -> None:
         tensors = self.tensors()
@@ -118,6 +130,8 @@ class ReversedImportanceRatio(TensorRule):
             if id(call) in self.kl_terms:
                 continue
             if first == "ref" and id(call) not in self.ratio_like:
+                continue
+            if id(call) in self.bound and _only_displayed(tensors, call, self.bound[id(call)]):
                 continue
             self.report(call, expr=tensors.code(call), first=first)
 
@@ -143,6 +157,50 @@ class ReversedImportanceRatio(TensorRule):
         return None
 
 
+def _product_factors(expr: cst.BaseExpression) -> List[cst.BaseExpression]:
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
+        return _product_factors(expr.left) + _product_factors(expr.right)
+    return [expr]
+
+
+def _only_displayed(tensors: Tensors, call: cst.Call, name: str) -> bool:
+    """Whether the name a ratio is bound to is only printed, logged or collected (`print(f"{ratio}")`,
+    `ratios.append(ratio)`): a comparison of two sets of log-probs, not a ratio that weights a loss."""
+    scope = tensors.scope(call)
+    if scope is None:
+        return False
+    uses = 0
+    stack: List[Tuple[cst.CSTNode, bool]] = [(scope.node, False)]
+    while stack:
+        node, displayed = stack.pop()
+        if isinstance(node, cst.Name) and node.value == name:
+            uses += 1
+            if not displayed:
+                return False
+            continue
+        if isinstance(node, cst.AssignTarget) or (isinstance(node, (cst.FunctionDef, cst.ClassDef)) and node is not scope.node):
+            continue
+        shown = displayed or isinstance(node, cst.FormattedString) or (
+            isinstance(node, cst.Call) and _displays(tensors, node))
+        stack.extend((child, shown) for child in children(node))
+    return uses > 0
+
+
+_DISPLAYS = LOG_CALLS | {"append", "extend"}
+_NUMERIC = ("torch", "numpy", "math", "mlx", "jax")
+
+
+def _displays(tensors: Tensors, call: cst.Call) -> bool:
+    """A call that prints, logs or collects its arguments; `torch.log(x)` and `x.log()` compute."""
+    name = callee(call)
+    if name not in _DISPLAYS:
+        return False
+    if name != "log":
+        return True
+    qualified = tensors.qualified(call.func) or ""
+    return bool(qualified) and not qualified.startswith(_NUMERIC)
+
+
 def _policy_side(pattern):
     def accepts(leaf: cst.BaseExpression) -> bool:
         name = last_part(leaf) if isinstance(leaf, (cst.Name, cst.Attribute, cst.Subscript)) else None
@@ -166,7 +224,8 @@ class ReversedPreferenceMargin(TensorRule):
     `margin = chosen - rejected`. The sign is followed through unary minus, subtraction
     order, positive scale factors (`beta`, literals), names assigned such expressions and
     monotone functions. Reference log-probs (`ref_chosen_logps`) do not count as the
-    policy's side; label-smoothing terms (`... * label_smoothing`) are left alone.
+    policy's side; label-smoothing terms (`... * label_smoothing`, `eps * reverse_loss` with
+    `reverse_loss` a name for the reversed term, as in conservative DPO) are left alone.
 
     ## Why is this bad?
     Minimising such a loss raises the likelihood of the rejected responses and lowers that
@@ -203,10 +262,13 @@ class ReversedPreferenceMargin(TensorRule):
     def __init__(self, file) -> None:
         super().__init__(file)
         self.smoothing: Set[int] = set()
+        self.candidates: List[Tuple[cst.CSTNode, cst.Call]] = []
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, cst.Multiply):
             for factor, other in ((node.left, node.right), (node.right, node.left)):
+                if isinstance(other, cst.Name) and _smoothing_factor(factor):
+                    other = self.tensors().resolve(other)  # `reverse = -logsigmoid(...)`, then `eps * reverse`
                 other = _peel_reduction(other)
                 if isinstance(other, cst.UnaryOperation):
                     other = _peel_reduction(other.expression)
@@ -239,7 +301,13 @@ class ReversedPreferenceMargin(TensorRule):
         if chosen is None or rejected is None or (chosen == 0 and rejected == 0):
             return
         if chosen in (0, -expected) and rejected in (0, expected):
-            self.report(reported, expr=tensors.code(reported))
+            self.candidates.append((reported, call))
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        tensors = self.tensors()
+        for reported, call in self.candidates:
+            if id(call) not in self.smoothing:
+                self.report(reported, expr=tensors.code(reported))
 
 
 def _smoothing_factor(expr: cst.BaseExpression) -> bool:
@@ -411,7 +479,10 @@ class GatherNonFinalDim(TensorRule):
     `lm_head(...)`) along a dim other than the vocabulary axis: not `-1`, not `2` on a
     `[B, T, V]` tensor known from its source, and not the dim of the softmax that produced
     it (2-D classifier logits `log_softmax(x, dim=1).gather(1, y)` are fine). Gathers of
-    tensors without a vocabulary axis (values, rewards) are never reported.
+    tensors without a vocabulary axis (values, rewards) are never reported, and neither is
+    dim 1 with the ids of one sequence (`ids[i, start:end]`, which drops the batch axis), nor
+    dim 0 of a tensor of unknown rank with an index of row positions (`nonzero()`), which
+    selects rows.
 
     ## Why is this bad?
     Gathering token ids along the time or batch axis picks the probability of *some* token
@@ -454,17 +525,22 @@ class GatherNonFinalDim(TensorRule):
         if rank is not None:
             if dim == rank - 1:
                 return
-        elif dim >= 2 or (dim == 1 and not self._sequence_index(tensors, gather.index)):
-            return
+        elif dim >= 2 or (dim == 1 and not self._sequence_index(tensors, gather.index)) or (
+                dim == 0 and (tensors.kind(gather.index) or _NO_KIND).kind != TOKEN_IDS):
+            return  # rank unknown: dim 0 with row positions (`nonzero()`) selects rows
         self.report(node, expr=tensors.code(node), dim=dim, kind=kind.kind)
 
     @staticmethod
     def _sequence_index(tensors: Tensors, index: cst.BaseExpression) -> bool:
         """An index of token ids with a time axis (so the gathered tensor is at least [B, T, V])."""
         for step in tensors.history(index):
+            if isinstance(step, cst.Subscript) and any(_scalar_index(e.slice) for e in step.slice):
+                return False  # `ids[i, a:b]` drops the batch axis: the time axis may be dim 0
             if isinstance(step, cst.Subscript) and any(
                     isinstance(e.slice, cst.Slice) for e in step.slice[1:]):
                 return True
+            if isinstance(step, cst.Name) and tensors.value_of(step) is not None:
+                continue  # its source is visible: the source decides
             name = last_part(step) if isinstance(step, (cst.Name, cst.Attribute, cst.Subscript)) else None
             if name:
                 kind = name_kind(name)
@@ -472,12 +548,26 @@ class GatherNonFinalDim(TensorRule):
         return False
 
 
+_NO_KIND = Kind("")
+
+
+def _scalar_index(index: cst.BaseSlice) -> bool:
+    """An index that picks one position of its axis (`i`, `0`), not `:`, `...`, `None` or a mask."""
+    if not isinstance(index, cst.Index):
+        return False
+    value = index.value
+    if isinstance(value, cst.Name):
+        return value.value != "None" and name_kind(value.value) is None
+    return isinstance(value, (cst.Integer, cst.UnaryOperation, cst.BinaryOperation))
+
+
 class GatherIndexRank(TensorRule):
     """
     ## What it does
     Reports a gather on a vocabulary-shaped tensor whose index is a token-id tensor
     (`input_ids`, `labels`, `completion_ids`, `actions`, `tokens`...) that was never given
-    its trailing axis (`.unsqueeze(-1)`, `[..., None]`).
+    its trailing axis (`.unsqueeze(-1)`, `[..., None]`). A slice of one position
+    (`ids[:, t:t + 1]`) keeps its axis and is fine.
 
     ## Why is this bad?
     `gather` needs an index of the same rank as the source. With `[B, T]` ids on a
@@ -574,11 +664,12 @@ class LowPrecisionLogSoftmax(TensorRule):
         self.report(node, op=op, cast=tensors.code(cast, 60), dtype=dtype)
 
 
-class LogOfSoftmax(TensorRule):
+class LogOfSoftmax(RLCodeOnly, TensorRule):
     """
     ## What it does
     Reports `torch.log(softmax(x))`, `x.softmax(-1).log()` and `torch.log(probs + 1e-8)`
-    where `probs` came from `softmax`.
+    where `probs` came from `softmax`, in RL post-training code (the same line in a vision
+    model or a sampler is another library's business).
 
     ## Why is this bad?
     Small probabilities underflow to 0 in `softmax`, so `log` returns `-inf` (or, with the
@@ -596,12 +687,15 @@ class LogOfSoftmax(TensorRule):
     ```
 
     ## Options
-    None. `log_softmax(x).exp()` and `softmax(log_softmax(x))` are fine.
+    None. `log_softmax(x).exp()` and `softmax(log_softmax(x))` are fine. Off by default
+    (on real RL code most findings were entropies, `p * log(p.clamp_min(eps))`, where the
+    floor is multiplied by a vanishing `p`); turn it on with `extend-select = ["RL108"]`.
     """
 
     code = "RL108"
     name = "log-of-softmax"
     severity = Severity.WARNING
+    tier = Tier.PEDANTIC
     message = "`{expr}` takes the log of a softmax: it underflows to -inf (or is floored by the epsilon); use `log_softmax`"
     triggers = ("softmax",)
 
@@ -632,9 +726,10 @@ class UnshiftedLogprobGather(TensorRule):
     they score, `log_softmax(model(ids).logits).gather(-1, input_ids.unsqueeze(-1))`, where
     the index is a full-sequence id tensor (`input_ids`, `labels`, `sequences`, `seqs`, or
     the very ids the model was called on) and neither it nor the logits was shifted
-    (`[:, :-1]`, `[:, 1:]`, a shift helper) or cut to the completion window in the function. Only logits whose model call is visible in the
-    function are considered; an index holding completion, target or action ids is taken as
-    already aligned.
+    (`[:, :-1]`, `[:, 1:]`, a shift helper) or cut to the completion window in the function.
+    Only logits whose model call is visible in the function are considered; an index holding
+    completion, target or action ids is taken as already aligned, and so are labels that the
+    file builds already shifted (`"labels": ids[:, 1:]` in a tokenizing helper).
 
     ## Why is this bad?
     The logits at position t predict token t+1. Gathered at token t, each token is scored by
@@ -691,8 +786,13 @@ class UnshiftedLogprobGather(TensorRule):
                   if arg.keyword is None or arg.keyword.value == "input_ids"}
         for step in tensors.history(index):
             name = last_part(step) if isinstance(step, (cst.Name, cst.Attribute, cst.Subscript)) else None
-            if name:
-                return name if name in _FULL_SEQUENCE_IDS or tensors.code(step, 1000) in inputs else None
+            if not name:
+                continue
+            if tensors.code(step, 1000) in inputs:
+                return name
+            if name in _FULL_SEQUENCE_IDS and not tensors.built_shifted(name):
+                return name
+            return None
         return None
 
 

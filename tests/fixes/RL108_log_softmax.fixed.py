@@ -3,14 +3,14 @@ import torch
 import torch.nn.functional as F
 
 
-def logps(logits):
+def policy_logps(logits):
     return torch.log_softmax(logits, dim=-1)
 
 
-def logps_method(logits):
+def policy_logps_method(logits):
     return logits.log_softmax(-1)
 
 
-def logps_eps(logits, labels):
+def policy_logps_eps(logits, labels):
     picked = F.log_softmax(logits, dim=-1)  # the epsilon goes too
     return picked.gather(-1, labels.unsqueeze(-1))
