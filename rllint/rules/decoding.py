@@ -573,6 +573,7 @@ class HandWrittenChatTemplate(CSTRule):
     code = "RL307"
     name = "hand-written-chat-template"
     severity = Severity.WARNING
+    tier = Tier.PEDANTIC  # on the primer: deliberate templates that match the model, no bug
     message = "string literal writes the chat-template tokens {tokens} by hand: use tokenizer.apply_chat_template"
     triggers = _CHAT_TOKENS + ("<think>",)
 
@@ -1172,6 +1173,7 @@ class GenerationSuppressesEos(CSTRule):
     code = "RL313"
     name = "generation-suppresses-eos"
     severity = Severity.WARNING
+    tier = Tier.PEDANTIC  # on the primer: deliberate fixed-length sampling, cut at a stop token afterwards
     message = "{what}: every sample runs to the length limit and the model never learns to stop"
     triggers = ("min_new_tokens", "min_length", "min_tokens", "eos_token_id", "ignore_eos")
 
