@@ -59,12 +59,12 @@ class TokenizerFacts:
         self.scopes: Scopes = file.fact(Scopes)
         self.pad_is_eos = False
         self.custom_tokens: List[str] = []
+        nodes = file.fact(AstNodes)
         # The file's tokenizer adds a BOS: every model it names (hub ids, paths) is of a family whose tokenizer
         # does; None when it names none or families of both kinds.
-        named = {_adds_bos(n.value) for n in file.fact(AstNodes).of(ast.Constant) if isinstance(n.value, str)}
+        named = {_adds_bos(n.value) for n in nodes.of(ast.Constant) if isinstance(n.value, str)}
         named.discard(None)
         self.adds_bos: Optional[bool] = named.pop() if len(named) == 1 else None
-        nodes = file.fact(AstNodes)
         # `if tokenizer.pad_token is None: tokenizer.pad_token = tokenizer.eos_token`, `pad_token or eos_token`: EOS
         # pads only tokenizers that have no pad token of their own (Llama, not Qwen); which one runs, the file may
         # not say, and then no finding rests on it.

@@ -523,8 +523,8 @@ def _parsing_names(module: cst.Module) -> Set[str]:
 
 
 def rl_source(file) -> bool:
-    """RL post-training code that is not a test: chat templates, tokenization and sampling settings are
-    written the same way in every ML codebase and a test's strings are fixtures, not prompts."""
+    """RL post-training code that is not a test: chat templates and sampling settings are written the same
+    way in every ML codebase (image pipelines, model processors), and a test's strings are fixtures."""
     purpose = file.fact(Purpose)
     return purpose.rl_code and not purpose.is_test
 
@@ -671,10 +671,6 @@ class HandWrittenChatTemplate(CSTRule):
         return len(targets) == 1 and isinstance(targets[0].target, cst.Name) and \
             targets[0].target.value in self._parsing
 
-    @property
-    def _rl_source(self) -> bool:
-        return rl_source(self.file)
-
     @staticmethod
     def _token_target(targets) -> bool:
         for target in targets:
@@ -714,7 +710,7 @@ class HandWrittenChatTemplate(CSTRule):
         if not text or "{%" in text or "{{" in text:
             return  # a Jinja chat template is the right place for these tokens
         tokens = _chat_tokens(text)
-        if not tokens or not self._rl_source:
+        if not tokens or not rl_source(self.file):
             return
         if _only_tokens(text) and not assembling:
             return  # a token name on its own, not prompt text
