@@ -163,7 +163,7 @@ def test_rl_context_always_makes_every_file_rl_code():
 @pytest.mark.parametrize("path", [
     "tests/test_grpo.py", "test_rewards.py", "rewards_test.py", "conftest.py", "pkg/tests/integration/run.sh",
     "tests/fixtures/config.yaml", "configs/local_smoke.yaml", "scripts/debug_rollout.py", "debug/run.sh",
-    "src/testing/helpers.py",
+    "src/testing/helpers.py", "accelerate/test_utils/training.py", "transformers/testing_utils.py",
 ])
 def test_test_paths(path):
     assert is_test_path(path)

@@ -35,8 +35,8 @@ DISTILLATION = "distillation"
 EVALUATION = "evaluation"
 LIBRARY = "library"
 
-_TEST_FOLDERS = frozenset({"test", "tests", "testing", "smoke", "debug", "unittests"})
-_TEST_STEM = re.compile(r"^(?:test_.*|.*_test|tests?|conftest)$|(?:^|[_\-.])(?:smoke|debug)(?:$|[_\-.])")
+_TEST_FOLDERS = frozenset({"test", "tests", "testing", "smoke", "debug", "unittests", "test_utils", "testing_utils"})
+_TEST_STEM = re.compile(r"^(?:test_.*|.*_test|tests?|conftest|testing_utils)$|(?:^|[_\-.])(?:smoke|debug)(?:$|[_\-.])")
 
 # Class names of trainers and configs that train an RL policy, and of the other kinds.
 _RL_CLASS = re.compile(r"(?<![A-Za-z])(?:GRPO|PPO|RLOO|DPO|OnlineDPO|KTO|ORPO|CPO|XPO|BCO|SimPO|NashMD|"

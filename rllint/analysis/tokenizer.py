@@ -3,11 +3,13 @@ token, and which values are chat templates rendered to text.
 
 These decide whether a decode strips the tags a reward parser needs (RL304), whether a
 pad-id mask also hides the real EOS (RL311), and whether rendered text gets a second BOS
-(RL312) or a second `<think>` (RL308).
+(RL312: only where the file names the model and its tokenizer adds one) or a second
+`<think>` (RL308).
 """
 from __future__ import annotations
 
 import ast
+import re
 from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
@@ -22,6 +24,21 @@ CONTROL_TOKENS = ("<|im_start|>", "<|im_end|>", "<|start_header_id|>", "<|end_he
                   "<|begin_of_text|>", "<|end_of_text|>", "<|endoftext|>", "<start_of_turn>", "<end_of_turn>",
                   "<|user|>", "<|assistant|>", "<|system|>", "<|end|>", "[INST]", "[/INST]", "<s>", "</s>",
                   "<pad>", "[PAD]", "<|pad|>", "<unk>", "<|padding|>", "<bos>", "<eos>")
+
+
+# Model families by whether their tokenizer adds a BOS token with `add_special_tokens=True` and writes one in
+# its chat template. DeepSeek's distilled Qwen models use DeepSeek's tokenizer, so DeepSeek is looked for first.
+_ADDS_BOS = re.compile(r"llama|mistral|mixtral|gemma|zephyr|deepseek|vicuna", re.I)
+_NO_BOS = re.compile(r"qwen|qwq|gpt-?2|pythia|gpt-neox|smollm", re.I)
+_MODEL_ID = re.compile(r"^[\w.\-/~:]+$")  # a hub id or a path, not prose
+
+
+def _adds_bos(name: str) -> Optional[bool]:
+    if not _MODEL_ID.match(name):
+        return None
+    if _ADDS_BOS.search(name):
+        return True
+    return False if _NO_BOS.search(name) else None
 
 
 def _strings(node: ast.expr) -> Optional[List[str]]:
@@ -42,10 +59,22 @@ class TokenizerFacts:
         self.scopes: Scopes = file.fact(Scopes)
         self.pad_is_eos = False
         self.custom_tokens: List[str] = []
-        for node in file.fact(AstNodes).of(ast.Assign, ast.Call):
+        nodes = file.fact(AstNodes)
+        # The file's tokenizer adds a BOS: every model it names (hub ids, paths) is of a family whose tokenizer
+        # does; None when it names none or families of both kinds.
+        named = {_adds_bos(n.value) for n in nodes.of(ast.Constant) if isinstance(n.value, str)}
+        named.discard(None)
+        self.adds_bos: Optional[bool] = named.pop() if len(named) == 1 else None
+        # `if tokenizer.pad_token is None: tokenizer.pad_token = tokenizer.eos_token`, `pad_token or eos_token`: EOS
+        # pads only tokenizers that have no pad token of their own (Llama, not Qwen); which one runs, the file may
+        # not say, and then no finding rests on it.
+        fallbacks = {id(n) for test in nodes.of(ast.If) if _mentions_attr(test.test, ("pad_token", "pad_token_id"))
+                     for statement in test.body for n in ast.walk(statement)}
+        for node in nodes.of(ast.Assign, ast.Call):
             if isinstance(node, ast.Assign) and any(
                     isinstance(t, ast.Attribute) and t.attr in ("pad_token", "pad_token_id") for t in node.targets):
-                if _mentions_attr(node.value, ("eos_token", "eos_token_id")):
+                if _mentions_attr(node.value, ("eos_token", "eos_token_id")) and id(node) not in fallbacks and not (
+                        isinstance(node.value, ast.BoolOp) and _mentions_attr(node.value, ("pad_token", "pad_token_id"))):
                     self.pad_is_eos = True
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 if node.func.attr == "add_special_tokens" and node.args and isinstance(node.args[0], ast.Dict):

@@ -501,6 +501,34 @@ def _only_tokens(text: str) -> bool:
     return not text.replace("\\n", "").strip()
 
 
+def _parsing_names(module: cst.Module) -> Set[str]:
+    """Names whose every read is an argument of a parsing call (`find`, `split`, `replace`...) or an operand
+    of a comparison (`tag in text`)."""
+    reads: Dict[str, int] = {}
+    parsing: Dict[str, int] = {}
+    for node in walk(module, into_functions=True):
+        if isinstance(node, cst.Call) and call_tail(node) in _TOKEN_CALLS:
+            for arg in node.args:
+                if isinstance(arg.value, cst.Name):
+                    parsing[arg.value.value] = parsing.get(arg.value.value, 0) + 1
+        elif isinstance(node, cst.Comparison):
+            for operand in [node.left] + [c.comparator for c in node.comparisons]:
+                if isinstance(operand, cst.Name):
+                    parsing[operand.value] = parsing.get(operand.value, 0) + 1
+        elif isinstance(node, cst.Name):
+            reads[node.value] = reads.get(node.value, 0) + 1
+    stored = {t.target.value for n in walk(module, into_functions=True) if isinstance(n, cst.Assign)
+              for t in n.targets if isinstance(t.target, cst.Name)}
+    return {name for name in stored if parsing.get(name) and reads.get(name, 0) - parsing[name] == 1}
+
+
+def rl_source(file) -> bool:
+    """RL post-training code that is not a test: chat templates and sampling settings are written the same
+    way in every ML codebase (image pipelines, model processors), and a test's strings are fixtures."""
+    purpose = file.fact(Purpose)
+    return purpose.rl_code and not purpose.is_test
+
+
 def _defines_template(node: cst.ClassDef) -> bool:
     """A renderer or chat-template class: its job is to write the control tokens."""
     names = [node.name.value] + [b.value.attr.value if isinstance(b.value, cst.Attribute) else
@@ -513,11 +541,13 @@ class HandWrittenChatTemplate(CSTRule):
     ## What it does
     Reports string literals that write chat-template control tokens (`<|im_start|>`,
     `<|im_end|>`, `<|start_header_id|>`, `<|eot_id|>`, `[INST]`, `<start_of_turn>`,
-    `<|user|>`, `<|assistant|>`, an empty `<think>\\n\\n</think>`) into prompt text.
-    Token names in tokenizer set-up (`add_special_tokens`, `convert_tokens_to_ids`),
-    stop strings, `split`/`replace` on model output, messages of `assert`, `raise`
-    and logging, Jinja chat-template definitions and renderer or template classes
-    (whose job is to write these tokens) are not reported.
+    `<|user|>`, `<|assistant|>`, an empty `<think>\\n\\n</think>`) into prompt text,
+    in RL code outside tests. Token names in tokenizer set-up (`add_special_tokens`,
+    `convert_tokens_to_ids`), stop strings, `split`/`replace` on model output and
+    markers read only by such parsing calls, the content of assistant messages (a
+    reply, not a prompt), messages of `assert`, `raise` and logging, Jinja
+    chat-template definitions and renderer or template classes (whose job is to write
+    these tokens) are not reported.
 
     ## Why is this bad?
     A hand-written template drifts from the model's own: a missing newline, a system
@@ -543,6 +573,7 @@ class HandWrittenChatTemplate(CSTRule):
     code = "RL307"
     name = "hand-written-chat-template"
     severity = Severity.WARNING
+    tier = Tier.PEDANTIC  # on the primer: deliberate templates that match the model, no bug
     message = "string literal writes the chat-template tokens {tokens} by hand: use tokenizer.apply_chat_template"
     triggers = _CHAT_TOKENS + ("<think>",)
 
@@ -551,6 +582,8 @@ class HandWrittenChatTemplate(CSTRule):
         self._quiet = 0  # inside token set-up, parsing calls, comparisons, token assignments, docstrings
         self._assembling = 0  # inside `+`, `%` or `.format` that builds text
         self._quiet_args: Set[int] = set()
+        self._outputs: Set[int] = set()  # dict entries that hold an assistant reply
+        self._parsing: Optional[Set[str]] = None  # names read only by parsing calls and comparisons
         self._reported_statement: Optional[cst.CSTNode] = None  # one finding per statement
         self._statement: Optional[cst.CSTNode] = None
 
@@ -567,8 +600,26 @@ class HandWrittenChatTemplate(CSTRule):
     def visit_Call(self, node: cst.Call) -> None:
         if call_tail(node) in _TOKEN_CALLS or is_display_call(node):
             self._quiet_args.update(id(a) for a in node.args)
+        if call_tail(node) == "dict" and isinstance(node.func, cst.Name):
+            role, content = keyword(node, "role"), keyword(node, "content")
+            if role is not None and content is not None and literal_text(role.value) == "assistant":
+                self._quiet_args.add(id(content))
         if call_tail(node) == "format" and isinstance(node.func, cst.Attribute) and literal_text(node.func.value):
             self._check(node.func.value, assembling=True)
+
+    def visit_Dict(self, node: cst.Dict) -> None:
+        """The content of an assistant message is the model's reply (training data, a fixture), not a prompt."""
+        entries = {literal_text(e.key): e for e in node.elements if isinstance(e, cst.DictElement)}
+        if "content" in entries and "role" in entries and literal_text(entries["role"].value) == "assistant":
+            self._outputs.add(id(entries["content"]))
+
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        if id(node) in self._outputs:
+            self._quiet += 1
+
+    def leave_DictElement(self, original_node: cst.DictElement) -> None:
+        if id(original_node) in self._outputs:
+            self._quiet -= 1
 
     def visit_Arg(self, node: cst.Arg) -> None:
         if id(node) in self._quiet_args or (node.keyword is not None and node.keyword.value in _TOKEN_KEYWORDS):
@@ -606,12 +657,19 @@ class HandWrittenChatTemplate(CSTRule):
             self._quiet -= 1
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if self._token_target(node.targets):
+        if self._token_target(node.targets) or self._parsing_target(node.targets):
             self._quiet += 1
 
     def leave_Assign(self, original_node: cst.Assign) -> None:
-        if self._token_target(original_node.targets):
+        if self._token_target(original_node.targets) or self._parsing_target(original_node.targets):
             self._quiet -= 1
+
+    def _parsing_target(self, targets) -> bool:
+        """`tag = "<|im_start|>user"` read only by `text.find(tag)`, `split`, `in`: a marker to parse with."""
+        if self._parsing is None:
+            self._parsing = _parsing_names(self.file.module)
+        return len(targets) == 1 and isinstance(targets[0].target, cst.Name) and \
+            targets[0].target.value in self._parsing
 
     @staticmethod
     def _token_target(targets) -> bool:
@@ -652,7 +710,7 @@ class HandWrittenChatTemplate(CSTRule):
         if not text or "{%" in text or "{{" in text:
             return  # a Jinja chat template is the right place for these tokens
         tokens = _chat_tokens(text)
-        if not tokens:
+        if not tokens or not rl_source(self.file):
             return
         if _only_tokens(text) and not assembling:
             return  # a token name on its own, not prompt text
@@ -841,8 +899,11 @@ class PadEqualsEosMask(FunctionRule):
     """
     ## What it does
     Reports a comparison of token ids with the pad id (`ids != tokenizer.pad_token_id`,
-    `labels == pad_id`) in a file that sets `tokenizer.pad_token = tokenizer.eos_token`
-    (or `pad_token_id = eos_token_id`).
+    `labels == pad_id`) in a file (not a test) that sets `tokenizer.pad_token = tokenizer.eos_token`
+    (or `pad_token_id = eos_token_id`) unconditionally: a fallback taken only when the
+    tokenizer has no pad token (`if tokenizer.pad_token is None`, `pad_token or eos_token`)
+    may never run. A mask that is only given to a forward as `attention_mask=` is not
+    reported: hiding EOS from attention changes nothing before it.
 
     ## Why is this bad?
     With padding equal to EOS, a mask built from the pad id also hides every real
@@ -878,6 +939,8 @@ class PadEqualsEosMask(FunctionRule):
         super().__init__(file)
         self._targets = 0
         self._filters: Set[int] = set()
+        self._attention = 0  # inside an `attention_mask=` argument
+        self._assigns: List[cst.Assign] = []
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
         self._targets += 1
@@ -901,14 +964,44 @@ class PadEqualsEosMask(FunctionRule):
         if call_tail(node) in ("eq", "ne") and isinstance(node.func, cst.Attribute) and len(node.args) == 1:
             self._check(node, node.func.value, node.args[0].value)
 
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None and node.keyword.value == "attention_mask":
+            self._attention += 1
+
+    def leave_Arg(self, original_node: cst.Arg) -> None:
+        if original_node.keyword is not None and original_node.keyword.value == "attention_mask":
+            self._attention -= 1
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._assigns.append(node)
+
+    def leave_Assign(self, original_node: cst.Assign) -> None:
+        self._assigns.pop()
+
     def _check(self, node: cst.CSTNode, left: cst.BaseExpression, right: cst.BaseExpression) -> None:
-        if not self.file.fact(TokenizerFacts).pad_is_eos:
+        if not self.file.fact(TokenizerFacts).pad_is_eos or self._attention or self.file.fact(Purpose).is_test:
             return
         for ids, pad in ((left, right), (right, left)):
             if self._is_pad_id(pad):
-                if not self._is_prompt(ids) and not self._handles_eos():
+                if not self._is_prompt(ids) and not self._handles_eos() and not self._attention_only():
                     self.report(node, expr=self.source(node))
                 return
+
+    def _attention_only(self) -> bool:
+        """`attention_mask = (ids != pad).long()` only ever passed as `attention_mask=` to a forward: hiding EOS
+        from attention changes nothing before it, and the positions after it are padding."""
+        if not self._assigns or len(self._assigns[-1].targets) != 1:
+            return False
+        target = self._assigns[-1].targets[0].target
+        if not isinstance(target, cst.Name):
+            return False
+        nodes = list(walk(self.scope.node))
+        keywords = {id(a.keyword) for a in nodes if isinstance(a, cst.Arg) and a.keyword is not None}
+        reads = [n for n in nodes if isinstance(n, cst.Name) and n.value == target.value and id(n) not in keywords]
+        given = [a for a in nodes if isinstance(a, cst.Arg) and a.keyword is not None
+                 and a.keyword.value == "attention_mask" and isinstance(a.value, cst.Name)
+                 and a.value.value == target.value]
+        return bool(given) and len(reads) == len(given) + 1  # the assignment's own target
 
     def _handles_eos(self) -> bool:
         """The function looks for EOS itself (`ids == eos_token_id`): it knows pad is EOS."""
@@ -946,7 +1039,11 @@ class DoubleBos(FunctionRule):
     ## What it does
     Reports text rendered by `apply_chat_template(..., tokenize=False)` that is
     tokenized again with the default `add_special_tokens=True`: `tokenizer(text)`,
-    `tokenizer.encode(text)`.
+    `tokenizer.encode(text)`, where the file names its model (a hub id or a path in a
+    literal) and it is of a family whose tokenizer adds a BOS (Llama, Mistral, Gemma,
+    DeepSeek). Files that name no model, models of several kinds, or models whose
+    tokenizer adds none (Qwen, GPT-2) are not reported, nor are tests. Each rendered
+    text is reported once, where it is first tokenized.
 
     ## Why is this bad?
     The rendered template already starts with the BOS token; tokenizing it with special
@@ -976,6 +1073,10 @@ class DoubleBos(FunctionRule):
     message = "`{expr}` tokenizes a rendered chat template with add_special_tokens=True: the prompt gets a second BOS"
     triggers = ("tokenize=False",)
 
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self._rendered: Set[int] = set()  # renders already reported: one finding per cause
+
     def visit_Call(self, node: cst.Call) -> None:
         tail = call_tail(node)
         if tail in ("encode", "encode_plus", "batch_encode_plus"):
@@ -988,8 +1089,12 @@ class DoubleBos(FunctionRule):
             return
         text_arg = keyword(node, "text")
         text = text_arg.value if text_arg else positional(node, 0)
-        if text is not None and self.file.fact(TokenizerFacts).rendered(text, self.scope) is not None:
-            self.report(node, expr=self.source(node))
+        facts = self.file.fact(TokenizerFacts)
+        render = None if text is None else facts.rendered(text, self.scope)
+        if render is None or id(render) in self._rendered or not facts.adds_bos or self.file.fact(Purpose).is_test:
+            return
+        self._rendered.add(id(render))
+        self.report(node, expr=self.source(node))
 
 
 def _tokenizer_like(expr: cst.BaseExpression) -> bool:
@@ -1038,7 +1143,7 @@ class GenerationSuppressesEos(CSTRule):
     Reports rollout generation whose minimum length equals its maximum
     (`min_new_tokens == max_new_tokens`, `min_length == max_length`,
     `min_tokens == max_tokens`), or that drops the EOS token (`eos_token_id=None`,
-    vLLM's `ignore_eos=True`).
+    vLLM's `ignore_eos=True`), in RL code outside tests.
 
     ## Why is this bad?
     Every sample runs to the length limit: the model cannot end its answer, the
@@ -1064,6 +1169,7 @@ class GenerationSuppressesEos(CSTRule):
     code = "RL313"
     name = "generation-suppresses-eos"
     severity = Severity.WARNING
+    tier = Tier.PEDANTIC  # on the primer: deliberate fixed-length sampling, cut at a stop token afterwards
     message = "{what}: every sample runs to the length limit and the model never learns to stop"
     triggers = ("min_new_tokens", "min_length", "min_tokens", "eos_token_id", "ignore_eos")
 
@@ -1078,6 +1184,8 @@ class GenerationSuppressesEos(CSTRule):
         self._check(generation_kwargs(node), True)
 
     def _check(self, settings: Dict[str, Tuple[cst.BaseExpression, cst.CSTNode]], sampler: bool) -> None:
+        if not settings or not rl_source(self.file):
+            return
         for low, high in (("min_new_tokens", "max_new_tokens"), ("min_length", "max_length"),
                           ("min_tokens", "max_tokens")):
             if low in settings and high in settings and self._same(settings[low][0], settings[high][0]):

@@ -1,5 +1,7 @@
 """RL303 and RL312: keywords set or added, in the call's own layout."""
 
+MODEL = "meta-llama/Llama-3.2-1B-Instruct"  # its tokenizer adds a BOS
+
 
 def decode_completions(tokenizer, completion_ids, reward_fn):
     completions = tokenizer.batch_decode(completion_ids, skip_special_tokens=True)

@@ -1,0 +1,199 @@
+"""RL307, RL311, RL312, RL313: chat templates, padding and sampling settings, reported in RL code only,
+from evidence of what the text or mask is for, and once per cause."""
+import ast
+import textwrap
+
+import libcst as cst
+import pytest
+
+from rllint.analysis.tokenizer import TokenizerFacts
+from rllint.runner import FileContext, lint_text
+from rllint.settings import Settings
+
+# A line of RL vocabulary: what makes a file of helpers RL post-training code.
+RL = "def policy_loss(logps, advantages):\n    return -(logps * advantages).mean()\n"
+
+
+def lines(source: str, code: str, path: str = "rollout.py"):
+    result = lint_text(textwrap.dedent(source), path, Settings(select=[code]))
+    return [d.line for d in result.diagnostics]
+
+
+def adds_bos(source: str):
+    text = textwrap.dedent(source)
+    return FileContext("x.py", text, cst.parse_module(text), ast.parse(text), Settings()).fact(TokenizerFacts).adds_bos
+
+
+# ---- RL307 --------------------------------------------------------------------------------------
+
+CHATML = '''
+def build(question):
+    return "<|im_start|>user\\n" + question + "<|im_end|>\\n<|im_start|>assistant\\n"
+'''
+
+
+def test_hand_written_template_in_rl_code_is_reported():
+    assert lines(RL + CHATML, "RL307") == [5]
+
+
+def test_hand_written_template_outside_rl_code_is_not():
+    """An image pipeline's text-encoder template is not an RL prompt."""
+    assert lines(CHATML, "RL307", "pipeline_image.py") == []
+
+
+def test_hand_written_template_in_tests_is_a_fixture():
+    assert lines(RL + CHATML, "RL307", "tests/test_prompts.py") == []
+
+
+def test_assistant_message_content_is_a_reply():
+    assert lines(RL + '''
+def example(question, trace):
+    return [{"role": "user", "content": question},
+            {"role": "assistant", "content": "<|im_start|>think\\n" + trace}]
+
+
+def example_dict(trace):
+    return dict(role="assistant", content="<|im_start|>answer\\n" + trace)
+''', "RL307") == []
+
+
+def test_marker_read_only_by_parsing_calls():
+    assert lines(RL + '''
+def no_think(rendered):
+    user_turn = "<|im_start|>user"
+    if user_turn in rendered:
+        return rendered[rendered.find(user_turn):]
+    return rendered
+''', "RL307") == []
+
+
+def test_marker_that_also_builds_text_is_reported():
+    assert lines(RL + '''
+def ask(rendered, question):
+    user_turn = "<|im_start|>user\\n"
+    if user_turn in rendered:
+        return rendered
+    return user_turn + question
+''', "RL307") == [5]
+
+
+# ---- RL311 --------------------------------------------------------------------------------------
+
+PAD_IS_EOS = '''
+tokenizer.pad_token = tokenizer.eos_token
+'''
+
+
+def test_pad_mask_given_only_as_attention_mask_is_not_reported():
+    assert lines(RL + PAD_IS_EOS + '''
+def logps(model, full_ids):
+    attention_mask = (full_ids != tokenizer.pad_token_id).long()
+    return model(input_ids=full_ids, attention_mask=attention_mask).logits
+
+
+def logps_inline(model, full_ids):
+    return model(full_ids, attention_mask=(full_ids != tokenizer.pad_token_id).long()).logits
+''', "RL311") == []
+
+
+def test_pad_mask_that_also_masks_the_loss_is_reported():
+    assert lines(RL + PAD_IS_EOS + '''
+def loss(model, full_ids, advantages):
+    attention_mask = (full_ids != tokenizer.pad_token_id).long()
+    logps = model(full_ids, attention_mask=attention_mask).logits
+    return -(logps * advantages * attention_mask).sum() / attention_mask.sum()
+''', "RL311") == [7]
+
+
+LABELS = '''
+def labels_of(full_ids):
+    labels = full_ids.clone()
+    labels[full_ids == tokenizer.pad_token_id] = -100
+    return labels
+'''
+
+
+def test_pad_mask_labels_are_reported():
+    assert lines(PAD_IS_EOS + LABELS, "RL311", "train_sft.py") == [6]
+
+
+def test_pad_mask_in_test_helpers_is_not_reported():
+    assert lines(PAD_IS_EOS + LABELS, "RL311", "pkg/test_utils/training.py") == []
+
+
+@pytest.mark.parametrize("fallback", [
+    "if tokenizer.pad_token is None:\n    tokenizer.pad_token = tokenizer.eos_token\n",
+    "tokenizer.pad_token = tokenizer.pad_token or tokenizer.eos_token\n",
+])
+def test_eos_as_a_fallback_pad_is_not_known_to_pad(fallback):
+    """Only tokenizers without a pad token of their own (Llama, not Qwen) take the fallback."""
+    assert lines(fallback + LABELS, "RL311", "train_sft.py") == []
+
+
+# ---- RL312 --------------------------------------------------------------------------------------
+
+def render_and_tokenize(model: str) -> str:
+    return RL + f'''
+tokenizer = AutoTokenizer.from_pretrained("{model}")
+
+
+def encode(messages):
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return tokenizer(text, return_tensors="pt")
+'''
+
+
+@pytest.mark.parametrize("model", ["meta-llama/Llama-3.1-8B-Instruct", "google/gemma-2-2b-it",
+                                   "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B"])
+def test_rendered_text_tokenized_again_for_a_bos_model(model):
+    assert lines(render_and_tokenize(model), "RL312") == [9]
+
+
+@pytest.mark.parametrize("model", ["Qwen/Qwen2.5-7B-Instruct", "/data/models/Qwen2.5-Coder-3B-Instruct", "gpt2"])
+def test_tokenizers_without_bos_are_not_reported(model):
+    assert lines(render_and_tokenize(model), "RL312") == []
+
+
+def test_model_not_named_in_the_file_is_not_reported():
+    assert lines(render_and_tokenize("{args.model}").replace('"{args.model}"', "args.model"), "RL312") == []
+
+
+def test_models_of_both_kinds_are_mixed_evidence():
+    source = render_and_tokenize("meta-llama/Llama-3.1-8B-Instruct") + 'JUDGE = "Qwen/Qwen2.5-72B-Instruct"\n'
+    assert lines(source, "RL312") == []
+
+
+def test_one_render_tokenized_twice_is_one_finding():
+    assert lines(RL + '''
+tokenizer = AutoTokenizer.from_pretrained("meta-llama/Llama-3.1-8B-Instruct")
+
+
+def encode(messages):
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    length = len(tokenizer.encode(text))
+    return tokenizer(text, return_tensors="pt"), length
+''', "RL312") == [9]
+
+
+def test_adds_bos_from_the_models_the_file_names():
+    assert adds_bos('m = "meta-llama/Llama-3.2-1B"') is True
+    assert adds_bos('m = "Qwen/Qwen3-8B"') is False
+    assert adds_bos('m = "my-org/policy-7b"') is None
+    assert adds_bos('m = "a llama and a qwen walk into a bar"') is None  # prose names no model
+
+
+# ---- RL313 --------------------------------------------------------------------------------------
+
+FIXED_LENGTH = '''
+params = SamplingParams(n=8, max_tokens=1024, ignore_eos=True)
+'''
+
+
+def test_ignore_eos_in_rl_code_is_reported():
+    assert lines(RL + FIXED_LENGTH, "RL313") == [4]
+
+
+@pytest.mark.parametrize("path", ["tests/rollout/run_vllm.py", "benchmark_throughput.py"])
+def test_ignore_eos_in_tests_and_other_code_is_not(path):
+    source = FIXED_LENGTH if path.startswith("bench") else RL + FIXED_LENGTH
+    assert lines(source, "RL313", path) == []
