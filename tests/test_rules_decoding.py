@@ -5,8 +5,16 @@ from rllint.runner import lint_text
 from rllint.settings import Settings
 
 
+# A reward function makes the file RL code for the rules that ask.
+REWARD = textwrap.dedent("""
+    def format_reward(completions, **kwargs):
+        return [1.0 for _ in completions]
+""")
+
+
 def lines(code: str, text: str, path: str = "rewards.py"):
     result = lint_text(textwrap.dedent(text), path, Settings(select=[code]))
+    assert result.errors == []
     return sorted(d.line for d in result.diagnostics)
 
 
@@ -117,13 +125,16 @@ def test_rl310_the_text_after_the_first_prose_header_is_a_response_not_an_answer
         def after_answer(response):
             return response.split("Answer:")[1].strip()
     """
-    assert lines("RL310", source) == []
+    assert lines("RL310", textwrap.dedent(source) + REWARD) == []
 
 
 def test_rl310_the_first_tag_split_is_reported_as_raising():
     source = """
         def tagged(text):
             return text.split("<answer>")[1].split("</answer>")[0]
+
+        def format_reward(completions, **kwargs):
+            return [float(bool(tagged(c))) for c in completions]
     """
     result = lint_text(textwrap.dedent(source), "rewards.py", Settings(select=["RL310"]))
     assert [(d.line, d.message.rsplit(": ", 1)[-1]) for d in result.diagnostics] == [
@@ -153,7 +164,7 @@ def test_rl310_gold_answers_traced_through_columns_helpers_and_matches():
         def process(example):
             return extract_solution(example.pop("answer"))
     """
-    assert lines("RL310", source) == []
+    assert lines("RL310", textwrap.dedent(source) + REWARD) == []
 
 
 def test_rl310_a_helper_called_with_completions_is_still_reported():
@@ -187,4 +198,22 @@ def test_rl310_a_membership_check_before_the_search_is_a_check():
                 return resp
             return resp[:match.end()]
     """
-    assert lines("RL310", source) == []
+    assert lines("RL310", textwrap.dedent(source) + REWARD) == []
+
+
+EXTRACTOR = """
+    def extract(pred):
+        return pred.split("####")[-1].strip()
+"""
+
+
+def test_rl310_a_lenient_extractor_in_code_that_is_not_rl_is_silent():
+    assert lines("RL310", EXTRACTOR, "eval/utils/equal.py") == []
+
+
+def test_rl310_an_extractor_next_to_a_reward_function_is_reported():
+    reward = """
+        def accuracy_reward(completions, solution, **kwargs):
+            return [float(extract(c) == s) for c, s in zip(completions, solution)]
+    """
+    assert lines("RL310", EXTRACTOR + reward, "rewards/math.py") == [3]

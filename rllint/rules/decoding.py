@@ -781,8 +781,8 @@ def _starts_think(node: cst.BaseExpression) -> bool:
 class AnswerExtractionFallback(FunctionRule):
     """
     ## What it does
-    Reports answer extraction that returns the whole text when its marker is
-    missing: `text.split("####")[-1]`, `rpartition("<answer>")[2]`, or a
+    Reports, in RL code and files of reward functions, answer extraction that
+    returns the whole text when its marker is missing: `text.split("####")[-1]`, `rpartition("<answer>")[2]`, or a
     `re.search` for the answer whose fallback is `return text`, in a function that
     never checks that the marker is there; and `text.split("<answer>")[1]`, which
     raises IndexError instead. Reasoning end markers (`</think>`) are RL301's. The
@@ -826,9 +826,17 @@ class AnswerExtractionFallback(FunctionRule):
         super().__init__(file)
         self._searched: Optional[tuple] = None
         self._searches: Optional[bool] = None  # does the file search text with a regex at all?
+        self._active: Optional[bool] = None
+
+    def _is_active(self) -> bool:
+        """RL code or a file of reward functions: a lenient extractor in an evaluation harness or a
+        parsing utility rewards no policy."""
+        if self._active is None:
+            self._active = self.file.fact(Purpose).rl_code or self.file.fact(RewardFunctions).defines_any
+        return self._active
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        if not may_extract(node):
+        if not may_extract(node) or not self._is_active():
             return
         found = extraction(node, self.file.fact(Scopes), self.scope)
         if found is None or found.kind not in ("split", "rsplit", "rpartition") or not is_answer_marker(found.marker):
@@ -848,7 +856,7 @@ class AnswerExtractionFallback(FunctionRule):
             return
         if self._searches is None:
             self._searches = any(f".{name}(" in self.file.text for name in ("search", "match", "findall", "fullmatch"))
-        if not self._searches:
+        if not self._searches or not self._is_active():
             return
         scope = self.scope
         searched = self._searched_texts(scope)
