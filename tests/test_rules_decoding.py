@@ -1,4 +1,4 @@
-"""RL301, RL302, RL303, RL305 and RL310 on shapes of real code, beyond what the fixtures show."""
+"""RL301, RL303, RL305 and RL310 on shapes of real code, beyond what the fixtures show."""
 import textwrap
 
 from rllint.runner import lint_text
@@ -42,19 +42,6 @@ def test_rl301_an_unguarded_split_is_still_reported():
             return text.strip()
     """
     assert lines("RL301", source) == [3]
-
-
-# ---------------------------------------------------------------- RL302
-
-def test_rl302_one_pattern_searched_twice_in_one_expression_is_one_finding():
-    source = """
-        import re
-
-        def reasoning_length_reward(completions, **kwargs):
-            pattern = r"<think>(.*?)</think>"
-            return [len(re.search(pattern, c).group(1)) if re.search(pattern, c) else 0 for c in completions]
-    """
-    assert lines("RL302", source) == [6]
 
 
 # ---------------------------------------------------------------- RL303

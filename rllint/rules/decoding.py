@@ -183,10 +183,6 @@ class ThinkRegexWithoutDotall(FunctionRule):
     message = "pattern {pattern} uses `.` across reasoning markers without re.DOTALL: multi-line reasoning never matches"
     triggers = ("think>", "reasoning>", "_of_thought", "thought>")
 
-    def __init__(self, file) -> None:
-        super().__init__(file)
-        self._reported: Set[Tuple[int, str]] = set()
-
     def visit_Call(self, node: cst.Call) -> None:
         imports = self.file.fact(Imports)
         if call_tail(node) not in RE_FUNCTIONS and not (
@@ -196,8 +192,7 @@ class ThinkRegexWithoutDotall(FunctionRule):
         found = regex_of(node, imports, self.file.fact(Scopes), self.scope, depth=1)
         if found is None or found.dotall is not False or not REASONING_MARKER.search(found.pattern):
             return
-        if found.wildcard() and (id(self.scope.node), found.pattern) not in self._reported:
-            self._reported.add((id(self.scope.node), found.pattern))  # one pattern used twice is one cause
+        if found.wildcard():
             shown = found.pattern if len(found.pattern) <= 50 else found.pattern[:47] + "..."
             self.report(node, pattern=repr(shown))
 
