@@ -146,7 +146,9 @@ def test_rl310_gold_answers_traced_through_columns_helpers_and_matches():
 
         def extract_solution(solution_str):
             found = re.search("#### (\\\\-?[0-9\\\\.\\\\,]+)", solution_str)
-            return found.group(0).split("#### ")[-1]
+            final = found.group(0)
+            final = final.split("#### ")[-1].replace(",", "")
+            return final
 
         def process(example):
             return extract_solution(example.pop("answer"))

@@ -19,7 +19,8 @@ from rllint.analysis.text import Scope, Scopes, call_tail, literal_text
 GOLD_KEYS = frozenset({"answer", "answers", "solution", "solutions", "ground_truth", "gold", "label", "target",
                        "reference"})
 # Calls that keep what their receiver is: string methods and regex matches on it.
-_KEEPS = frozenset({"strip", "lstrip", "rstrip", "lower", "upper", "replace", "group", "groups"})
+_KEEPS = frozenset({"strip", "lstrip", "rstrip", "lower", "upper", "replace", "group", "groups", "split", "rsplit",
+                    "partition", "rpartition"})
 _MATCHES = frozenset({"search", "match", "fullmatch"})
 _DEPTH = 8
 
@@ -59,6 +60,8 @@ class GoldAnswers:
     def _name(self, name: str, scope: Scope, depth: int) -> bool:
         sources = [(value, None) for value in scope.assigned.get(name, ())]
         sources += [(iterable, path) for iterable, path in scope.iterated.get(name, ())]
+        # `x = x.split("####")[1]` keeps what `x` was: only the other bindings say where it comes from
+        sources = [(v, p) for v, p in sources if not any(isinstance(n, cst.Name) and n.value == name for n in walk(v))]
         if sources:
             return all(self._element(value, path, scope, depth + 1) if path is not None
                        else self.is_gold(value, scope, depth + 1) for value, path in sources)
