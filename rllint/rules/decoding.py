@@ -814,6 +814,7 @@ class AnswerExtractionFallback(FunctionRule):
     code = "RL310"
     name = "answer-extraction-fallback"
     severity = Severity.WARNING
+    tier = Tier.PEDANTIC  # primer precision 0.75: deliberate plain-text fallbacks next to exact-match scorers
     message = "{what}: a completion without the answer marker {consequence}"
     triggers = ("####", "answer", "boxed", "solution>", "Answer")
 
