@@ -145,7 +145,8 @@ class FragileThinkSplit(FunctionRule):
     def _tests_close(self, scope: Scope) -> bool:
         """`if "</think>" in text: text.split("</think>")[-1]`: the function knows whether reasoning was closed."""
         scopes = self.file.fact(Scopes)
-        return any(isinstance(c.operator, (cst.In, cst.NotIn)) and is_reasoning_close(scopes.string(test.left, scope) or "")
+        return any(isinstance(c.operator, (cst.In, cst.NotIn))
+                   and is_reasoning_close(scopes.string(test.left, scope) or "")
                    for test in scope.comparisons for c in test.comparisons)
 
 
@@ -777,10 +778,10 @@ class AnswerExtractionFallback(FunctionRule):
     """
     ## What it does
     Reports, in RL code and files of reward functions, answer extraction that
-    returns the whole text when its marker is missing: `text.split("####")[-1]`, `rpartition("<answer>")[2]`, or a
-    `re.search` for the answer whose fallback is `return text`, in a function that
-    never checks that the marker is there; and `text.split("<answer>")[1]`, which
-    raises IndexError instead. Reasoning end markers (`</think>`) are RL301's. The
+    returns the whole text when its marker is missing: `text.split("####")[-1]`,
+    `rpartition("<answer>")[2]`, or a `re.search` for the answer whose fallback is
+    `return text`, in a function that never checks that the marker is there; and
+    `text.split("<answer>")[1]`, which raises IndexError instead. Reasoning end markers (`</think>`) are RL301's. The
     dataset's gold answer (`row["answer"]`, a column of them, or a helper's
     parameter that every call in the file gives one) is not a completion and is not
     reported, nor is the text after the first `Answer:` header of a
