@@ -10,6 +10,7 @@ from rllint.analysis.configs import LaunchConfig
 from rllint.analysis.context import tokens
 from rllint.analysis.purpose import Purpose
 from rllint.analysis.hparams import EVALUATION, ROLLOUT_LENGTH_LIMITS, last_part
+from rllint.analysis.gold import GoldAnswers
 from rllint.analysis.imports import Imports
 from rllint.analysis.rewards import RewardFunctions
 from rllint.analysis.syntax import dotted, keyword, positional, walk
@@ -74,6 +75,13 @@ def is_display_call(call: cst.Call) -> bool:
     return False
 
 
+_TABLE_CALLS = {"add_data", "add_row", "Table"}  # rows of a metrics table (wandb, rich): shown, not scored
+
+
+def _shown(call: cst.Call) -> bool:
+    return is_display_call(call) or call_tail(call) in _TABLE_CALLS
+
+
 class FragileThinkSplit(FunctionRule):
     """
     ## What it does
@@ -81,8 +89,8 @@ class FragileThinkSplit(FunctionRule):
     `</reasoning>`, `<|end_of_thought|>`...) that breaks one of the three cases a
     completion can be in: `split("</think>")[1]`, `split("</think>")[-1]`,
     `rsplit(...)`, `partition(...)[2]`, `rpartition(...)[2]`, or slicing from a
-    `find`/`index` of the marker, in a function that never checks for the opening
-    marker.
+    `find`/`index` of the marker, in a function that checks neither for the opening
+    marker nor whether the closing one is there (`"</think>" in text`).
 
     ## Why is this bad?
     A completion is plain text (no reasoning: keep it), closed reasoning
@@ -123,7 +131,7 @@ class FragileThinkSplit(FunctionRule):
         found = extraction(node, self.file.fact(Scopes), self.scope)
         if found is None or not is_reasoning_close(found.marker):
             return
-        if self.file.fact(MarkerChecks).checks_reasoning_open(self.scope):
+        if self.file.fact(MarkerChecks).checks_reasoning_open(self.scope) or self._tests_close(self.scope):
             return
         if found.kind == "split" and found.index == 1:
             case, consequence = "plain text", "a completion without the marker raises IndexError"
@@ -133,6 +141,13 @@ class FragileThinkSplit(FunctionRule):
             case = "unclosed reasoning"
             consequence = "a completion cut off inside its reasoning is scored on that reasoning"
         self.report(node, expr=self.source(node), marker=found.marker, case=case, consequence=consequence)
+
+    def _tests_close(self, scope: Scope) -> bool:
+        """`if "</think>" in text: text.split("</think>")[-1]`: the function knows whether reasoning was closed."""
+        scopes = self.file.fact(Scopes)
+        return any(isinstance(c.operator, (cst.In, cst.NotIn))
+                   and is_reasoning_close(scopes.string(test.left, scope) or "")
+                   for test in scope.comparisons for c in test.comparisons)
 
 
 class ThinkRegexWithoutDotall(FunctionRule):
@@ -186,11 +201,12 @@ class ThinkRegexWithoutDotall(FunctionRule):
 class DecodeKeepsPadding(FunctionRule):
     """
     ## What it does
-    Reports `decode` / `batch_decode` of generated or completion ids without
+    Reports, in RL code, `decode` / `batch_decode` of generated or completion ids without
     `skip_special_tokens=True` whose text goes on (returned, appended to a list of
     completions, passed to a reward or scoring function) and is never stripped of the
     pad and EOS tokens in the function. Ids cut to their real length or filtered by a
-    mask before decoding are not reported.
+    mask before decoding are not reported, nor is decoding in other ML code (latents
+    of an autoencoder, samples of an SFT evaluation).
 
     ## Why is this bad?
     Batched generation pads every completion to the longest one, and a finished
@@ -227,8 +243,8 @@ class DecodeKeepsPadding(FunctionRule):
         if skip is not None and number(skip.value) != 0.0:
             return
         ids = positional(node, 0)
-        if ids is None or any(a.star for a in node.args):
-            return
+        if ids is None or any(a.star for a in node.args) or not self.file.fact(Purpose).rl_code:
+            return  # decoding (of latents, of SFT samples) is everywhere in ML code: only RL code's matters here
         scope = self.scope
         if self.file.fact(TextRoles).role(ids, scope) != GEN_IDS or _trimmed(ids, scope):
             return
@@ -365,7 +381,9 @@ class CompletionStringSlice(FunctionRule):
     saved rollout. Completion text is a string decoded from generated ids or received
     as the completion/response argument of a reward or scoring function, including
     verl's `compute_score(data_source, solution_str, ...)`. Slices inside `print`,
-    logging calls and f-strings (display) and slices of ids, masks and tensors are
+    logging calls, f-strings and metrics tables (display), slices assigned to a
+    variable that only reaches them, cuts whose alternative is the whole text
+    (`text if log_full else text[:500]`) and slices of ids, masks and tensors are
     not reported.
 
     ## Why is this bad?
@@ -400,14 +418,22 @@ class CompletionStringSlice(FunctionRule):
         super().__init__(file)
         self._display = 0
         self._equality: Set[int] = set()
+        self._assigned_to: Dict[int, str] = {}  # a slice assigned to a name: the name
 
     def visit_Call(self, node: cst.Call) -> None:
-        if is_display_call(node):
+        if _shown(node):
             self._display += 1
 
     def leave_Call(self, original_node: cst.Call) -> None:
-        if is_display_call(original_node):
+        if _shown(original_node):
             self._display -= 1
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        """`text if full else text[:500]`: the whole text is the other branch, a setting chooses the cut."""
+        code = self.file.module.code_for_node
+        for cut, whole in ((node.body, node.orelse), (node.orelse, node.body)):
+            if isinstance(cut, cst.Subscript) and code(cut.value) == code(whole):
+                self._equality.add(id(cut))
 
     def visit_FormattedString(self, node: cst.FormattedString) -> None:
         self._display += 1
@@ -428,6 +454,8 @@ class CompletionStringSlice(FunctionRule):
         for target in node.targets:
             if isinstance(target.target, cst.Name) and set(words(target.target.value)) & _DISPLAY_WORDS:
                 self._equality.add(id(node.value))
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            self._assigned_to[id(node.value)] = node.targets[0].target.value
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if self._display or id(node) in self._equality or len(node.slice) != 1:
@@ -443,7 +471,7 @@ class CompletionStringSlice(FunctionRule):
         if self.file.fact(TextRoles).role(node.value, self.scope) != TEXT:
             return
         bound = self._truncation(key)
-        if bound is None:
+        if bound is None or self._only_shown(self._assigned_to.get(id(node))):
             return
         function = self.function
         if function is not None and self.file.fact(RewardFunctions).is_reward(function):
@@ -452,6 +480,24 @@ class CompletionStringSlice(FunctionRule):
             user = "it is used"
         lost = f"text past character {bound}" if bound > 0 else f"everything before the last {-bound} characters"
         self.report(node, expr=self.source(node), user=user, lost=lost)
+
+    def _only_shown(self, name: Optional[str]) -> bool:
+        """Every read of `name` in the function is inside a print, a log call, an f-string or a metrics
+        table: the cut text is a preview."""
+        if name is None:
+            return False
+        body = self.function or self.file.module
+        shown: Set[int] = set()
+        written: Set[int] = set()
+        for node in walk(body):
+            if (isinstance(node, cst.Call) and _shown(node)) or isinstance(node, cst.FormattedString):
+                shown.update(id(n) for n in walk(node))
+            elif isinstance(node, cst.Assign):
+                written.update(id(n) for t in node.targets for n in walk(t.target))
+            elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor)):
+                written.update(id(n) for n in walk(node.target))
+        reads = [n for n in walk(body) if isinstance(n, cst.Name) and n.value == name and id(n) not in written]
+        return bool(reads) and all(id(n) in shown for n in reads)
 
     def _truncation(self, key: cst.Slice) -> Optional[int]:
         """N of `[:N]` (N > 1) or `[-N:]` when N is a constant the source shows."""
@@ -786,32 +832,25 @@ def _starts_think(node: cst.BaseExpression) -> bool:
     return text is not None and text.lstrip().startswith("<think>")
 
 
-_GOLD_KEYS = {"answer", "answers", "solution", "solutions", "ground_truth", "gold", "label", "target", "reference"}
-
-
-def _gold_field(node: cst.Subscript) -> bool:
-    """`row["answer"].split("####")[-1]`: a dataset's gold answer, not a completion."""
-    call = node.value
-    text = call.func.value if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) else None
-    if isinstance(text, cst.Subscript) and len(text.slice) == 1 and isinstance(text.slice[0].slice, cst.Index):
-        return (literal_text(text.slice[0].slice.value) or "").lower() in _GOLD_KEYS
-    return False
-
-
 class AnswerExtractionFallback(FunctionRule):
     """
     ## What it does
-    Reports answer extraction that returns the whole text when its marker is
-    missing: `text.split("####")[-1]`, `text.split("<answer>")[1]`,
+    Reports, in RL code and files of reward functions, answer extraction that
+    returns the whole text when its marker is missing: `text.split("####")[-1]`,
     `rpartition("<answer>")[2]`, or a `re.search` for the answer whose fallback is
-    `return text`, in a function that never checks that the marker is there.
-    Reasoning end markers (`</think>`) are RL301's.
+    `return text`, in a function that never checks that the marker is there; and
+    `text.split("<answer>")[1]`, which raises IndexError instead. Reasoning end markers (`</think>`) are RL301's. The
+    dataset's gold answer (`row["answer"]`, a column of them, or a helper's
+    parameter that every call in the file gives one) is not a completion and is not
+    reported, nor is the text after the first `Answer:` header of a
+    "Question: ... Answer: ..." sequence.
 
     ## Why is this bad?
     A completion without the marker is then scored on everything it says: a model
     that lists several candidate numbers, or restates the question's numbers, is
     rewarded whenever the gold answer appears among them. The policy learns to omit
     the format and spray answers: reward hacking (verifiers #1028, prime-rl #475).
+    `split(marker)[1]` instead stops the run at the first completion without it.
 
     ## Example
     ```python
@@ -834,30 +873,45 @@ class AnswerExtractionFallback(FunctionRule):
     code = "RL310"
     name = "answer-extraction-fallback"
     severity = Severity.WARNING
-    message = "{what}: a completion without the answer marker is scored on its whole text"
+    tier = Tier.PEDANTIC  # primer precision 0.75: deliberate plain-text fallbacks next to exact-match scorers
+    message = "{what}: a completion without the answer marker {consequence}"
     triggers = ("####", "answer", "boxed", "solution>", "Answer")
 
     def __init__(self, file) -> None:
         super().__init__(file)
         self._searched: Optional[tuple] = None
         self._searches: Optional[bool] = None  # does the file search text with a regex at all?
+        self._active: Optional[bool] = None
+
+    def _is_active(self) -> bool:
+        """RL code or a file of reward functions: a lenient extractor in an evaluation harness or a
+        parsing utility rewards no policy."""
+        if self._active is None:
+            self._active = self.file.fact(Purpose).rl_code or self.file.fact(RewardFunctions).defines_any
+        return self._active
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        if not may_extract(node):
+        if not may_extract(node) or not self._is_active():
             return
         found = extraction(node, self.file.fact(Scopes), self.scope)
         if found is None or found.kind not in ("split", "rsplit", "rpartition") or not is_answer_marker(found.marker):
             return
-        if self.file.fact(MarkerChecks).checks(self.scope, found.marker) or _gold_field(found.node):
+        first = found.kind == "split" and found.index == 1
+        if first and not any(c in found.marker for c in "<#\\"):
+            return  # the text after the first `Answer:` of "Question: ... Answer: ...": a prompt's header, not a tag
+        text = found.node.value.func.value
+        if self.file.fact(MarkerChecks).checks(self.scope, found.marker) or \
+                self.file.fact(GoldAnswers).is_gold(text, self.scope):
             return
-        self.report(node, what=f"`{self.source(node)}` keeps the text after {found.marker!r} without checking for it")
+        self.report(node, what=f"`{self.source(node)}` keeps the text after {found.marker!r} without checking for it",
+                    consequence="raises IndexError" if first else "is scored on its whole text")
 
     def visit_Return(self, node: cst.Return) -> None:
         if self.function is None or not isinstance(node.value, (cst.IfExp, cst.Name, cst.Call)):
             return
         if self._searches is None:
             self._searches = any(f".{name}(" in self.file.text for name in ("search", "match", "findall", "fullmatch"))
-        if not self._searches:
+        if not self._searches or not self._is_active():
             return
         scope = self.scope
         searched = self._searched_texts(scope)
@@ -871,16 +925,19 @@ class AnswerExtractionFallback(FunctionRule):
             while isinstance(candidate, cst.Call) and call_tail(candidate) in ("strip", "lower", "rstrip", "lstrip") \
                     and isinstance(candidate.func, cst.Attribute):
                 candidate = candidate.func.value
-            if isinstance(candidate, cst.Name) and candidate.value in searched:
-                self.report(node, what=f"`{self.source(node)}` falls back to the text the answer pattern searched")
+            if isinstance(candidate, cst.Name) and candidate.value in searched and not any(
+                    self.file.fact(MarkerChecks).checks(scope, pattern) for pattern in searched[candidate.value]) \
+                    and not self.file.fact(GoldAnswers).is_gold(candidate, scope):
+                self.report(node, what=f"`{self.source(node)}` falls back to the text the answer pattern searched",
+                            consequence="is scored on its whole text")
                 return
 
-    def _searched_texts(self, scope: Scope) -> Set[str]:
-        """Names of the text given to an answer-pattern search in this function."""
+    def _searched_texts(self, scope: Scope) -> Dict[str, List[str]]:
+        """Names of the text given to an answer-pattern search in this function, and the patterns."""
         if self._searched is not None and self._searched[0] is scope:
             return self._searched[1]
         imports, scopes = self.file.fact(Imports), self.file.fact(Scopes)
-        names: Set[str] = set()
+        names: Dict[str, List[str]] = {}
         self._searched = (scope, names)
         for call in scope.calls:
             if call_tail(call) not in ("search", "match", "fullmatch", "findall", "finditer"):
@@ -891,7 +948,7 @@ class AnswerExtractionFallback(FunctionRule):
             compiled = not (imports.qualified(call.func) or "").startswith(("re.", "regex."))
             text = positional(call, 0 if compiled else 1)
             if isinstance(text, cst.Name):
-                names.add(text.value)
+                names.setdefault(text.value, []).append(found.pattern)
         return names
 
 

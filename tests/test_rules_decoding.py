@@ -1,0 +1,208 @@
+"""RL301, RL303, RL305 and RL310 on shapes of real code, beyond what the fixtures show."""
+import textwrap
+
+from rllint.runner import lint_text
+from rllint.settings import Settings
+
+
+# A reward function makes the file RL code for the rules that ask.
+REWARD = textwrap.dedent("""
+    def format_reward(completions, **kwargs):
+        return [1.0 for _ in completions]
+""")
+
+
+def lines(code: str, text: str, path: str = "rewards.py"):
+    result = lint_text(textwrap.dedent(text), path, Settings(select=[code]))
+    assert result.errors == []
+    return sorted(d.line for d in result.diagnostics)
+
+
+# ---------------------------------------------------------------- RL301
+
+def test_rl301_a_split_guarded_by_the_closing_marker_is_not_fragile():
+    source = """
+        def parse(text):
+            if "</think>" in text:
+                text = text.split("</think>")[-1].strip()
+            else:
+                text = ""
+            return text
+
+        def tails(turns):
+            return [t.split("</think>", 1)[-1] if "</think>" in t else t for t in turns]
+    """
+    assert lines("RL301", source) == []
+
+
+def test_rl301_an_unguarded_split_is_still_reported():
+    source = """
+        def remove_thinking(text):
+            text = text.split("</think>")[-1]
+            return text.strip()
+    """
+    assert lines("RL301", source) == [3]
+
+
+# ---------------------------------------------------------------- RL303
+
+def test_rl303_decoding_in_code_that_is_not_rl_is_silent():
+    source = """
+        class Autoencoder:
+            def forward(self, sample):
+                z = self.encode(sample).latent_dist.sample()
+                dec = self.decode(z).sample
+                return dec
+    """
+    assert lines("RL303", source, "autoencoder.py") == []
+
+
+def test_rl303_decoding_completions_for_a_reward_is_reported():
+    source = """
+        def rollout(policy, tokenizer, batch, reward_fn):
+            sequences = policy.generate(**batch, do_sample=True)
+            texts = tokenizer.batch_decode(sequences)
+            return reward_fn(texts)
+    """
+    assert lines("RL303", source, "grpo.py") == [4]
+
+
+# ---------------------------------------------------------------- RL305
+
+def test_rl305_a_cut_chosen_by_a_setting_is_not_reported():
+    source = """
+        def record(completions, i, config):
+            return dict(completion=completions[i] if config.log_full else completions[i][:500])
+
+        def tail_letters(completion):
+            tail = completion[-100:] if len(completion) > 100 else completion
+            return [c for c in tail if c.isupper()]
+    """
+    assert lines("RL305", source) == []
+
+
+def test_rl305_a_preview_variable_that_is_only_shown_is_not_reported():
+    source = """
+        def show(tokenizer, completion_ids, completions, table):
+            for pos in range(len(completion_ids)):
+                tok_text = tokenizer.decode(completion_ids[pos])[:12]
+                print(f"{pos:<6} {tok_text!r:<15}")
+            table.add_data(completions[0][:200])
+    """
+    assert lines("RL305", source) == []
+
+
+def test_rl305_a_cut_variable_that_reaches_a_scorer_is_reported():
+    source = """
+        def judge_reward(completions, judge, **kwargs):
+            scores = []
+            for completion in completions:
+                cut = completion[:3000]
+                print(f"judging {cut}")
+                scores.append(judge.score(cut))
+            return scores
+    """
+    assert lines("RL305", source) == [5]
+
+
+# ---------------------------------------------------------------- RL310
+
+def test_rl310_the_text_after_the_first_prose_header_is_a_response_not_an_answer():
+    source = """
+        def after_answer(response):
+            return response.split("Answer:")[1].strip()
+    """
+    assert lines("RL310", textwrap.dedent(source) + REWARD) == []
+
+
+def test_rl310_the_first_tag_split_is_reported_as_raising():
+    source = """
+        def tagged(text):
+            return text.split("<answer>")[1].split("</answer>")[0]
+
+        def format_reward(completions, **kwargs):
+            return [float(bool(tagged(c))) for c in completions]
+    """
+    result = lint_text(textwrap.dedent(source), "rewards.py", Settings(select=["RL310"]))
+    assert [(d.line, d.message.rsplit(": ", 1)[-1]) for d in result.diagnostics] == [
+        (3, "a completion without the answer marker raises IndexError")]
+
+
+def test_rl310_gold_answers_traced_through_columns_helpers_and_matches():
+    source = """
+        import re
+
+        def load(dataset):
+            return [{"Q": q, "A": a.split("####")[-1].strip()} for q, a in zip(dataset["question"], dataset["answer"])]
+
+        def extract_boxed(solution):
+            matches = re.findall(r"\\\\boxed\\{([^}]*)\\}", solution)
+            if matches:
+                return matches[-1]
+            return solution.strip()
+
+        def rows(ds):
+            return [extract_boxed(item["solution"]) for item in ds]
+
+        def extract_solution(solution_str):
+            found = re.search("#### (\\\\-?[0-9\\\\.\\\\,]+)", solution_str)
+            final = found.group(0)
+            final = final.split("#### ")[-1].replace(",", "")
+            return final
+
+        def process(example):
+            return extract_solution(example.pop("answer"))
+    """
+    assert lines("RL310", textwrap.dedent(source) + REWARD) == []
+
+
+def test_rl310_a_helper_called_with_completions_is_still_reported():
+    source = """
+        import re
+
+        def extract_boxed(text):
+            matches = re.findall(r"\\\\boxed\\{([^}]*)\\}", text)
+            if matches:
+                return matches[-1]
+            return text.strip()
+
+        def accuracy_reward(completions, solution, **kwargs):
+            return [float(extract_boxed(c[0]["content"]) == s) for c, s in zip(completions, solution)]
+
+        def gold(ds):
+            return [extract_boxed(row["solution"]) for row in ds]
+    """
+    assert lines("RL310", source) == [8]
+
+
+def test_rl310_a_membership_check_before_the_search_is_a_check():
+    source = """
+        import re
+
+        def first_answer(resp):
+            if "<answer>" not in resp or "</answer>" not in resp:
+                return resp
+            match = re.search(r"<answer>.*?</answer>", resp, re.DOTALL)
+            if not match:
+                return resp
+            return resp[:match.end()]
+    """
+    assert lines("RL310", textwrap.dedent(source) + REWARD) == []
+
+
+EXTRACTOR = """
+    def extract(pred):
+        return pred.split("####")[-1].strip()
+"""
+
+
+def test_rl310_a_lenient_extractor_in_code_that_is_not_rl_is_silent():
+    assert lines("RL310", EXTRACTOR, "eval/utils/equal.py") == []
+
+
+def test_rl310_an_extractor_next_to_a_reward_function_is_reported():
+    reward = """
+        def accuracy_reward(completions, solution, **kwargs):
+            return [float(extract(c) == s) for c, s in zip(completions, solution)]
+    """
+    assert lines("RL310", EXTRACTOR + reward, "rewards/math.py") == [3]
