@@ -174,10 +174,20 @@ def test_rl604_needs_a_group_estimator_and_says_why():
     yaml = "algorithm:\n  adv_estimator: {}\nactor_rollout_ref:\n  rollout:\n    n: 1\n"
     assert config_findings(yaml.format("gae"), "ppo.yaml", "RL604") == []
     assert config_findings(yaml.format("rloo"), "rloo.yaml", "RL604") == [
-        (5, "RL604", "error", "group size 1 (`actor_rollout_ref.rollout.n`): with one sample per prompt the "
-                              "group-normalized advantage is always zero; use >= 4")]
+        (5, "RL604", "error", "group size 1 (`actor_rollout_ref.rollout.n`): verl scores a group of one by its raw "
+                              "reward (mean 0, std 1): there is no baseline and the advantage is the reward itself; "
+                              "use >= 4")]
+    openrlhf = "python -m openrlhf.cli.train_ppo_ray --advantage_estimator group_norm --n_samples_per_prompt 1\n"
+    assert config_findings(openrlhf, "run.sh", "RL604") == [
+        (1, "RL604", "error", "group size 1 (`n_samples_per_prompt` of openrlhf.cli.train_ppo_ray): with one "
+                              "sample per prompt the group baseline is the sample itself and the advantage is "
+                              "always zero; use >= 4")]
     assert [f[:3] for f in config_findings(yaml.format("grpo").replace("n: 1", "n: 2"), "g.yaml", "RL604")] == [
         (5, "RL604", "warning")]
+    # two samples are sound with a leave-one-out or a mean-only baseline
+    assert config_findings(yaml.format("rloo").replace("n: 1", "n: 2"), "r.yaml", "RL604") == []
+    assert config_findings(openrlhf.replace("group_norm", "reinforce_baseline").replace(" 1", " 2"), "b.sh",
+                           "RL604") == []
     python = "from trl import GRPOConfig\nargs = GRPOConfig(num_generations=2)\n"
     assert [(d.line, d.severity) for d in lint_text(python, "t.py", Settings(select=["RL604"])).diagnostics] == [
         (2, Severity.WARNING)]

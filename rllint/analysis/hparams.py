@@ -19,11 +19,14 @@ normalizes within groups, whether it is a GRPO/RLOO-style config, DPO-family, Lo
 from __future__ import annotations
 
 import functools
+import os
 import re
 from typing import Dict, Iterable, List, Optional, Sequence
 
 from rllint.analysis.configs import ConfigEntry, LaunchConfig
 from rllint.analysis.context import tokens
+from rllint.cache import content_hash
+from rllint.source import SourceError, read_source
 
 # Words that make a learning-rate name something else: a bound, a schedule, a multiplier.
 NOT_A_RATE = frozenset({
@@ -31,11 +34,11 @@ NOT_A_RATE = frozenset({
     "schedule", "scheduler", "sched", "type", "kwargs", "name", "steps", "step", "epochs", "gamma", "patience",
     "cycle", "milestones", "power", "div", "eta", "finder", "range", "search", "grid"})
 # Words that say a value belongs to something other than the policy (or to a non-RL stage):
-# critics and value heads, reward models, SFT and pre-training; optimizers whose lr has another
+# critics and value heads, reward models, SFT and pre-training, SAC's entropy temperature (`alpha_lr`); optimizers whose lr has another
 # scale (Prodigy and D-Adaptation take a multiplier, Muon's orthogonalised updates take ~0.02).
 NOT_THE_POLICY = frozenset({
     "critic", "value", "values", "vf", "reward", "rm", "prm", "discriminator", "disc", "q", "sft", "pretrain",
-    "pretraining", "prodigy", "dadapt", "dadaptation", "muon", "baseline"})
+    "pretraining", "prodigy", "dadapt", "dadaptation", "muon", "baseline", "alpha"})
 # Key parts of the frozen reference model.
 _FROZEN = frozenset({"ref", "reference", "ref_model", "reference_model"})
 # Words that make a key an evaluation or validation setting, not the training run's.
@@ -149,6 +152,34 @@ def grouped_estimator(value: object) -> Optional[bool]:
     return True if set(tokens(text)) & _GROUPED_WORDS else None
 
 
+# Estimators that divide by the group's std (GRPO and its variants, OpenRLHF's `group_norm`); the other group
+# estimators subtract a mean (OpenRLHF's `reinforce_baseline`, Dr. GRPO) or the leave-one-out mean (RLOO).
+_STD_ESTIMATORS = frozenset({"grpo", "group_norm", "grpo_passk", "gspo", "dapo", "grpo_vectorized"})
+# Switches that turn the std division off (verl's `norm_adv_by_std_in_grpo`, TRL's `scale_rewards`).
+_STD_SWITCHES = ("norm_adv_by_std_in_grpo", "scale_rewards")
+STD, MEAN, LEAVE_ONE_OUT = "std", "mean", "leave-one-out"
+
+
+def group_baseline(estimator: str, std_switch: object = None) -> Optional[str]:
+    """How a group estimator forms its baseline: STD (mean and std of the group), MEAN (the group mean only),
+    LEAVE_ONE_OUT (RLOO); None when the estimator does not normalize within groups or does not say.
+    `std_switch`: the value of `norm_adv_by_std_in_grpo` / `scale_rewards` when given."""
+    if not grouped_estimator(estimator):
+        return None
+    text = estimator.strip().lower()
+    if set(tokens(text)) & {"rloo", "loo", "leave"}:
+        return LEAVE_ONE_OUT
+    if text not in _STD_ESTIMATORS:
+        return MEAN
+    if std_switch is False or isinstance(std_switch, str) and std_switch.strip().lower() in ("none", "false"):
+        return MEAN
+    return STD
+
+
+def is_std_switch(name: str) -> bool:
+    return last_part(name) in _STD_SWITCHES
+
+
 def is_estimator_key(name: str) -> bool:
     return last_part(name) in _ESTIMATOR_KEYS
 
@@ -175,8 +206,9 @@ _OTHER_STACKS = frozenset({"actor_rollout_ref", "algorithm", "critic", "actor", 
 class Run:
     """The entries one launch run receives (one shell command, or one YAML document), last value wins."""
 
-    def __init__(self, entries: List[ConfigEntry], text: str) -> None:
+    def __init__(self, entries: List[ConfigEntry], text: str, script_lora: bool = False) -> None:
         self.entries = entries
+        self._script_lora = script_lora
         self.keys: Dict[str, ConfigEntry] = {}
         for entry in entries:
             self.keys[entry.key.lstrip("-+")] = entry
@@ -218,8 +250,37 @@ class Run:
         return True if self.trl_grouped else False
 
     @functools.cached_property
+    def baseline(self) -> Optional[str]:
+        """The group baseline of the run (`group_baseline`): its estimator, or TRL's GRPO (std) or RLOO."""
+        if not self.grouped:
+            return None
+        estimator = self.estimator
+        if estimator is not None and isinstance(estimator.value, str):
+            text = estimator.value
+        else:
+            rloo = "rloo" in tokens(self.command or "") or any(last_part(k) == "rloo_k" for k in self.keys)
+            text = "rloo" if rloo else "grpo"
+        switch = self.last(is_std_switch)
+        return group_baseline(text, None if switch is None else switch.value)
+
+    @functools.cached_property
+    def verl(self) -> bool:
+        """A verl run: its keys are verl's Hydra groups, or its entry point is verl's."""
+        return any(key.split(".")[0] in ("actor_rollout_ref", "algorithm") for key in self.keys) or \
+            "verl" in (self.command or "")
+
+    @functools.cached_property
     def lora(self) -> bool:
-        """LoRA on: a rank above 0 (`lora_rank`, `lora_r`, `lora.rank`), or `use_peft` / `use_lora` true."""
+        """LoRA on: a rank above 0 (`lora_rank`, `lora_r`, `lora.rank`), `use_peft` / `use_lora` true, or a
+        launched script that builds LoRA adapters itself, unless the run sets a rank of 0 or switches it off."""
+        for key, entry in self.keys.items():
+            words = tokens(key)
+            switch = ("lora" in words and words[-1] in ("rank", "r")) or last_part(key) in (
+                "lora_rank", "lora_r", "use_peft", "use_lora")
+            if switch and entry.value in (0, False):
+                return False
+        if self._script_lora:
+            return True
         for key, entry in self.keys.items():
             words = tokens(key)
             if ("lora" in words and words[-1] in ("rank", "r")) or last_part(key) in ("lora_rank", "lora_r"):
@@ -237,7 +298,36 @@ class LaunchRuns:
         groups: Dict[object, List[ConfigEntry]] = {}
         for entry in file.fact(LaunchConfig).rl_entries:
             groups.setdefault(entry.invocation, []).append(entry)
-        self.runs = [Run(entries, file.text) for entries in groups.values()]
+        self.runs = [Run(entries, file.text, _script_trains_lora(file, entries)) for entries in groups.values()]
 
     def __iter__(self) -> Iterable[Run]:
         return iter(self.runs)
+
+
+_LORA_BUILDERS = ("LoraConfig(", "get_peft_model(", "create_lora_training_client(")
+
+
+def _script_trains_lora(file, entries: List[ConfigEntry]) -> bool:
+    """The Python script a shell command runs (`python scripts/train_ppo.py --lr 8e-5`) builds LoRA adapters:
+    its learning rate is a LoRA rate. The script is looked for beside the launcher and in the folders above
+    it (launchers are run from the project root or from their own folder)."""
+    command = next((e.command for e in entries if e.command), None)
+    if not command or not command.endswith(".py") or os.path.isabs(command):
+        return False
+    folder = os.path.dirname(os.path.abspath(file.path))
+    for _ in range(4):
+        path = os.path.join(folder, command)
+        if os.path.isfile(path):
+            try:
+                data = read_source(path)
+            except (OSError, SourceError):
+                return False
+            file.dependencies[path] = content_hash(data)
+            text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+            return any(builder in text for builder in _LORA_BUILDERS)
+        file.dependencies[path] = ""
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return False

@@ -52,6 +52,11 @@ _RL_VOCABULARY = 4  # the weight of RL vocabulary that makes a training file an 
 _RL_DOMAIN_VOCABULARY = 2  # the weight that makes a file of helpers RL post-training code
 
 
+def is_rl_class(name: str) -> bool:
+    """A trainer or config class that trains an RL policy (`GRPOConfig`, `PPOTrainer`, `DPOConfig`)."""
+    return bool(_RL_CLASS.search(name))
+
+
 def is_test_path(path: str) -> bool:
     """Test, fixture, smoke-test and debug code, by its path: not a run's settings."""
     parts = re.split(r"[\\/]+", path)

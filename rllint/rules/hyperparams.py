@@ -9,10 +9,12 @@ import libcst as cst
 from rllint.analysis.context import RLContext, tokens
 from rllint.analysis.purpose import Purpose, distills
 from rllint.analysis.hparams import (
-    EVALUATION, GROUP_CONFIGS, GROUP_SIZE_TRIGGERS, NOT_THE_POLICY, LaunchRuns, belongs_elsewhere,
-    grouped_estimator, is_clip_range, is_estimator_key, is_group_size, is_kl_coefficient, is_learning_rate, is_rl_hyperparameter, last_part,
+    EVALUATION, GROUP_CONFIGS, GROUP_SIZE_TRIGGERS, MEAN, NOT_THE_POLICY, STD, LaunchRuns, belongs_elsewhere,
+    group_baseline, is_clip_range, is_estimator_key, is_group_size, is_kl_coefficient, is_learning_rate,
+    is_rl_hyperparameter, is_std_switch, last_part,
 )
 from rllint.analysis.imports import Imports
+from rllint.analysis.rates import POLICY, RateSinks, optimizer_name
 from rllint.analysis.values import Declaration, Value, Values, format_number
 from rllint.diagnostic import Severity, Tier
 from rllint.registry import CSTRule, Option
@@ -121,18 +123,17 @@ class SFTScaleLearningRate(CSTRule):
         exempt = id(node) in self._inside_other
         self._nest(((a.keyword.value if a.keyword else "", a.value) for a in node.args), exempt)
         keywords = [a for a in node.args if a.keyword is not None and is_learning_rate(a.keyword.value)]
-        callee = self.file.fact(Imports).qualified(node.func) if keywords or _is_optimizer_name(node) else None
+        optimizer = optimizer_name(node)
+        callee = self.file.fact(Imports).qualified(node.func) if keywords or optimizer else None
         if callee is None or not self._rl():
             return
         short = callee.split(".")[-1]
-        if _is_optimizer_name(node) and _toy_parameters(node):
-            return
         context = set(tokens(short)) | self._target_words() | self._parameter_words(node)
         exempt = exempt or bool(context & NOT_THE_POLICY)
         for arg in keywords:
             self._use(arg.value, "`{}` of {}".format(arg.keyword.value, short), arg, arg.keyword.value, exempt)
         positional = [a for a in node.args if a.keyword is None and not a.star]
-        if _is_optimizer_name(node) and len(positional) >= 2 and not keywords:  # Adam(params, 3e-5)
+        if optimizer and len(positional) >= 2 and not keywords:  # Adam(params, 3e-5)
             self._use(positional[1].value, "the learning rate of {}".format(short), positional[1], "", exempt)
 
     def _nest(self, items: Iterable[Tuple[str, cst.CSTNode]], exempt: bool) -> None:
@@ -192,7 +193,7 @@ class SFTScaleLearningRate(CSTRule):
         keyed = [(_string(e.key) or "", e.value) for e in elements]
         self._nest(keyed, exempt)
         rates = [e for e in elements if is_learning_rate(_string(e.key) or "")]
-        if not rates or not self._rl():
+        if not rates or not self._rl() or self.file.fact(RateSinks).is_record(node):
             return
         code = self.file.module.code_for_node
         others = {w for e in elements if e not in rates for w in _words_in(code(e.value))}
@@ -272,8 +273,9 @@ class SFTScaleLearningRate(CSTRule):
             return
         lora = self._context is not None and self._context.uses_lora
         limit = self.option(MAX_LEARNING_RATE) * (self.option(LORA_LR_MULTIPLIER) if lora else 1)
+        sinks = self.file.fact(RateSinks)
         for value, how, use in self._found.values():
-            if value.number > limit * (1 + 1e-9):
+            if value.number > limit * (1 + 1e-9) and _reaches_policy(value, sinks.roles(value)):
                 self._flag(value, how, use, lora)
 
     def _declarations(self) -> Iterable[Declaration]:
@@ -301,6 +303,14 @@ class SFTScaleLearningRate(CSTRule):
                     lora=" even for LoRA" if lora else "", advice=advice)
 
 
+def _reaches_policy(value: Value, roles: Set[str]) -> bool:
+    """A learning rate whose uses reach only critics, SGD-family optimizers or bare tensors is not the policy's;
+    a parameter's default is a placeholder (whoever calls sets the rate) unless it reaches the policy here."""
+    if POLICY in roles:
+        return True
+    return not roles and not value.origin.startswith("default of parameter")
+
+
 def _details(rule: CSTRule, value: Value, how: Optional[str], use: Optional[cst.CSTNode]) -> List[str]:
     """How a value is declared and where it is used, for the message. A value written in another module
     (`Values` resolves imports) has no node of this file: its use is named with this file's path."""
@@ -315,12 +325,6 @@ def _details(rule: CSTRule, value: Value, how: Optional[str], use: Optional[cst.
     return details
 
 
-def _is_optimizer_name(call: cst.Call) -> bool:
-    func = call.func
-    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-    return name[:1].isupper() and ("Adam" in name or name in ("SGD", "RMSprop", "Adagrad", "Adafactor", "Lion"))
-
-
 def _string(node: cst.CSTNode) -> Optional[str]:
     """The text of a plain string literal. Most have no prefix or escape, and libcst's
     `evaluated_value` (an `ast.literal_eval` per string) was a hot spot of this rule."""
@@ -330,15 +334,6 @@ def _string(node: cst.CSTNode) -> Optional[str]:
         return node.raw_value
     value = node.evaluated_value
     return value if isinstance(value, str) else None
-
-
-def _toy_parameters(call: cst.Call) -> bool:
-    """`AdamW([logits], lr=1e-3)`: an optimizer over a few bare tensors (a test or a toy), not a model."""
-    first = next((a.value for a in call.args if a.keyword is None and not a.star), None)
-    if first is None:
-        first = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "params"), None)
-    return (isinstance(first, (cst.List, cst.Tuple)) and bool(first.elements)
-            and all(isinstance(e.value, cst.Name) for e in first.elements))
 
 
 def _words_in(code: str) -> Iterable[str]:
@@ -413,10 +408,11 @@ class _Threshold(CSTRule):
         raise NotImplementedError
 
     def _judge(self, number: float, name: str, owner: Optional[str], siblings: Dict[str, object],
-               grouped: Optional[bool]) -> Optional[dict]:
+               grouped: Optional[Tuple[Optional[str], bool]]) -> Optional[dict]:
         """Message values when `number` is bad, else None. `siblings`: the other settings given with it
         (keyword arguments, dict keys, fields of its class: name -> expression or config value);
-        `grouped`: what the launch run says about group normalization (None in Python)."""
+        `grouped`: what the launch run says about its group baseline, `(Run.baseline, Run.verl)` (None in
+        Python, where the siblings say)."""
         raise NotImplementedError
 
     # ---- Python -----------------------------------------------------------------------
@@ -455,13 +451,14 @@ class _Threshold(CSTRule):
                 self._use(node.value, None, node, name, None, {})
 
     def _use(self, expr: cst.BaseExpression, how: Optional[str], where: cst.CSTNode, name: str,
-             owner: Optional[str], siblings: Dict[str, object], grouped: Optional[bool] = None) -> None:
+             owner: Optional[str], siblings: Dict[str, object], grouped: Optional[Tuple[Optional[str], bool]] = None
+             ) -> None:
         value = self.file.fact(Values).of(expr)
         if value is None or isinstance(value.number, bool):
             return
-        if grouped is None and owner and owner.startswith("sample"):
-            # `client.sample(..., num_samples=cfg.group_size)`: a group when the value is declared as one
-            grouped = any(is_group_size(n) for n in value.names)
+        if grouped is None and owner and owner.startswith("sample") and any(is_group_size(n) for n in value.names):
+            # `client.sample(..., num_samples=cfg.group_size)`: a group (tinker centres it by its mean)
+            grouped = (MEAN, False)
         verdict = self._judge(value.number, name, owner, siblings, grouped)
         if verdict is not None and (id(value.node) not in self._found or self._found[id(value.node)][1] is None):
             self._found[id(value.node)] = (value, how, where, verdict)
@@ -504,7 +501,7 @@ class _Threshold(CSTRule):
                 number = _number(entry.value)
                 if number is None or not self._names(entry.key, None, grouped_config):
                     continue
-                verdict = self._judge(number, entry.key, None, siblings, run.grouped)
+                verdict = self._judge(number, entry.key, None, siblings, (run.baseline, run.verl))
                 if verdict is not None:
                     _report_entry(self, entry, value=format_number(number), where=_used_as(entry), **verdict)
 
@@ -680,28 +677,44 @@ class GroupSizeTooSmall(_Threshold):
     def _judge(self, number, name, owner, siblings, grouped) -> Optional[dict]:
         if number not in (1, 2) or isinstance(number, float) and not number.is_integer():
             return None
-        if grouped is None:  # Python: the config class, the estimator given with it, or the name decides
-            grouped = _grouped_in_code(name, owner, siblings)
-        if not grouped:
+        baseline, verl = grouped if grouped is not None else (_baseline_in_code(owner, siblings), False)
+        if baseline is None:
             return None
         if number == 1:
-            return {"why": "with one sample per prompt the group-normalized advantage is always zero; use >= 4"}
+            if verl:
+                return {"why": "verl scores a group of one by its raw reward (mean 0, std 1): there is no baseline "
+                               "and the advantage is the reward itself; use >= 4"}
+            return {"why": "with one sample per prompt the group baseline is the sample itself and the advantage is "
+                           "always zero; use >= 4"}
+        if baseline != STD:
+            return None  # a mean-only or leave-one-out baseline is sound with two samples (RLOO with k = 2)
         return {"why": "with two samples per prompt the group std is noise; use >= 4", "severity": Severity.WARNING}
 
 
-def _grouped_in_code(name: str, owner: Optional[str], siblings: Dict[str, object]) -> bool:
-    """Is a group size in Python code a group-normalized estimator's? A GRPO/RLOO config or trainer says
-    yes; an estimator given with it decides; a critic given with it says no. A bare `group_size=1` says
-    nothing: test and evaluation builders, distillation and sampling take one sample per prompt."""
+def _baseline_in_code(owner: Optional[str], siblings: Dict[str, object]) -> Optional[str]:
+    """The group baseline of a group size in Python code: a GRPO config or trainer divides by the std unless
+    `scale_rewards` turns it off, an RLOO one leaves one out, an estimator given with it decides. A bare
+    `group_size=1` says nothing: test and evaluation builders, distillation and sampling take one sample per
+    prompt."""
+    switch = next((v for k, v in siblings.items() if k and is_std_switch(k)), None)
+    switch = _literal(switch)
     if owner in GROUP_CONFIGS:
-        return True
+        return group_baseline("rloo" if owner.startswith("RLOO") else "grpo", switch)
     for key, value in siblings.items():
         if key and is_estimator_key(key):
             text = value if isinstance(value, str) else _literal_string(value)
-            verdict = grouped_estimator(text)
-            if verdict is not None:
-                return verdict
-    return False
+            if text:
+                return group_baseline(text, switch)
+    return None
+
+
+def _literal(value: object) -> object:
+    """A config value, or the constant a literal expression writes (`False`, `"none"`), else None."""
+    if isinstance(value, cst.Name) and value.value in ("True", "False"):
+        return value.value == "True"
+    if isinstance(value, cst.BaseExpression):
+        return _literal_string(value)
+    return value
 
 
 _KL_WORDS = frozenset({"kl", "kld", "kldiv"})

@@ -1,0 +1,160 @@
+"""Which optimizer or trainer a learning rate reaches (RULES.md, "Evidence, not spelling").
+
+A value written as a learning rate is the RL policy's rate only when it reaches the policy's
+optimizer or an RL trainer's config. Its uses in the file say which:
+
+- `POLICY`: the `lr` of an Adam-family optimizer (`AdamW`, `Adam8bit`, tinker's
+  `AdamParams`) over a model's parameters, or the `learning_rate` of an RL trainer or config
+  (`GRPOConfig`, `PPOConfig`, `DPOTrainer`...);
+- `ELSEWHERE`: the optimizer of a critic, value head or reward model (its parameters say so),
+  of a few bare tensors (an entropy temperature `log_alpha`, one scalar), or an optimizer of
+  another family (SGD, RMSprop, Adagrad), whose rates are on another scale.
+
+A value with no such use says nothing here. Dicts that record a run rather than configure it
+(metrics, logged or saved trainer state: `{"step": 10, "loss": ..., "learning_rate": 3e-5}`, or
+a dict handed to a logging call) are `records`: their learning rates reach no optimizer.
+"""
+from __future__ import annotations
+
+import re
+from typing import Dict, Iterator, Optional, Set
+
+import libcst as cst
+
+from rllint.analysis.context import tokens
+from rllint.analysis.hparams import NOT_THE_POLICY, is_learning_rate
+from rllint.analysis.purpose import is_rl_class
+from rllint.analysis.syntax import children
+from rllint.analysis.values import Value, Values
+
+POLICY = "policy"
+ELSEWHERE = "elsewhere"
+
+# Optimizers whose learning rates are on another scale than Adam's (the RL601 limit is an Adam limit).
+_OTHER_OPTIMIZERS = frozenset({"SGD", "ASGD", "RMSprop", "Rprop", "Adagrad", "Adadelta", "Adafactor", "LBFGS"})
+# Keys that say a dict records what happened (a step's metrics, a trainer's saved state), not a setting.
+_RECORD_KEYS = frozenset({"loss", "step", "global_step", "epoch", "log_history", "reward", "rewards", "kl",
+                          "grad_norm", "iteration", "iter", "time", "elapsed", "accuracy", "best_metric"})
+# Calls that write what they are given somewhere a person or a tracker reads it.
+_RECORDERS = frozenset({"log", "log_dict", "log_metrics", "log_metric", "add_scalar", "add_scalars", "print",
+                        "info", "debug", "warning", "dump", "dumps", "append", "set_postfix", "write", "record"})
+_RECORD_NAMES = frozenset({"metrics", "metric", "stats", "log", "logs", "history", "state", "record", "records",
+                           "summary", "info", "result", "results"})
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def optimizer_name(call: cst.Call) -> Optional[str]:
+    """The class name of an optimizer being built (`AdamW` of `torch.optim.AdamW(...)`), else None."""
+    func = call.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    if name[:1].isupper() and ("Adam" in name or "Lion" in name or name in _OTHER_OPTIMIZERS):
+        return name
+    return None
+
+
+class RateSinks:
+    """`roles(value)`: what the learning-rate uses of a value reach; `is_record(dict)`: a dict that records."""
+
+    def __init__(self, file) -> None:
+        self._file = file
+        self._values: Values = file.fact(Values)
+        self._roles: Dict[int, Set[str]] = {}
+        self._records: Set[int] = set()
+        stack = [file.module]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, cst.Call):
+                self._call(node)
+            elif isinstance(node, cst.Assign) and isinstance(node.value, cst.Dict) and self._named_record(node):
+                self._record(node.value)
+            elif isinstance(node, cst.Dict) and _records_keys(node):
+                self._record(node)
+            stack.extend(children(node))
+
+    def roles(self, value: Value) -> Set[str]:
+        return self._roles.get(id(value.node), set())
+
+    def is_record(self, node: cst.Dict) -> bool:
+        return id(node) in self._records
+
+    # ---- uses ------------------------------------------------------------------------
+
+    def _call(self, call: cst.Call) -> None:
+        func = call.func
+        callee = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if callee in _RECORDERS:
+            for arg in call.args:
+                if isinstance(arg.value, cst.Dict):
+                    self._record(arg.value)
+        optimizer = optimizer_name(call)
+        if optimizer is not None:
+            self._optimizer(call, optimizer)
+        elif is_rl_class(callee) and not set(tokens(callee)) & NOT_THE_POLICY:
+            for arg in call.args:
+                if arg.keyword is not None and is_learning_rate(arg.keyword.value):
+                    self._reaches(arg.value, POLICY)
+
+    def _optimizer(self, call: cst.Call, name: str) -> None:
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        params = positional[0] if positional else next(
+            (a.value for a in call.args if a.keyword is not None and a.keyword.value == "params"), None)
+        other = name in _OTHER_OPTIMIZERS
+        role = self._params_role(params, other)
+        rate = next((a.value for a in call.args if a.keyword is not None and a.keyword.value in ("lr", "learning_rate")),
+                    positional[1] if len(positional) >= 2 else None)
+        if rate is not None:
+            self._reaches(rate, role)
+        if isinstance(params, (cst.List, cst.Tuple)):  # parameter groups: `[{"params": ..., "lr": ...}, ...]`
+            for element in params.elements:
+                if isinstance(element.value, cst.Dict):
+                    group = {_key(e): e.value for e in element.value.elements if isinstance(e, cst.DictElement)}
+                    if "lr" in group:
+                        self._reaches(group["lr"], self._params_role(group.get("params"), other))
+
+    def _params_role(self, params: Optional[cst.BaseExpression], other: bool) -> str:
+        if other or params is None:
+            return ELSEWHERE if other else POLICY
+        code = self._file.module.code_for_node(params)
+        if {w for word in _WORD.findall(code) for w in tokens(word)} & NOT_THE_POLICY:
+            return ELSEWHERE
+        if isinstance(params, (cst.List, cst.Tuple)) and params.elements and all(
+                isinstance(e.value, (cst.Name, cst.Attribute)) for e in params.elements):
+            return ELSEWHERE  # a few bare tensors (a temperature, a scalar, a toy check), not a model
+        return POLICY
+
+    def _reaches(self, expr: cst.BaseExpression, role: str) -> None:
+        value = self._values.of(expr)
+        if value is not None:
+            self._roles.setdefault(id(value.node), set()).add(role)
+
+    # ---- records ---------------------------------------------------------------------
+
+    def _named_record(self, assign: cst.Assign) -> bool:
+        code = self._file.module.code_for_node
+        return any(set(tokens(w)) & _RECORD_NAMES for t in assign.targets for w in _WORD.findall(code(t.target)))
+
+    def _record(self, node: cst.Dict) -> None:
+        for inner in _dicts_in(node):
+            self._records.add(id(inner))
+
+
+def _key(element: cst.DictElement) -> str:
+    key = element.key
+    if isinstance(key, cst.SimpleString):
+        value = key.evaluated_value
+        return value if isinstance(value, str) else ""
+    return ""
+
+
+def _records_keys(node: cst.Dict) -> bool:
+    keys = {_key(e) for e in node.elements if isinstance(e, cst.DictElement)}
+    return any(is_learning_rate(k) for k in keys) and bool(keys & _RECORD_KEYS)
+
+
+def _dicts_in(node: cst.CSTNode) -> Iterator[cst.Dict]:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Dict):
+            yield current
+        stack.extend(children(current))
