@@ -284,3 +284,12 @@ def test_the_advice_never_holds_the_reported_value_when_the_limit_is_lowered():
     assert finding[2].endswith("RL post-training at this rate usually collapses; use < 5e-07")
     (default,) = findings(GRPO)
     assert default[2].endswith("use <= 1e-06..5e-06")
+
+
+def test_sequence_level_settings_are_gspo_modes():
+    from rllint.analysis.hparams import is_sequence_level
+    assert is_sequence_level("importance_sampling_level", "sequence")
+    assert is_sequence_level("actor_rollout_ref.actor.policy_loss.loss_mode", "gspo")
+    assert not is_sequence_level("importance_sampling_level", "token")
+    assert not is_sequence_level("dataset_name", "sequence")
+    assert not is_sequence_level("loss_type", "grpo")

@@ -180,6 +180,18 @@ def is_std_switch(name: str) -> bool:
     return last_part(name) in _STD_SWITCHES
 
 
+_SEQUENCE_LEVEL = re.compile(r"\bsequence\b|\bseq\b|gspo", re.I)
+
+
+def is_sequence_level(key: str, value: object) -> bool:
+    """A setting that makes the importance ratio one per sequence (GSPO): `importance_sampling_level="sequence"`,
+    verl's `policy_loss.loss_mode=gspo`, `loss_type="gspo"`. Its clip range is around 3e-4 by design."""
+    words = set(tokens(last_part(key)))
+    if not (words & {"level", "mode", "type"} and words & {"importance", "sampling", "loss", "ratio"}):
+        return False
+    return isinstance(value, str) and bool(_SEQUENCE_LEVEL.search(value))
+
+
 def is_estimator_key(name: str) -> bool:
     return last_part(name) in _ESTIMATOR_KEYS
 

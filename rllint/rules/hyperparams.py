@@ -11,7 +11,7 @@ from rllint.analysis.purpose import Purpose, distills
 from rllint.analysis.hparams import (
     EVALUATION, GROUP_CONFIGS, GROUP_SIZE_TRIGGERS, MEAN, NOT_THE_POLICY, STD, LaunchRuns, belongs_elsewhere,
     group_baseline, is_clip_range, is_estimator_key, is_group_size, is_kl_coefficient, is_learning_rate,
-    is_rl_hyperparameter, is_std_switch, last_part,
+    is_rl_hyperparameter, is_sequence_level, is_std_switch, last_part,
 )
 from rllint.analysis.imports import Imports
 from rllint.analysis.rates import POLICY, RateSinks, optimizer_name
@@ -599,16 +599,42 @@ class ClipRangeTooNarrow(_Threshold):
     options = (MIN_CLIP_RANGE,)
     triggers = ("clip", "CLIP", "Clip", "epsilon", "clamp")
 
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self._sequence_level: List[bool] = []  # per enclosing function: it computes a sequence-level ratio
+        self._sequence_defaults: Set[int] = set()  # parameter defaults of such functions
+        self._mentions_sequence = bool(_SEQUENCE_FUNCTION.search(file.text))
+
     def _names(self, name: str, owner: Optional[str], grouped_config: bool = False) -> bool:
         return is_clip_range(name, owner, grouped_config)
 
     def _judge(self, number, name, owner, siblings, grouped) -> Optional[dict]:
         limit = self.option(MIN_CLIP_RANGE)
+        if any(is_sequence_level(k or "", v if isinstance(v, str) else _literal(v)) for k, v in siblings.items()):
+            return None  # GSPO's sequence-level ratios take clip ranges near 3e-4
         return {"limit": format_number(limit)} if 0 < number < limit else None
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        """A function that offers a sequence-level ratio (a GSPO mode or `importance_sampling_level`): its
+        clip range may be GSPO's, and the evidence that it is a token-level range is mixed."""
+        sequence = self._mentions_sequence and bool(_SEQUENCE_FUNCTION.search(self.file.module.code_for_node(node)))
+        self._sequence_level.append(sequence)
+        if sequence:
+            self._sequence_defaults.update(id(p.default) for p in node.params.params + node.params.kwonly_params
+                                           if p.default is not None)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._sequence_level.pop()
+
+    def _flag(self, value: Value, how: Optional[str], use: Optional[cst.CSTNode], verdict: dict) -> None:
+        if id(value.node) not in self._sequence_defaults:
+            super()._flag(value, how, use, verdict)
 
     def visit_Call(self, node: cst.Call) -> None:
         """Also `torch.clamp(ratio, 1 - c, 1 + c)` / `ratio.clamp(...)`: `c` is the clip range."""
         super().visit_Call(node)
+        if any(self._sequence_level):
+            return
         if _callee(node) not in ("clamp", "clip", "clamp_", "clip_"):
             return
         bounds = [a.value for a in node.args if a.keyword is None and not a.star]
@@ -620,6 +646,9 @@ class ClipRangeTooNarrow(_Threshold):
         if not (_one_and(low, cst.Subtract) and _one_and(high, cst.Add)) or not self._rl():
             return
         self._use(low.right, "the lower bound of a ratio clamp", node, "clip", None, {})
+
+
+_SEQUENCE_FUNCTION = re.compile(r"importance_sampling_level|[\"']gspo[\"']|[\"']sequence[\"']")
 
 
 def _one_and(expr: cst.BaseExpression, operator: type) -> bool:
