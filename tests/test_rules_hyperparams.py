@@ -293,3 +293,31 @@ def test_sequence_level_settings_are_gspo_modes():
     assert not is_sequence_level("importance_sampling_level", "token")
     assert not is_sequence_level("dataset_name", "sequence")
     assert not is_sequence_level("loss_type", "grpo")
+
+
+def test_rl606_counts_reads_in_other_modules_of_the_project(tmp_path):
+    from rllint.runner import lint_files
+    config = tmp_path / "config.py"
+    config.write_text(textwrap.dedent("""
+        import argparse
+        from trl import GRPOConfig, GRPOTrainer
+
+        def parse():
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--beta", type=float, default=0.04)
+            parser.add_argument("--clip_range", type=float, default=0.2)
+            parser.add_argument("--seed", type=int, default=0)
+            args = parser.parse_args()
+            print(args.seed)
+            return args
+    """))
+    (tmp_path / "trainer.py").write_text("class Trainer:\n    def __init__(self, args):\n        self.args = args\n"
+                                         "    def step(self):\n        return self.args.beta\n")
+
+    def lines():
+        result = lint_files([str(config)], Settings(select=["RL606"]))
+        return [(d.line, d.message.split("`")[1]) for d in result.diagnostics]
+
+    assert lines() == [(8, "clip_range")]  # `beta` is read as `self.args.beta` in trainer.py
+    (tmp_path / "loss.py").write_text("def loss(cfg):\n    return cfg.training.clip_range\n")
+    assert lines() == []

@@ -14,6 +14,7 @@ from rllint.analysis.hparams import (
     is_rl_hyperparameter, is_sequence_level, is_std_switch, last_part,
 )
 from rllint.analysis.imports import Imports
+from rllint.analysis.reads import read_elsewhere
 from rllint.analysis.rates import POLICY, RateSinks, optimizer_name
 from rllint.analysis.values import Declaration, Value, Values, format_number
 from rllint.diagnostic import Severity, Tier
@@ -1035,12 +1036,19 @@ class UnusedHyperparameter(CSTRule):
         watched = {d.name for d in declarations if is_rl_hyperparameter(d.name)
                    and not set(tokens(d.owner or "")) & EVALUATION}  # an evaluation config's are not the run's
         read = self._attributes | self._strings
+        unread = []
         for declaration in declarations:
             if declaration.name not in watched or _read_name(declaration) in read or self._exempt(declaration):
                 continue
             group = [d for d in declarations if self._same_group(d, declaration) and d is not declaration]
             if not any(_read_name(d) in read for d in group):
                 continue  # this file consumes nothing of that command line or class: its readers are elsewhere
+            unread.append(declaration)
+        # `self.args.beta` in a trainer handed `args` whole, `cfg.training.lr` in another module: read there.
+        elsewhere = read_elsewhere(self.file, {_read_name(d) for d in unread}) if unread else set()
+        for declaration in unread:
+            if _read_name(declaration) in elsewhere:
+                continue
             self.report(declaration.node, detail="`{}` ({}) is declared but never read".format(
                 declaration.name, declaration.origin))
         for literal, name, source in self._overwrites:
