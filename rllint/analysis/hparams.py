@@ -18,6 +18,7 @@ normalizes within groups, whether it is a GRPO/RLOO-style config, DPO-family, Lo
 """
 from __future__ import annotations
 
+import ast
 import functools
 import os
 import re
@@ -25,6 +26,7 @@ from typing import Dict, Iterable, List, Optional, Sequence
 
 from rllint.analysis.configs import ConfigEntry, LaunchConfig
 from rllint.analysis.context import tokens
+from rllint.analysis.nodes import AstNodes
 from rllint.cache import content_hash
 from rllint.source import SourceError, read_source
 
@@ -276,6 +278,28 @@ class Run:
         return group_baseline(text, None if switch is None else switch.value)
 
     @functools.cached_property
+    def learned_reward(self) -> bool:
+        """The run is scored by a learned reward model: verl's `reward_model.enable=True`, OpenRLHF's
+        `--reward_pretrain`, a `reward_model_path` or reward LoRA given (not a verifier's URL, not a reward
+        function). A run whose `reward_model.enable` is false is not."""
+        enable = self.last(lambda key: key.split(".")[-2:] == ["reward_model", "enable"])
+        if enable is not None:
+            return enable.value is True
+        for key, entry in self.keys.items():
+            words = set(tokens(key))
+            if words & {"reward", "rm"} and words & {"pretrain", "path", "lora", "checkpoint"} \
+                    and not words & {"custom", "function", "fn", "funcs", "url"} \
+                    and isinstance(entry.value, str) and entry.value.strip():
+                return True
+        return False
+
+    @functools.cached_property
+    def evaluation(self) -> bool:
+        """An evaluation run of a training entry point (verl's `trainer.val_only=True`)."""
+        only = self.last(lambda key: last_part(key) == "val_only")
+        return only is not None and only.value is True
+
+    @functools.cached_property
     def verl(self) -> bool:
         """A verl run: its keys are verl's Hydra groups, or its entry point is verl's."""
         return any(key.split(".")[0] in ("actor_rollout_ref", "algorithm") for key in self.keys) or \
@@ -317,6 +341,66 @@ class LaunchRuns:
 
 
 _LORA_BUILDERS = ("LoraConfig(", "get_peft_model(", "create_lora_training_client(")
+
+
+_REWARD_MODEL_CLASS = re.compile(r"Reward\w*(?:Model|Head|Net)|SequenceClassification")
+
+
+def builds_reward_model(file) -> bool:
+    """A Python file that builds a learned reward model: an instance of a reward-model class
+    (`AutoModelForSequenceClassification`, `...WithRewardHead`, `RewardHead(...)`), or a name for one
+    (`reward_model`, `self.rm`) assigned a model made from weights (`from_pretrained`)."""
+    nodes = file.fact(AstNodes)
+    for call in nodes.of(ast.Call):
+        if _REWARD_MODEL_CLASS.search(_call_name(call)):
+            return True
+    for node in nodes.of(ast.Assign):
+        names = {w for target in node.targets for w in tokens(ast.unparse(target))}
+        if names & {"reward", "rm"} and any(isinstance(n, ast.Call) and _call_name(n).endswith("from_pretrained")
+                                            for n in ast.walk(node.value)):
+            return True
+    return False
+
+
+_PARAMETER_DEFAULT = re.compile(r"default of parameter `(\w+)` of (\w+)\(\)$")
+
+
+def default_replaced_by_callers(file, origin: str) -> bool:
+    """A parameter's default (`origin` "default of parameter `n` of f()") that a call of `f` in the file
+    replaces, by keyword or by position: the callers set the value, the default is a placeholder."""
+    match = _PARAMETER_DEFAULT.match(origin)
+    if match is None:
+        return False
+    param, function = match.groups()
+    nodes = file.fact(AstNodes)
+    defs = [d for d in nodes.of(ast.FunctionDef, ast.AsyncFunctionDef) if d.name == function]
+    if len(defs) != 1:
+        return False
+    names = [a.arg for a in defs[0].args.posonlyargs + defs[0].args.args]
+    for call in nodes.of(ast.Call):
+        if _call_name(call).rsplit(".", 1)[-1] != function:
+            continue
+        if any(k.arg == param for k in call.keywords):
+            return True
+        if param in names:
+            bound = isinstance(call.func, ast.Attribute) and names[0] in ("self", "cls")
+            index = names.index(param) - (1 if bound else 0)
+            given = call.args[:index + 1]
+            if len(given) == index + 1 and not any(isinstance(a, ast.Starred) for a in given):
+                return True
+    return False
+
+
+def _call_name(call: ast.Call) -> str:
+    """`AutoModelForSequenceClassification.from_pretrained`, `RewardHead`: the dotted name called."""
+    parts = []
+    func = call.func
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if isinstance(func, ast.Name):
+        parts.append(func.id)
+    return ".".join(reversed(parts))
 
 
 def _script_trains_lora(file, entries: List[ConfigEntry]) -> bool:

@@ -9,8 +9,10 @@ import libcst as cst
 from rllint.analysis.configs import LaunchConfig
 from rllint.analysis.context import tokens
 from rllint.analysis.purpose import Purpose
-from rllint.analysis.hparams import EVALUATION, ROLLOUT_LENGTH_LIMITS, last_part
 from rllint.analysis.gold import GoldAnswers
+from rllint.analysis.hparams import (
+    EVALUATION, ROLLOUT_LENGTH_LIMITS, LaunchRuns, builds_reward_model, default_replaced_by_callers, last_part,
+)
 from rllint.analysis.imports import Imports
 from rllint.analysis.rewards import RewardFunctions
 from rllint.analysis.syntax import dotted, keyword, positional, walk
@@ -1318,7 +1320,11 @@ class ShortGenerationLimit(CSTRule):
     def check_config(self) -> None:
         """Rollout length limits that an RL launch config sets (only its RL commands or documents)."""
         limit = self.option(MIN_GENERATION_TOKENS)
+        quiet = {id(e) for run in self.file.fact(LaunchRuns) if run.learned_reward or run.evaluation
+                 for e in run.entries}  # no final answer to cut off; or no rollouts trained on
         for entry in self.file.fact(LaunchConfig).rl_entries:
+            if id(entry) in quiet:
+                continue
             name = last_part(entry.key).replace("-", "_")
             if name not in ROLLOUT_LENGTH_LIMITS or set(tokens(entry.key)) & EVALUATION:
                 continue
@@ -1329,8 +1335,10 @@ class ShortGenerationLimit(CSTRule):
                                name=entry.key.lstrip("-+"), value=value, origin=where, limit=limit)
 
     def _is_active(self) -> bool:
+        """RL settings, of a run not scored by a learned reward model (dialogue or summarisation RLHF, where
+        there is no final answer to cut off)."""
         if self._active is None:
-            self._active = self.file.fact(Purpose).rl_settings
+            self._active = self.file.fact(Purpose).rl_settings and not builds_reward_model(self.file)
         return self._active
 
     def visit_Module(self, node: cst.Module) -> None:
@@ -1364,8 +1372,8 @@ class ShortGenerationLimit(CSTRule):
     def _judge(self, name: str, value) -> None:
         if value is None or isinstance(value.number, bool) or id(value.node) in self._reported:
             return
-        if constructor_default(value):
-            return  # a constructor's default is a placeholder: whoever builds the object sets the limit
+        if constructor_default(value) or default_replaced_by_callers(self.file, value.origin):
+            return  # a constructor's default, or one the callers replace, is a placeholder: they set the limit
         limit = self.option(MIN_GENERATION_TOKENS)
         if 1 < value.number < limit:
             self._reported.add(id(value.node))
