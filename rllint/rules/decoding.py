@@ -1282,7 +1282,11 @@ class ShortGenerationLimit(CSTRule):
     keyword argument, the `argparse` default, the dataclass field or the constant.
     In launch configs of RL runs it reads the same keys: verl's `data.max_response_length`,
     OpenRLHF's `--generate_max_len` and `--rollout.max_new_tokens`, TRL's
-    `max_completion_length`; evaluation settings (`val_kwargs`, `eval.*`) are left alone.
+    `max_completion_length`; evaluation settings (`val_kwargs`, `eval.*`) and evaluation
+    runs (`trainer.val_only=True`) are left alone. Runs scored by a learned reward model
+    (dialogue or summarisation RLHF: `reward_model.enable=True`, `--reward_pretrain`, a
+    file that builds a reward-model class), where there is no final answer to cut off,
+    are not reported, nor is a function parameter's default that the callers replace.
 
     ## Why is this bad?
     Completions longer than the limit are cut off before their answer, score 0, and

@@ -53,9 +53,16 @@ class SFTScaleLearningRate(CSTRule):
     `use_peft=True`, a LoRA rank above 0, a tinker LoRA training client) the limit is
     multiplied by `lora-lr-multiplier` (default 10).
 
-    Critic, value-head and reward-model learning rates (`critic_learning_rate`,
-    `critic_lr`, an optimizer over `critic.parameters()`), SFT configs and files that
-    are not RL code (an SFT script at `2e-5` is right) are not reported.
+    A rate counts only where it can reach the policy's optimizer: a value whose uses
+    in the file reach only the optimizer of a critic, value head or reward model
+    (`critic_learning_rate`, an optimizer over `critic.parameters()`), of a few bare
+    tensors (an entropy temperature `alpha_lr`, one scalar), or an SGD-family optimizer
+    (the limit is an Adam limit) is not reported; nor are rates in records of a run
+    (metrics, logged or saved trainer state), a function parameter's default that
+    reaches no policy optimizer in the file (its callers set the rate), SFT configs, and
+    files that are not RL code (an SFT script at `2e-5` is right). A shell launcher of
+    a Python script that builds LoRA adapters (`LoraConfig`, `get_peft_model`) is judged
+    by the LoRA limit.
 
     ## Why is this bad?
     Learning rates that suit supervised fine-tuning (1e-5 to 5e-5) are one to two
@@ -569,7 +576,9 @@ class ClipRangeTooNarrow(_Threshold):
     The value-function clip (`cliprange_value`, `value_clip`), the upper bound of an
     asymmetric clip (`epsilon_high`, `clip_ratio_high`), dual-clip's constant
     (`clip_ratio_c`) and gradient or reward clipping are other settings and are not
-    reported.
+    reported. Nor are the clip ranges of sequence-level ratios (GSPO:
+    `importance_sampling_level="sequence"`, verl's `policy_loss.loss_mode=gspo`, a loss
+    function that offers a sequence-level ratio), which are around 3e-4 by design.
 
     ## Why is this bad?
     The clip range bounds how far one update may move each token's probability ratio.
@@ -668,16 +677,22 @@ class GroupSizeTooSmall(_Threshold):
     `algorithm.adv_estimator=grpo` / `rloo`, tinker-cookbook's `group_size`, and the
     `num_samples` of a sampling call, wherever the value is written.
 
-    Methods that do not normalize within groups (PPO with a critic and GAE, REINFORCE++,
-    ReMax; verl's and OpenRLHF's default estimator is GAE) and evaluation sample counts
-    (`val_kwargs.n`, `eval.n_samples_per_prompt`, `num_return_sequences` of a generate
-    call) are not reported.
+    A group of 2 is reported only where the baseline divides by the group's std (GRPO,
+    OpenRLHF's `group_norm`): a mean-only or leave-one-out baseline (RLOO with k = 2,
+    `reinforce_baseline`, `scale_rewards=False`, `norm_adv_by_std_in_grpo=false`, tinker's
+    mean centring) is sound with two samples. Methods that do not normalize within groups
+    (PPO with a critic and GAE, REINFORCE++, ReMax; verl's and OpenRLHF's default
+    estimator is GAE) and evaluation sample counts (`val_kwargs.n`,
+    `eval.n_samples_per_prompt`, `num_return_sequences` of a generate call) are not
+    reported.
 
     ## Why is this bad?
     Group-relative estimators compare each sample with the other samples of its prompt.
-    With one sample per prompt the advantage is always zero and nothing is learned; with
-    two, the group's standard deviation is noise and each advantage is +-1 whatever
-    the reward gap.
+    With one sample per prompt the baseline is the sample itself and the advantage is
+    always zero, so nothing is learned; verl special-cases a group of one (mean 0,
+    std 1), so there the advantage is the raw reward with no baseline at all. With two
+    samples and a std baseline, the group's standard deviation is noise and each
+    advantage is +-1 whatever the reward gap.
 
     ## Example
     ```python
@@ -904,9 +919,11 @@ class UnusedHyperparameter(CSTRule):
     readers are elsewhere) are not reported.
 
     Scope: reads are looked for in the declaring file (attribute reads `args.x`,
-    `config.x`, string keys `cfg["x"]`, `getattr(args, "x")`); a command line or class
-    that this file does not consume at all is left alone, since its readers are in
-    other modules.
+    `config.x`, string keys `cfg["x"]`, `getattr(args, "x")`) and then in every other
+    Python file of the project (`self.args.x` in a trainer that was handed `args`
+    whole, `self.config.training.x`): a field read anywhere is read. A command line or
+    class that this file does not consume at all is left alone, since its readers are
+    in other modules.
 
     ## Why is this bad?
     The run silently uses another value than the one on the command line or in the
