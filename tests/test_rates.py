@@ -82,3 +82,18 @@ def test_a_shell_launch_of_a_script_that_builds_lora_is_judged_by_the_lora_limit
     assert findings() == []
     launcher.write_text("python scripts/train_ppo.py --learning_rate 8e-5 --lora_rank 0\n")
     assert findings() == [1]  # the launcher switches LoRA off
+
+
+def test_a_network_trained_from_scratch_is_not_a_pretrained_policy():
+    body = """
+        import torch.nn as nn
+        class PolicyNet(nn.Module):
+            pass
+        def main():
+            policy = PolicyNet().to("cpu")
+            return torch.optim.Adam(policy.parameters(), lr=3e-4)
+    """
+    assert rl601(body) == []
+    loaded = body.replace("return torch", "policy.load_state_dict(torch.load('ckpt.pt'))\n            return torch")
+    assert rl601(loaded) == [9]  # pretrained weights are loaded
+

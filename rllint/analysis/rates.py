@@ -41,6 +41,7 @@ _RECORDERS = frozenset({"log", "log_dict", "log_metrics", "log_metric", "add_sca
 _RECORD_NAMES = frozenset({"metrics", "metric", "stats", "log", "logs", "history", "state", "record", "records",
                            "summary", "info", "result", "results"})
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_LOADS_WEIGHTS = re.compile(r"from_pretrained|load_state_dict|torch\.load|load_checkpoint")
 
 
 def optimizer_name(call: cst.Call) -> Optional[str]:
@@ -60,6 +61,8 @@ class RateSinks:
         self._values: Values = file.fact(Values)
         self._roles: Dict[int, Set[str]] = {}
         self._records: Set[int] = set()
+        self._loads_weights: Optional[bool] = None
+        self._modules: Optional[Set[str]] = None
         stack = [file.module]
         while stack:
             node = stack.pop()
@@ -120,7 +123,36 @@ class RateSinks:
         if isinstance(params, (cst.List, cst.Tuple)) and params.elements and all(
                 isinstance(e.value, (cst.Name, cst.Attribute)) for e in params.elements):
             return ELSEWHERE  # a few bare tensors (a temperature, a scalar, a toy check), not a model
+        if self._from_scratch(params):
+            return ELSEWHERE  # a network trained from scratch: the limit is for fine-tuning pretrained weights
         return POLICY
+
+    def _from_scratch(self, params: cst.BaseExpression) -> bool:
+        """`policy.parameters()` where `policy = PolicyNet()`, a module class of this file, and the file loads
+        no pretrained weights (`from_pretrained`, `load_state_dict`, `torch.load`)."""
+        if not (isinstance(params, cst.Call) and isinstance(params.func, cst.Attribute)
+                and params.func.attr.value == "parameters" and isinstance(params.func.value, cst.Name)):
+            return False
+        if self._loads_weights is None:
+            self._loads_weights = bool(_LOADS_WEIGHTS.search(self._file.text))
+        if self._loads_weights:
+            return False
+        name = params.func.value
+        built = self._values.assigned(name)
+        while isinstance(built, cst.Call) and isinstance(built.func, cst.Attribute) and \
+                built.func.attr.value in ("to", "cuda", "cpu", "train", "float", "half", "bfloat16"):
+            built = built.func.value  # `PolicyNet().to(device)`
+        if isinstance(built, cst.Call) and isinstance(built.func, cst.Name):
+            return built.func.value in self._module_classes()
+        return self._values.instance_of(name) in self._module_classes()
+
+    def _module_classes(self) -> Set[str]:
+        """Classes of this file that subclass a torch module (`nn.Module`, `torch.nn.Module`)."""
+        if self._modules is None:
+            code = self._file.module.code_for_node
+            self._modules = {node.name.value for node in self._file.module.body if isinstance(node, cst.ClassDef)
+                             and any(code(b.value).endswith("Module") for b in node.bases)}
+        return self._modules
 
     def _reaches(self, expr: cst.BaseExpression, role: str) -> None:
         value = self._values.of(expr)

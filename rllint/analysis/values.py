@@ -232,6 +232,11 @@ class Values:
         binding = self._binding(name)
         return binding.expr if binding is not None and binding.kind == "local" else None
 
+    def instance_of(self, name: cst.Name) -> Optional[str]:
+        """The file's class a function-local name holds an instance of (`policy = PolicyNet()`), else None."""
+        binding = self._binding(name)
+        return binding.cls if binding is not None and binding.kind == "local" else None
+
     def subclasses(self, name: str) -> List[str]:
         """Classes of the file that inherit from `name`, directly or not."""
         found, frontier = [], [name]

@@ -56,7 +56,9 @@ class SFTScaleLearningRate(CSTRule):
     A rate counts only where it can reach the policy's optimizer: a value whose uses
     in the file reach only the optimizer of a critic, value head or reward model
     (`critic_learning_rate`, an optimizer over `critic.parameters()`), of a few bare
-    tensors (an entropy temperature `alpha_lr`, one scalar), or an SGD-family optimizer
+    tensors (an entropy temperature `alpha_lr`, one scalar), of a network the file
+    trains from scratch (a module class of its own, no pretrained weights loaded), or of
+    an SGD-family optimizer
     (the limit is an Adam limit) is not reported; nor are rates in records of a run
     (metrics, logged or saved trainer state), a function parameter's default that
     reaches no policy optimizer in the file (its callers set the rate), SFT configs, and
@@ -312,8 +314,9 @@ class SFTScaleLearningRate(CSTRule):
 
 
 def _reaches_policy(value: Value, roles: Set[str]) -> bool:
-    """A learning rate whose uses reach only critics, SGD-family optimizers or bare tensors is not the policy's;
-    a parameter's default is a placeholder (whoever calls sets the rate) unless it reaches the policy here."""
+    """A learning rate whose uses reach only critics, SGD-family optimizers, bare tensors or networks trained
+    from scratch is not the policy's; a parameter's default is a placeholder (whoever calls sets the rate)
+    unless it reaches the policy here."""
     if POLICY in roles:
         return True
     return not roles and not value.origin.startswith("default of parameter")
