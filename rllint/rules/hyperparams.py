@@ -90,6 +90,7 @@ class SFTScaleLearningRate(CSTRule):
     """
 
     code = "RL601"
+    tier = Tier.PEDANTIC  # primer precision below 0.9 (1 real of 7 findings): deliberate settings dominate
     name = "sft-scale-learning-rate"
     severity = Severity.WARNING
     message = "learning rate {value}{where} is SFT-scale{lora}: RL post-training at this rate usually collapses; use {advice}"
@@ -605,6 +606,7 @@ class ClipRangeTooNarrow(_Threshold):
     """
 
     code = "RL603"
+    tier = Tier.PEDANTIC  # primer precision below 0.9 (0 real of 1): deliberate settings dominate
     name = "clip-range-too-narrow"
     severity = Severity.WARNING
     message = ("clip range {value}{where} is below {limit}: almost every token is clipped and the policy barely "
@@ -713,6 +715,7 @@ class GroupSizeTooSmall(_Threshold):
     """
 
     code = "RL604"
+    tier = Tier.PEDANTIC  # primer precision below 0.9 (0 real of 3): deliberate settings dominate
     name = "group-size-too-small"
     severity = Severity.ERROR
     message = "group size {value}{where}: {why}"
