@@ -63,7 +63,7 @@ def test_the_example_output_matches_a_real_run(tmp_path, monkeypatch):
         command, *expected = console.splitlines()
         args = shlex.split(command.removeprefix("$ "))[1:]
         if all(arg in sources for arg in args if arg.endswith(".py")) and any(a.endswith(".py") for a in args):
-            for name in args:
+            for name in (arg for arg in args if arg.endswith(".py")):
                 Path(name).write_text(sources[name])
             assert run(*args).stdout.splitlines() == expected
             checked += 1
