@@ -36,9 +36,10 @@ def _limits() -> None:
 
 
 def rllint(folder, *args, stdin=None, timeout=TIMEOUT, cache=False):
-    """`python -m rllint` in `folder` under the harness's memory limit and timeout."""
+    """`python -m rllint` in `folder` under the harness's memory limit and timeout; the canary's rule (RL601,
+    pedantic) is selected."""
     env = {**os.environ, "RLLINT_CACHE_DIR": str(folder / ".cache")}
-    command = [sys.executable, "-m", "rllint", *([] if cache else ["--no-cache"]), *args]
+    command = [sys.executable, "-m", "rllint", "--extend-select", "RL601", *([] if cache else ["--no-cache"]), *args]
     return subprocess.run(command, cwd=folder, input=stdin, capture_output=True, timeout=timeout,
                           preexec_fn=_limits, env=env)
 
@@ -436,8 +437,8 @@ def test_14_an_extension_module_of_the_linted_tree_is_never_loaded(tmp_path):
         "train.py": "from config import LR\n" + CANARY.replace("learning_rate=5e-5", "learning_rate=LR"),
     })
     env = {**os.environ, "PYTHONPATH": ""}  # an empty entry: the working folder is on sys.path
-    done = subprocess.run([sys.executable, "-m", "rllint", "--no-cache", "train.py"], cwd=folder, env=env,
-                          capture_output=True, timeout=TIMEOUT, preexec_fn=_limits)
+    done = subprocess.run([sys.executable, "-m", "rllint", "--extend-select", "RL601", "--no-cache", "train.py"],
+                          cwd=folder, env=env, capture_output=True, timeout=TIMEOUT, preexec_fn=_limits)
     assert "config.py:3:6: RL601" in done.stdout.decode()
     assert not (tmp_path / "PWNED").exists()
 
