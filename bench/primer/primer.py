@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
 
+from rllint.registry import load_rules
+
 try:
     import tomllib
 except ImportError:  # Python < 3.11
@@ -262,9 +264,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     found, errors, notes = lint(args.root, args.rllint.split(), args.only, args.select)
     ledger = read_ledger(args.ledger)
     per_rule, unjudged, gone = report(found, ledger)
-    if args.select:
-        ran = {f.code for f in found} | set(args.select.split(","))
-        gone = [e for e in gone if any(e["code"].startswith(code) for code in ran)]
+    # Entries of rules that did not run (not selected, or off by default) are not "gone".
+    ran = ({f.code for f in found} | set(args.select.split(",")) if args.select
+           else {code for code, rule in load_rules().items() if rule.default_enabled})
+    gone = [e for e in gone if any(e["code"].startswith(code) for code in ran)]
     if args.findings:
         args.findings.write_text(json.dumps([f.__dict__ for f in found], indent=1))
     for note in notes:
