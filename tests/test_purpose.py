@@ -181,6 +181,7 @@ def test_test_files_train_no_run_but_may_hold_rl_code():
     found = purpose(KINDS["trl trainer built"][1], path="tests/test_trainer.py")
     assert found.kind == RL and found.is_test
     assert not found.rl_run and not found.rl_settings and found.rl_code
+    assert not found.rl_source and purpose(KINDS["trl trainer built"][1]).rl_source
 
 
 @pytest.mark.parametrize("imports, library", [

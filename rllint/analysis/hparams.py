@@ -362,6 +362,11 @@ def builds_reward_model(file) -> bool:
     return False
 
 
+def constructor_default(value) -> bool:
+    """A value that is the default of an `__init__` parameter: a placeholder whoever builds the object sets."""
+    return value.origin.startswith("default of parameter") and value.origin.endswith("of __init__()")
+
+
 _PARAMETER_DEFAULT = re.compile(r"default of parameter `(\w+)` of (\w+)\(\)$")
 
 

@@ -155,6 +155,12 @@ class Purpose:
                     return True
         return False
 
+    @property
+    def rl_source(self) -> bool:
+        """RL post-training code that is not a test: chat templates and sampling settings are written the same
+        way in every ML codebase (image pipelines, model processors), and a test's strings are fixtures."""
+        return self.rl_code and not self.is_test
+
     def _generates(self) -> bool:
         return any(_last_name(call.func) in _GENERATES for call in self._file.fact(AstNodes).of(ast.Call))
 

@@ -11,7 +11,8 @@ from rllint.analysis.context import tokens
 from rllint.analysis.purpose import Purpose
 from rllint.analysis.gold import GoldAnswers
 from rllint.analysis.hparams import (
-    EVALUATION, ROLLOUT_LENGTH_LIMITS, LaunchRuns, builds_reward_model, default_replaced_by_callers, last_part,
+    EVALUATION, ROLLOUT_LENGTH_LIMITS, LaunchRuns, builds_reward_model, constructor_default,
+    default_replaced_by_callers, last_part,
 )
 from rllint.analysis.imports import Imports
 from rllint.analysis.rewards import RewardFunctions
@@ -570,13 +571,6 @@ def _parsing_names(module: cst.Module) -> Set[str]:
     return {name for name in stored if parsing.get(name) and reads.get(name, 0) - parsing[name] == 1}
 
 
-def rl_source(file) -> bool:
-    """RL post-training code that is not a test: chat templates and sampling settings are written the same
-    way in every ML codebase (image pipelines, model processors), and a test's strings are fixtures."""
-    purpose = file.fact(Purpose)
-    return purpose.rl_code and not purpose.is_test
-
-
 def _defines_template(node: cst.ClassDef) -> bool:
     """A renderer or chat-template class: its job is to write the control tokens."""
     names = [node.name.value] + [b.value.attr.value if isinstance(b.value, cst.Attribute) else
@@ -758,7 +752,7 @@ class HandWrittenChatTemplate(CSTRule):
         if not text or "{%" in text or "{{" in text:
             return  # a Jinja chat template is the right place for these tokens
         tokens = _chat_tokens(text)
-        if not tokens or not rl_source(self.file):
+        if not tokens or not self.file.fact(Purpose).rl_source:
             return
         if _only_tokens(text) and not assembling:
             return  # a token name on its own, not prompt text
@@ -1243,7 +1237,7 @@ class GenerationSuppressesEos(CSTRule):
         self._check(generation_kwargs(node), True)
 
     def _check(self, settings: Dict[str, Tuple[cst.BaseExpression, cst.CSTNode]], sampler: bool) -> None:
-        if not settings or not rl_source(self.file):
+        if not settings or not self.file.fact(Purpose).rl_source:
             return
         for low, high in (("min_new_tokens", "max_new_tokens"), ("min_length", "max_length"),
                           ("min_tokens", "max_tokens")):
@@ -1388,11 +1382,6 @@ class ShortGenerationLimit(CSTRule):
 
 
 _LOG_SOFTMAX = {"log_softmax", "selective_log_softmax"}
-
-
-def constructor_default(value) -> bool:
-    """A value that is the default of an `__init__` parameter: a placeholder whoever builds the object sets."""
-    return value.origin.startswith("default of parameter") and value.origin.endswith("of __init__()")
 
 
 def _is_module_call(call: cst.Call, imports: Imports) -> bool:
