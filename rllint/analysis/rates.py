@@ -23,6 +23,7 @@ import libcst as cst
 
 from rllint.analysis.context import tokens
 from rllint.analysis.hparams import NOT_THE_POLICY, is_learning_rate
+from rllint.analysis.logged import LOG_CALLS
 from rllint.analysis.purpose import is_rl_class
 from rllint.analysis.syntax import children
 from rllint.analysis.values import Value, Values
@@ -36,8 +37,7 @@ _OTHER_OPTIMIZERS = frozenset({"SGD", "ASGD", "RMSprop", "Rprop", "Adagrad", "Ad
 _RECORD_KEYS = frozenset({"loss", "step", "global_step", "epoch", "log_history", "reward", "rewards", "kl",
                           "grad_norm", "iteration", "iter", "time", "elapsed", "accuracy", "best_metric"})
 # Calls that write what they are given somewhere a person or a tracker reads it.
-_RECORDERS = frozenset({"log", "log_dict", "log_metrics", "log_metric", "add_scalar", "add_scalars", "print",
-                        "info", "debug", "warning", "dump", "dumps", "append", "set_postfix", "write", "record"})
+_RECORDERS = LOG_CALLS | {"dump", "dumps", "append"}
 _RECORD_NAMES = frozenset({"metrics", "metric", "stats", "log", "logs", "history", "state", "record", "records",
                            "summary", "info", "result", "results"})
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -76,6 +76,15 @@ class RateSinks:
 
     def roles(self, value: Value) -> Set[str]:
         return self._roles.get(id(value.node), set())
+
+    def reaches_policy(self, value: Value) -> bool:
+        """A learning rate whose uses reach only critics, SGD-family optimizers, bare tensors or networks trained
+        from scratch is not the policy's; a parameter's default is a placeholder (whoever calls sets the rate)
+        unless it reaches the policy here."""
+        roles = self.roles(value)
+        if POLICY in roles:
+            return True
+        return not roles and not value.origin.startswith("default of parameter")
 
     def is_record(self, node: cst.Dict) -> bool:
         return id(node) in self._records

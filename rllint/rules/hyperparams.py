@@ -15,7 +15,7 @@ from rllint.analysis.hparams import (
 )
 from rllint.analysis.imports import Imports
 from rllint.analysis.reads import read_elsewhere
-from rllint.analysis.rates import POLICY, RateSinks, optimizer_name
+from rllint.analysis.rates import RateSinks, optimizer_name
 from rllint.analysis.values import Declaration, Value, Values, format_number
 from rllint.diagnostic import Severity, Tier
 from rllint.registry import CSTRule, Option
@@ -286,7 +286,7 @@ class SFTScaleLearningRate(CSTRule):
         limit = self.option(MAX_LEARNING_RATE) * (self.option(LORA_LR_MULTIPLIER) if lora else 1)
         sinks = self.file.fact(RateSinks)
         for value, how, use in self._found.values():
-            if value.number > limit * (1 + 1e-9) and _reaches_policy(value, sinks.roles(value)):
+            if value.number > limit * (1 + 1e-9) and sinks.reaches_policy(value):
                 self._flag(value, how, use, lora)
 
     def _declarations(self) -> Iterable[Declaration]:
@@ -312,15 +312,6 @@ class SFTScaleLearningRate(CSTRule):
         advice = _advice(self.option(MAX_LEARNING_RATE) * (self.option(LORA_LR_MULTIPLIER) if lora else 1), lora)
         self.report(value.node, value=format_number(value.number), where=where,
                     lora=" even for LoRA" if lora else "", advice=advice)
-
-
-def _reaches_policy(value: Value, roles: Set[str]) -> bool:
-    """A learning rate whose uses reach only critics, SGD-family optimizers, bare tensors or networks trained
-    from scratch is not the policy's; a parameter's default is a placeholder (whoever calls sets the rate)
-    unless it reaches the policy here."""
-    if POLICY in roles:
-        return True
-    return not roles and not value.origin.startswith("default of parameter")
 
 
 def _details(rule: CSTRule, value: Value, how: Optional[str], use: Optional[cst.CSTNode]) -> List[str]:
