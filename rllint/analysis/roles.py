@@ -446,7 +446,7 @@ class ModelRoles:
         for key in unnamed & self.regressed:
             self.evidence[key] = VALUE
         policies = unnamed - self.regressed
-        if len(policies) == 1 and POLICY not in named:
+        if len(policies) == 1 and named <= {VALUE}:  # beside a named policy or reward model, it is something else
             self.evidence[policies.pop()] = POLICY
 
     def _output_of(self, expr: cst.BaseExpression) -> Optional[str]:
