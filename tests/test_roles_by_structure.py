@@ -231,6 +231,32 @@ def test_an_inherited_helper_of_a_trl_subclass():
     assert found(source, ["RL504"]) == marked(source, "RL504")
 
 
+def test_a_verl_like_worker_whose_trained_module_runs_through_a_micro_batch_helper():
+    source = """
+        import torch
+        from torch import optim
+
+        class ActorWorker:
+            def build(self, module_fsdp, lr):
+                self.module_fsdp = module_fsdp
+                self.optimizer = optim.AdamW(self.module_fsdp.parameters(), lr=lr)
+
+            def _forward_micro_batch(self, module, micro_batch, temperature):
+                logits = module(input_ids=micro_batch["input_ids"]).logits
+                logits = logits / temperature
+                return logits.log_softmax(-1).gather(-1, micro_batch["responses"].unsqueeze(-1)).squeeze(-1)
+
+            def update_policy(self, data):
+                log_prob = self._forward_micro_batch(self.module_fsdp, data, 1.0)
+                log_prob.mul_(data["response_mask"])  # reported
+                ratio = torch.exp(log_prob - data["old_log_probs"])
+                loss = -(ratio * data["advantages"]).mean()
+                loss.backward()
+                self.optimizer.step()
+    """
+    assert found(source, ["RL504"], **{"rl-context": "always"}) == marked(source, "RL504")
+
+
 def test_helper_summaries_say_which_parameters_run_with_gradient():
     grad = facts("""
         import torch
