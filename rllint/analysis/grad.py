@@ -8,10 +8,12 @@
   model (`ModelRoles`) outside those regions, or from a parameter whose name says it holds
   current log-probs / logits / ratios; it flows through assignments, unpacking, arithmetic,
   torch functions, tensor methods, subscripts, list appends and `self.*` attributes, and
-  through local helper functions, each summarised once (`get_logps(self.model, ...)` carries
-  gradient, `get_logps(self.ref_model, ...)` under no_grad does not). It stops at `.detach()`,
-  `.item()`, `.tolist()`, `.numpy()`, `float()`, numpy calls, `.data`, comparisons and
-  data-named values (`input_ids`, `*_mask`, `labels`...).
+  through local helper functions, each summarised once in terms of its parameters, whatever they
+  are called: a parameter the helper runs as a model gives what the caller's argument gives
+  (`get_logps(self.model, ...)` carries gradient, `get_logps(self.ref_model, ...)` under no_grad
+  does not, nor a helper that runs its model under no_grad itself). It stops at `.detach()`,
+  `.item()`, `.tolist()`, `.numpy()`, `float()`, `torch.tensor()`, numpy calls, `.data`,
+  comparisons and data-named values (`input_ids`, `*_mask`, `labels`...).
 
 The walk records the events the gradient rules report (model forwards, in-place ops,
 gradient stoppers, value-model advantages), each with the flow it saw, so rules only filter.
@@ -149,6 +151,10 @@ class Summary:
     no_grad: bool = False
     runs: Dict[str, "Forward"] = field(default_factory=dict)  # parameter -> its forward with gradient enabled
 
+    def runs_with_grad(self, parameter: str) -> bool:
+        """Whether the function runs the model given as `parameter` with gradient enabled."""
+        return not self.no_grad and parameter in self.runs
+
 
 @dataclass
 class _Frame:
@@ -205,6 +211,7 @@ class GradFlow:
         self.helpers_called: Set[cst.FunctionDef] = set()  # helpers whose call sites run a model argument
         self.call_arguments: Dict[cst.FunctionDef, List[Dict[str, Flow]]] = {}  # helper -> flows per call site
         self._forward_calls: Dict[cst.Call, Forward] = {}
+        self._inner_reported: Set[tuple] = set()  # (a helper's forward, role) recorded for its caller's argument
         self._output_reads: Set[cst.Call] = set()  # calls whose output is read as logits or hidden states
         self._in_progress: Set[cst.FunctionDef] = set()
         self._find_no_grad_functions()
@@ -223,6 +230,10 @@ class GradFlow:
         cls = self.roles.class_of.get(function)
         return function.name.value in ("forward", "__call__") and cls is not None and bool(
             LOSS_CLASS.search(cls.name.value))
+
+    def follows(self, call: cst.Call) -> bool:
+        """Whether the walk took `call` for a model's forward: what it gives is in the flows."""
+        return call in self._forward_calls
 
     def reported_forwards(self) -> List[Forward]:
         """Forwards, without a helper's own forward of its model parameter when its call sites are known."""
@@ -714,14 +725,16 @@ class GradFlow:
             return self._helper_call(call, helper, frame, record)
         model = self.roles.is_forward(call)
         role = self.roles.role(model, frame.function) if model is not None else None
-        if role is not None:
+        # a parameter the function runs as a model, whatever its name: its role is its callers' argument's
+        parameter = self._run_parameter(call, frame) if model is not None else None
+        if role is not None or parameter is not None:
             args = self._args(call, frame, record)
             if record:
-                parameter = self._run_parameter(call, frame)
-                forward = Forward(call, role, _code(self.module, model), frame.no_grad or frame.function in self.shielded,
-                                  frame.detaching > 0,
+                forward = Forward(call, role or "", _code(self.module, model),
+                                  frame.no_grad or frame.function in self.shielded, frame.detaching > 0,
                                   frame.adapter_off, frame.function, parameter, self._on_tokens(call), frame.statement)
-                self.forwards.append(forward)
+                if role is not None:
+                    self.forwards.append(forward)
                 self._forward_calls[call] = forward
                 if parameter is not None and not frame.no_grad:
                     frame.runs.setdefault(parameter, forward)
@@ -752,6 +765,9 @@ class GradFlow:
         if qualified.startswith("numpy."):
             self._stopper(call, flow, frame, record)
             return EMPTY
+        if qualified == "torch.tensor":
+            self._stopper(call, flow, frame, record)  # a copy of the values: a new leaf, whatever `requires_grad`
+            return EMPTY
         if qualified.startswith("torch.") and name in _TORCH_NON_DIFFERENTIABLE:
             return EMPTY
         if qualified == "torch.autograd.grad" and not any(
@@ -779,19 +795,8 @@ class GradFlow:
                 flows[parameter] = flow
         if record:
             self.call_arguments.setdefault(helper, []).append(flows)
-        for parameter in self.roles.runs_model.get(helper.name.value, ()):
-            if parameter in bound and record:
-                role = self.roles.role(bound[parameter], frame.function)
-                if role is None:
-                    continue
-                self.helpers_called.add(helper)
-                inner = summary.runs.get(parameter)
-                if inner is None:
-                    continue  # the helper runs it under no_grad itself
-                self.forwards.append(Forward(call, role, _code(self.module, bound[parameter]),
-                                             no_grad or frame.function in self.shielded, frame.detaching > 0, frame.adapter_off, frame.function,
-                                             on_tokens=inner.on_tokens or inner.node in self._output_reads,
-                                             statement=frame.statement))
+        if record:
+            self._helper_forwards(call, helper, summary, bound, frame, no_grad)
         result: Set[Tag] = set()
         text = _code(self.module, call)
         run_nodes = {t.node for t in summary.returns if t.kind == RUN}
@@ -804,7 +809,8 @@ class GradFlow:
                 model = bound.get(tag.text)
                 role = self.roles.role(model, frame.function) if model is not None else None
                 if role is not None:
-                    result |= self._forward_output(role, call, frame, text, no_grad)
+                    result |= self._forward_output(role, call, frame, text, no_grad or not summary.runs_with_grad(
+                        tag.text))
             elif tag.kind == GRAD and tag.text.startswith("parameter "):
                 continue  # gradient assumed for a parameter name; the argument's own flow says more
             elif tag.kind == GRAD and no_grad:
@@ -814,6 +820,31 @@ class GradFlow:
             else:
                 result.add(tag)
         return frozenset(result)
+
+    def _helper_forwards(self, call, helper, summary: Summary, bound, frame: _Frame, no_grad: bool) -> None:
+        """The forwards a helper runs for this call, each with its argument's role: at the call site, where
+        wrapping the call in no_grad fixes it; at the helper's own forward when the helper also runs the
+        policy with gradient (`pair_loss(batch, policy, ref)`: no_grad around the call would cut the policy)."""
+        runs = {}
+        for parameter in self.roles.runs_model.get(helper.name.value, ()):
+            role = self.roles.role(bound[parameter], frame.function) if parameter in bound else None
+            if role is not None:
+                self.helpers_called.add(helper)
+                if parameter in summary.runs:
+                    runs[parameter] = role  # otherwise the helper runs it under no_grad itself
+        inside = POLICY in runs.values() and len(set(runs.values())) > 1
+        no_grad = no_grad or frame.function in self.shielded
+        for parameter, role in runs.items():
+            inner = summary.runs[parameter]
+            on_tokens = inner.on_tokens or inner.node in self._output_reads
+            if not inside or role == POLICY:
+                self.forwards.append(Forward(call, role, _code(self.module, bound[parameter]), no_grad,
+                                             frame.detaching > 0, frame.adapter_off, frame.function,
+                                             on_tokens=on_tokens, statement=frame.statement))
+            elif not no_grad and (inner.node, role) not in self._inner_reported:
+                self._inner_reported.add((inner.node, role))
+                self.forwards.append(Forward(inner.node, role, inner.model, False, inner.detached, inner.adapter_off,
+                                             inner.function, on_tokens=on_tokens, statement=inner.statement))
 
     def _forward_output(self, role, call, frame: _Frame, text: str, no_grad: Optional[bool] = None) -> Flow:
         no_grad = frame.no_grad if no_grad is None else no_grad

@@ -318,8 +318,8 @@ class LossSlice:
         values (tensor methods)."""
         func = call.func
         model = self.roles.is_forward(call)
-        if model is not None and self.roles.role(model) is not None:
-            return True  # a forward of a model with a role: its gradient is in the flows already
+        if model is not None and (self.roles.role(model) is not None or self.grad.follows(call)):
+            return True  # a forward of a model with a role, or of a helper's model parameter: in the flows already
         key = dotted(func)
         if key is None:
             return isinstance(func, cst.Attribute)  # `(a - b).exp()`: a method of a computed value

@@ -4,8 +4,11 @@ Roles come from names (built-in vocabularies, extended by the `reference-model-n
 and `policy-model-names` options), from what is assigned (`x = create_reference_model(m)`,
 `ref = policy` makes `ref` hold the policy too), from trainer keyword arguments
 (`PPOTrainer(ref_model=base)` makes `base` the reference), and from `self.*` attributes
-set in one method and used in others. The gradient rules ask these facts; a model whose
-role the source does not show has no role, and the rules stay silent about it.
+set in one method and used in others. Where no name gives a model a role, what the code does with
+it may: a model whose parameters an optimizer trains and whose output a regression loss fits is the
+value model (a learned baseline), and the one other such model is the policy (`Adam(net.parameters())`).
+The gradient rules ask these facts; a model whose role the source does not show has no role, and the
+rules stay silent about it.
 """
 from __future__ import annotations
 
@@ -56,6 +59,9 @@ KEYWORD_ROLES = {
     "ref_model": REFERENCE, "ref_policy": REFERENCE, "reference_model": REFERENCE, "initial_model": REFERENCE,
     "reward_model": REWARD, "value_model": VALUE, "critic": VALUE, "critic_model": VALUE,
 }
+
+# Keyword arguments that hand a trainer or loss the model it trains.
+_POLICY_KEYWORDS = {"model", "policy", "policy_model", "actor", "actor_model"}
 
 # Methods only models have (`nn.Module`, `PreTrainedModel`): an object they are called on is a model.
 _MODEL_METHODS = {"parameters", "named_parameters", "eval", "train", "generate", "requires_grad_", "state_dict",
@@ -183,6 +189,8 @@ class ModelRoles:
         self.optimized: List[Tuple[cst.Call, str]] = []  # (`ref.parameters()` call, `ref`) given to an optimizer
         self.trained: Set[str] = set()  # models whose parameters some optimizer receives
         self.models: Set[str] = set()  # keys built as a model (`from_pretrained`, `deepcopy`) or used as one
+        self.regressed: Set[str] = set()  # models whose output a regression loss fits (`mse_loss(v(x), returns)`)
+        self.evidence: Dict[str, str] = {}  # roles from what the code does with a model that no name gives a role
         self._collect(file.module)
 
     # ---- vocabulary ----
@@ -216,7 +224,7 @@ class ModelRoles:
             cls = self.class_of.get(function)
             if cls is not None and key in self.class_attrs[cls].names:
                 return self.class_attrs[cls].names[key]
-        role = self.vocabulary_role(key.rsplit(".", 1)[-1])
+        role = self.vocabulary_role(key.rsplit(".", 1)[-1]) or self.evidence.get(key)
         return role if role is None or self.rl_code else None
 
     @property
@@ -282,6 +290,7 @@ class ModelRoles:
             params = [p.name.value for p in _params(function)]
             called = {dotted(self.is_forward(c) or cst.Name("_")) for _, calls in self.calls[function] for c in calls}
             self.runs_model[function.name.value] = tuple(p for p in params if p in called)
+        self._find_trained()
         self._scan(module, body_of(module), self._module_roles, None)
         for function, cls in functions:
             self.scopes[function] = ScopeRoles()
@@ -313,7 +322,7 @@ class ModelRoles:
             elif isinstance(stmt, cst.For):
                 self._freeze_loop(stmt, roles, attrs)
             for call in calls:
-                self._call(call, function, roles, attrs)
+                self._call(call, stmt, function, roles, attrs)
 
     def _store(self, key: str, roles: ScopeRoles, attrs: Optional[ScopeRoles]) -> Optional[ScopeRoles]:
         if key.startswith("self.") and key.count(".") == 1:
@@ -371,8 +380,9 @@ class ModelRoles:
             return True
         return stmt in self._peft_guarded
 
-    def _call(self, call: cst.Call, function, roles: ScopeRoles, attrs) -> None:
+    def _call(self, call: cst.Call, stmt, function, roles: ScopeRoles, attrs) -> None:
         name = call_name(call)
+        policy_as_reference = self._keyword_aliases(call, stmt, function)
         if name in _MODEL_METHODS and isinstance(call.func, cst.Attribute):
             self.models.add(dotted(self.unwrap(call.func.value)) or "")
         # freezing: `ref.requires_grad_(False)`, or handing the model to code that may freeze it
@@ -384,7 +394,7 @@ class ModelRoles:
             self.runs_roles = model is not None and self.role(model, function) is not None
         for index, arg in enumerate(call.args):
             keyword = arg.keyword.value if arg.keyword is not None else None
-            if keyword in KEYWORD_ROLES:
+            if keyword in KEYWORD_ROLES and arg not in policy_as_reference:
                 key = dotted(arg.value)
                 store = self._store(key, roles, attrs) if key else None
                 if store is not None and self.vocabulary_role(key.rsplit(".", 1)[-1]) is None:
@@ -395,13 +405,80 @@ class ModelRoles:
                 self.runs_roles = self.runs_roles or self.role(arg.value, function) is not None
                 continue
             self._mark_frozen(self.unwrap(arg.value), roles, attrs)
-        if name in _OPTIMIZERS or name == "add_param_group" or _qualified_optimizer(self.imports.qualified(call.func)):
+        if _is_optimizer(call, self.imports):
             for inner in calls_in(call):
                 if call_name(inner) in ("parameters", "named_parameters") and isinstance(inner.func, cst.Attribute):
                     owner = inner.func.value
-                    self.trained.add(dotted(self.unwrap(owner)) or "")
                     if self.role(owner, function) == REFERENCE:
                         self.optimized.append((inner, dotted(self.unwrap(owner)) or "the reference"))
+
+    def _find_trained(self) -> None:
+        """Which models an optimizer trains and which of them a regression loss fits, before any role is read:
+        a model no name gives a role is the value model when its output is regressed (a learned baseline fitted
+        to returns), and the policy when it is the one other model trained (`opt = Adam(net.parameters())`)."""
+        for stmts in self.calls.values():
+            for _, calls in stmts:
+                for call in calls:
+                    if _is_optimizer(call, self.imports):
+                        self.trained.update(dotted(self.unwrap(inner.func.value)) or "" for inner in calls_in(call)
+                                            if call_name(inner) in ("parameters", "named_parameters")
+                                            and isinstance(inner.func, cst.Attribute))
+        unnamed = {key for key in self.trained if key and self.vocabulary_role(key.rsplit(".", 1)[-1]) is None
+                   and key.split(".")[0] not in self.imports.aliases}
+        if not unnamed:
+            return
+        for stmts in self.calls.values():
+            outputs: Dict[str, str] = {}  # names bound to a model's output -> the model
+            for stmt, calls in stmts:
+                if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1:
+                    target, model = dotted(stmt.targets[0].target), self._output_of(stmt.value)
+                    if target is not None:
+                        outputs.pop(target, None)
+                        if model is not None:
+                            outputs[target] = model
+                operations = [node for part in header(stmt) for node in _binary_operations(part)]
+                for node in calls + operations:
+                    for operand in _regressed(node):
+                        model = self._output_of(operand) or outputs.get(dotted(operand) or "")
+                        if model is not None:
+                            self.regressed.add(model)
+        named = {self.vocabulary_role(key.rsplit(".", 1)[-1]) for key in self.trained} - {None}
+        for key in unnamed & self.regressed:
+            self.evidence[key] = VALUE
+        policies = unnamed - self.regressed
+        if len(policies) == 1 and named <= {VALUE}:  # beside a named policy or reward model, it is something else
+            self.evidence[policies.pop()] = POLICY
+
+    def _output_of(self, expr: cst.BaseExpression) -> Optional[str]:
+        """The model whose forward `expr` is, under subscripts, fields and tensor methods: `v(x).squeeze(-1)`."""
+        while True:
+            if isinstance(expr, (cst.Subscript, cst.Attribute)):
+                expr = expr.value
+            elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and \
+                    expr.func.attr.value in _TENSOR_RESHAPES:
+                expr = expr.func.value
+            else:
+                break
+        model = self.is_forward(expr) if isinstance(expr, cst.Call) else None
+        key = dotted(self.unwrap(model)) if model is not None else None
+        return key if key is not None and key not in self.functions else None
+
+    def _keyword_aliases(self, call: cst.Call, stmt, function) -> List[cst.Arg]:
+        """`Trainer(model=p, ref_model=p)`, `Trainer(ref_model=policy)`: the reference argument is the policy,
+        passed as the model of the same call or holding the policy's role. Returns those arguments."""
+        found = []
+        for arg in call.args:
+            if arg.keyword is None or KEYWORD_ROLES.get(arg.keyword.value) != REFERENCE:
+                continue
+            key = dotted(self.unwrap(arg.value))
+            if key is None or key in ("None", "True", "False") or self._under_peft_choice(stmt, arg.value):
+                continue
+            models = {dotted(self.unwrap(other.value)) for other in call.args
+                      if other.keyword is not None and other.keyword.value in _POLICY_KEYWORDS}
+            if key in models or self.role(arg.value, function) == POLICY:
+                self.aliases.append((arg, arg.keyword.value, key))
+                found.append(arg)
+        return found
 
     def _freeze_loop(self, loop: cst.For, roles, attrs) -> None:
         """`for p in ref.parameters(): p.requires_grad = False` (or `p.requires_grad_(False)`, or
@@ -437,6 +514,52 @@ _OPTIMIZERS = {"Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "Adafactor", "Lion"
 
 def _qualified_optimizer(name: Optional[str]) -> bool:
     return bool(name) and (".optim." in name or name.startswith("optim.")) and name[-1:].isalpha()
+
+
+def _is_optimizer(call: cst.Call, imports: Imports) -> bool:
+    """An optimizer built, or a parameter group added to one: the parameters inside it train."""
+    name = call_name(call)
+    return name in _OPTIMIZERS or name == "add_param_group" or _qualified_optimizer(imports.qualified(call.func))
+
+
+# Regression losses: the model whose output they fit predicts a number (a value, a return), not an action.
+_REGRESSIONS = {"mse_loss", "smooth_l1_loss", "huber_loss", "l1_loss"}
+_TENSOR_RESHAPES = {"squeeze", "view", "reshape", "flatten", "float", "view_as", "contiguous"}
+
+
+def _binary_operations(node: cst.CSTNode) -> Iterator[cst.BinaryOperation]:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.BinaryOperation):
+            yield current
+        if type(current) not in _NO_CALLS_INSIDE:
+            stack.extend(children(current))
+
+
+def _regressed(node: cst.CSTNode) -> Iterator[cst.BaseExpression]:
+    """The operands a regression fits: both arguments of `mse_loss(a, b)`, both sides of `(a - b) ** 2`,
+    `(a - b).pow(2)`, `(a - b).square()`."""
+    if isinstance(node, cst.Call):
+        if call_name(node) in _REGRESSIONS:
+            yield from (arg.value for arg in node.args[:2])
+            return
+        if isinstance(node.func, cst.Attribute) and (call_name(node) == "square" or (
+                call_name(node) == "pow" and node.args and _is_two(node.args[0].value))):
+            difference = node.func.value
+        else:
+            return
+    elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Power) and _is_two(node.right):
+        difference = node.left
+    else:
+        return
+    if isinstance(difference, cst.BinaryOperation) and isinstance(difference.operator, cst.Subtract):
+        yield difference.left
+        yield difference.right
+
+
+def _is_two(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Integer) and expr.value == "2"
 
 
 def bound_parameter(call: cst.Call, index: int, function: cst.FunctionDef) -> Optional[str]:

@@ -6,7 +6,7 @@ Each rule asks `GradFlow` (grad regions, gradient taint, model forwards), `LossS
 from __future__ import annotations
 
 import re
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import libcst as cst
 
@@ -16,7 +16,7 @@ from rllint.analysis.loss import LossSlice
 from rllint.analysis.roles import (OLD_POLICY, POLICY_NAMES, REFERENCE, REFERENCE_NAMES, REWARD, ModelRoles,
                                    call_name)
 from rllint.analysis.syntax import dotted
-from rllint.analysis.tensors import argument, number_value
+from rllint.analysis.tensors import TensorRule, argument, number_value
 from rllint.analysis.values import Values
 from rllint.diagnostic import Severity, Tier
 from rllint.registry import CSTRule
@@ -31,7 +31,8 @@ class ReferenceNotFrozen(CSTRule):
     """
     ## What it does
     Reports a KL reference model that is not a frozen copy of the policy: the reference
-    is the policy object itself (`ref_model = model`, `self.ref = self.policy`); its
+    is the policy object itself (`ref_model = model`, `self.ref = self.policy`, or a trainer
+    given the same object twice, `Trainer(model=p, ref_model=p)`); its
     parameters are given to an optimizer (reported at the `ref.parameters()` expression);
     or it is built with `copy.deepcopy` / `from_pretrained` and the file never freezes it
     (no `requires_grad_(False)`, no `p.requires_grad = False` loop over its parameters,
@@ -81,8 +82,9 @@ class ReferenceNotFrozen(CSTRule):
     def visit_Module(self, node: cst.Module) -> None:
         roles = self.file.fact(ModelRoles)
         for stmt, target, source in roles.aliases:
+            alias = f"{target}={source}" if isinstance(stmt, cst.Arg) else f"{target} = {source}"
             self.report(stmt, detail=(
-                f"`{target} = {source}` makes the reference model the policy itself: the KL to it is always "
+                f"`{alias}` makes the reference model the policy itself: the KL to it is always "
                 f"zero and it moves with every update (use a frozen copy, e.g. `create_reference_model`)"))
         for call, owner in roles.optimized:
             self.report(call, detail=(
@@ -113,6 +115,9 @@ class ReferenceForwardWithGrad(CSTRule):
     file builds it as a model (`from_pretrained`, `deepcopy`) or uses it as one
     (`.parameters()`, `.eval()`, `.generate()`). `self.monitor_reward_model(scores)`, an
     HTTP client `query_reward_model(url, texts)` or a weakref called `reference` are not.
+    A helper that runs both the policy and the reference it is given (`pair_loss(batch, policy,
+    ref)`) is reported at its own forward of the reference, where the fix goes: no_grad around
+    the call would cut the policy's gradient too.
     Not reported either: a helper that runs the model it is given under no_grad itself,
     functions that every call site of this file runs under no_grad, reward models this file
     trains (their parameters reach an optimizer, or their output feeds a backward that is not
@@ -166,8 +171,9 @@ class ReferenceForwardWithGrad(CSTRule):
 class ItemInLossPath(CSTRule):
     """
     ## What it does
-    Reports `.item()`, `.tolist()`, `.numpy()`, `float(t)`, `int(t)` and numpy calls
-    applied to a value that carries gradient, inside the backward slice of a loss: the
+    Reports `.item()`, `.tolist()`, `.numpy()`, `float(t)`, `int(t)`, numpy calls and
+    `torch.tensor(t)` (a copy, a new leaf even with `requires_grad=True`) applied to a value
+    that carries gradient, inside the backward slice of a loss: the
     statements whose values reach `loss.backward()`, `accelerator.backward(loss)`,
     `engine.backward(loss)`, `scaler.scale(loss).backward()`, or the return of a
     `compute_loss` / `*_loss` function, including through local helper functions.
@@ -356,26 +362,31 @@ class AdvantageNotDetached(CSTRule):
     severity = Severity.WARNING
     message = ("`{expr}` subtracts a value prediction that still carries gradient, and the result meets "
                "{policy} in the policy loss: the actor loss trains the critic (detach the values first)")
-    triggers = ("critic", "value", "v_head", "vpred")
+    # value models by name, or by the regression loss that fits them (a learned baseline)
+    triggers = ("critic", "value", "v_head", "vpred", "mse_loss", "l1_loss", "huber", "** 2", "pow(2", "square(")
 
     def visit_Module(self, node: cst.Module) -> None:
         for sub, policy in self.file.fact(GradFlow).advantages.items():
             self.report(sub, expr=_code(self, sub), policy=policy.text)
 
 
-_EPS_NAME = re.compile(r"^(eps|epsilon|clip_eps|clip_epsilon|eps_clip|cliprange|clip_range|clip_ratio|"
-                       r"(clip_)?(eps|epsilon|cliprange|clip_ratio)_(low|high)|ppo_clip|clip_param)$")
+# ("1-c" | "1+c" | "number" | "", the number it holds, the code of `c` or of the whole bound)
+Shape = Tuple[str, Optional[float], str]
 
 
-class MalformedClipBounds(CSTRule):
+class MalformedClipBounds(TensorRule):
     """
     ## What it does
     Reports a PPO ratio clamp (`torch.clamp(ratio, lo, hi)`, `ratio.clamp(lo, hi)`,
     `clip`, with positional or `min=`/`max=` bounds) whose bounds are not shaped
     `1 - c` and `1 + c`: a bare clip range as a bound (`clamp(ratio, eps, 1 + eps)`),
     swapped bounds (`clamp(ratio, 1 + eps, 1 - eps)`), a lower bound >= 1 or an upper
-    bound <= 1. Asymmetric bounds (`1 - eps_low`, `1 + eps_high`), one-sided clamps
-    (dual-clip `clamp(ratio, max=c)`, truncated importance weights) and clamps of
+    bound <= 1. Bounds are judged by how they are built, through local assignments
+    (`low = 1 - delta` is a `1 - c` bound whatever it is called), not by their names: a
+    bound is a bare clip range when it is the `c` of the other bound (`clamp(r, delta,
+    1 + delta)`) or of a `1 - c` / `1 + c` bound of another ratio clamp in the file, or
+    the number that `c` holds. Asymmetric bounds (`1 - eps_low`, `1 + eps_high`), one-sided
+    clamps (dual-clip `clamp(ratio, max=c)`, truncated importance weights) and clamps of
     anything that is not a ratio are not reported.
 
     ## Why is this bad?
@@ -408,6 +419,10 @@ class MalformedClipBounds(CSTRule):
     message = "`{expr}` clamps the PPO ratio to {problem}: the bounds must be `1 - c` and `1 + c`"
     triggers = ("clamp", "clip")
 
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self.clamps: List[Tuple[cst.Call, Shape, Shape]] = []
+
     def visit_Call(self, node: cst.Call) -> None:
         name = call_name(node)
         if name not in ("clamp", "clip") or not isinstance(node.func, cst.Attribute):
@@ -419,40 +434,62 @@ class MalformedClipBounds(CSTRule):
             operand, lower, upper = node.func.value, argument(node, 0, "min"), argument(node, 1, "max")
         if operand is None or lower is None or upper is None or not _is_ratio(operand):
             return
-        problem = self._problem(self._shape(lower), self._shape(upper))
-        if problem:
-            self.report(node, expr=_code(self, node), problem=problem)
+        self.clamps.append((node, self._shape(lower), self._shape(upper)))
 
-    def _shape(self, bound: cst.BaseExpression) -> Tuple[str, Optional[float]]:
-        """("1-c" | "1+c" | "c" | "number" | "", value)."""
-        if isinstance(bound, cst.BinaryOperation) and number_value(bound.left) == 1.0:
-            if isinstance(bound.operator, cst.Subtract):
-                return "1-c", None
-            if isinstance(bound.operator, cst.Add):
-                return "1+c", None
-        key = dotted(bound)
-        if key is not None and _EPS_NAME.match(key.rsplit(".", 1)[-1].lower()):
-            return "c", None
-        value = number_value(bound)
-        if value is None and key is not None:
-            found = self.file.fact(Values).of(bound)
+    def leave_Module(self, original_node: cst.Module) -> None:
+        ranges = {c for _, lower, upper in self.clamps for shape, _, c in (lower, upper) if shape in ("1-c", "1+c")}
+        for node, lower, upper in self.clamps:
+            problem = self._problem(lower, upper, ranges)
+            if problem:
+                self.report(node, expr=_code(self, node), problem=problem)
+
+    def _shape(self, bound: cst.BaseExpression) -> Shape:
+        """The bound as built: `1 - c` / `1 + c` (with the code of `c`), a number, or neither (its code)."""
+        if isinstance(bound, cst.Name):
+            bound = self.tensors().resolve(bound)
+        if isinstance(bound, cst.BinaryOperation) and number_value(bound.left) == 1.0 and isinstance(
+                bound.operator, (cst.Subtract, cst.Add)):
+            return ("1-c" if isinstance(bound.operator, cst.Subtract) else "1+c"), self._number(bound.right), \
+                _code(self, bound.right, 200)
+        value = self._number(bound)
+        return ("number" if value is not None else ""), value, _code(self, bound, 200)
+
+    def _number(self, expr: cst.BaseExpression) -> Optional[float]:
+        value = number_value(expr)
+        if value is None and dotted(expr) is not None:
+            found = self.file.fact(Values).of(expr)
             value = None if found is None else float(found.number)
-        return ("number", value) if value is not None else ("", None)
+        return value
 
     @staticmethod
-    def _problem(lower: Tuple[str, Optional[float]], upper: Tuple[str, Optional[float]]) -> str:
+    def _problem(lower: Shape, upper: Shape, ranges) -> str:
+        """What is wrong with the bounds, from their shapes; `ranges` holds the clip ranges (`c` of a `1 - c` or
+        `1 + c` bound) of every ratio clamp of the file."""
         if lower[0] == "1+c" and upper[0] == "1-c":
             return "swapped bounds (`1 + c` below, `1 - c` above)"
-        if lower[0] == "c" or (lower[0] == upper[0] == "number" and upper[1] > 1.0
-                               and abs(lower[1] - (upper[1] - 1.0)) < 1e-9):
+        if _bare(lower, upper, ranges):
             return "a lower bound of the bare clip range instead of `1 - c`"
-        if upper[0] == "c":
+        if _bare(upper, lower, ranges):
             return "an upper bound of the bare clip range instead of `1 + c`"
         if lower[0] == "1+c" or (lower[0] == "number" and lower[1] >= 1.0):
             return "a lower bound at or above 1"
         if upper[0] == "1-c" or (upper[0] == "number" and upper[1] <= 1.0):
             return "an upper bound at or below 1"
         return ""
+
+
+def _bare(bound: Shape, other: Shape, ranges) -> bool:
+    """Whether `bound` is a clip range itself: the `c` of the other bound or of another ratio clamp's `1 +- c`,
+    by its code, or the number that `c` holds (`clamp(r, 0.2, 1.2)`)."""
+    if bound[0] not in ("", "number"):
+        return False
+    if bound[2] in ranges or (other[0] in ("1-c", "1+c") and bound[2] == other[2]):
+        return True
+    if bound[0] != "number":
+        return False
+    if other[0] == "number":
+        return other[1] > 1.0 and abs(bound[1] - (other[1] - 1.0)) < 1e-9
+    return other[0] in ("1-c", "1+c") and other[1] is not None and abs(bound[1] - other[1]) < 1e-9 and bound[1] < 0.5
 
 
 _RATIO_NAME = re.compile(r"ratio|^(rhos?|coef_1|(importance|is)_weights?)$")

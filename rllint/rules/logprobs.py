@@ -224,8 +224,11 @@ class ReversedPreferenceMargin(TensorRule):
     `margin = chosen - rejected`. The sign is followed through unary minus, subtraction
     order, positive scale factors (`beta`, literals), names assigned such expressions and
     monotone functions. Reference log-probs (`ref_chosen_logps`) do not count as the
-    policy's side; label-smoothing terms (`... * label_smoothing`, `eps * reverse_loss` with
-    `reverse_loss` a name for the reversed term, as in conservative DPO) are left alone.
+    policy's side. The deliberately flipped term of a label-smoothed loss is left alone: the
+    term weighted by `s` where another term is weighted by `(1 - s)`, whatever `s` is called,
+    or by a smoothing weight by name (`... * label_smoothing`, `eps * reverse_loss` with
+    `reverse_loss` a name for the reversed term, as in conservative DPO); the main term,
+    weighted by `(1 - s)`, is checked like any other.
 
     ## Why is this bad?
     Minimising such a loss raises the likelihood of the rejected responses and lowers that
@@ -263,17 +266,25 @@ class ReversedPreferenceMargin(TensorRule):
         super().__init__(file)
         self.smoothing: Set[int] = set()
         self.candidates: List[Tuple[cst.CSTNode, cst.Call]] = []
+        self.main_weights: Set[str] = set()  # `s` of the `(1 - s)` weights of main terms
+        self.weighted: List[Tuple[str, int]] = []  # (the weight's code, the term) of other weighted terms
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, cst.Multiply):
             for factor, other in ((node.left, node.right), (node.right, node.left)):
-                if isinstance(other, cst.Name) and _smoothing_factor(factor):
+                main = _one_minus(factor)
+                if isinstance(other, cst.Name) and main is None and _smoothing_factor(factor):
                     other = self.tensors().resolve(other)  # `reverse = -logsigmoid(...)`, then `eps * reverse`
                 other = _peel_reduction(other)
                 if isinstance(other, cst.UnaryOperation):
                     other = _peel_reduction(other.expression)
-                if isinstance(other, cst.Call) and callee(other) in ("softplus", "logsigmoid") \
-                        and _smoothing_factor(factor):
+                if not (isinstance(other, cst.Call) and callee(other) in ("softplus", "logsigmoid")):
+                    continue
+                if main is not None:  # `(1 - s) * main_term`: the term to check, and `s` the smoothing weight
+                    self.main_weights.add(self.tensors().code(main, 200))
+                    continue
+                self.weighted.append((self.tensors().code(factor, 200), id(other)))
+                if _smoothing_factor(factor):
                     self.smoothing.add(id(other))
 
     def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
@@ -305,13 +316,22 @@ class ReversedPreferenceMargin(TensorRule):
 
     def leave_Module(self, original_node: cst.Module) -> None:
         tensors = self.tensors()
+        self.smoothing.update(term for weight, term in self.weighted if weight in self.main_weights)
         for reported, call in self.candidates:
             if id(call) not in self.smoothing:
                 self.report(reported, expr=tensors.code(reported))
 
 
+def _one_minus(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """`s` of a `(1 - s)` weight: the weight of the main term of a smoothed loss, whose `s` term is flipped."""
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Subtract) \
+            and number_value(expr.left) == 1.0:
+        return expr.right
+    return None
+
+
 def _smoothing_factor(expr: cst.BaseExpression) -> bool:
-    """`label_smoothing`, `(1 - label_smoothing)`, `eps`: weights of a smoothed preference loss."""
+    """`label_smoothing`, `eps`: by its name, the weight of the flipped term of a smoothed preference loss."""
     stack = [expr]
     while stack:
         node = stack.pop()
