@@ -398,7 +398,8 @@ class TextRoles:
         for helper in self.file.fact(TextSources).helpers(call):  # `body = strip_reasoning(completion)`
             param = self._passes_text(helper)
             arg = argument(call, helper, param) if param is not None else None
-            return TEXT if arg is not None and self.role(arg, scope, depth + 1) == TEXT else None
+            if arg is not None and self.role(arg, scope, depth + 1) == TEXT:
+                return TEXT
         if tail == "decode":
             return TEXT
         if tail == "batch_decode":

@@ -857,7 +857,7 @@ class AnswerExtractionFallback(FunctionRule):
     `return text`, or a `find`/`rfind`/`index` of the marker whose miss returns the
     whole text, in a function that never checks that the marker is there (`in`);
     `text.split("<answer>")[1]`, which raises IndexError instead; and a fallback to
-    the last number in the text (`re.findall(r"-?\d+", text)[-1]`) in a function that
+    the last number in the text (`re.findall(r"-?\\d+", text)[-1]`) in a function that
     looked for the marker first. Reasoning end markers (`</think>`) are RL301's. The
     dataset's gold answer (`row["answer"]`, a column of them, or a helper's
     parameter that every call in the file gives one) is not a completion and is not
