@@ -265,8 +265,30 @@ def test_rl310_a_last_number_fallback_after_the_marker_is_reported():
                 return resp.split("####")[-1].strip()
             tokens = re.findall(r"-?[0-9][0-9,.]*", resp)
             return tokens[-1] if tokens else None
+
+        def score(resp, target):
+            return float(parse(resp) == target)
+
+        def correctness(completions, target, **kwargs):
+            return [score(c, t) for c, t in zip(completions, target, strict=True)]
     """
-    assert lines("RL310", textwrap.dedent(source) + REWARD) == [8]
+    assert lines("RL310", source) == [8]
+
+
+def test_rl310_a_last_number_fallback_that_no_reward_runs_is_evaluation():
+    source = """
+        import re
+
+        def parse(resp):
+            if "####" in resp:
+                return resp.split("####")[-1].strip()
+            tokens = re.findall(r"-?[0-9][0-9,.]*", resp)
+            return tokens[-1] if tokens else None
+
+        def accuracy(outputs, targets):
+            return sum(parse(o) == t for o, t in zip(outputs, targets, strict=True)) / len(targets)
+    """
+    assert lines("RL310", textwrap.dedent(source) + REWARD) == []
 
 
 def test_rl310_numbers_without_an_answer_marker_and_gold_numbers_are_not_a_fallback():

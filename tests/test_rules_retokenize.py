@@ -108,6 +108,7 @@ def test_rl314_supervised_training_on_decoded_samples_is_not_a_policy_gradient()
 
 RENDER = """
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig
 
     tokenizer = AutoTokenizer.from_pretrained("Qwen/Qwen2.5-3B-Instruct")
     lm = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-3B-Instruct")
@@ -131,7 +132,7 @@ def test_rl315_a_render_helper_and_a_separate_encoder_are_followed():
         ids = encode(render(question)).input_ids
         return lm.generate(ids, max_new_tokens=256)
     """
-    assert lines("RL315", source) == [15]
+    assert lines("RL315", source) == [16]
 
 
 @pytest.mark.parametrize("setting", [
@@ -192,3 +193,14 @@ def test_rl315_text_that_is_not_a_generation_prompt_or_not_generated_from():
         return encoder(**enc).last_hidden_state
     """
     assert lines("RL315", source) == []
+
+
+def test_rl315_prompt_encoders_outside_rl_code_are_not_reported():
+    """An image pipeline's text encoder renders and cuts prompts too; it trains no policy on them."""
+    source = RENDER.replace("from trl import GRPOConfig", "") + """
+
+    def upsample(question):
+        enc = tokenizer(render(question), truncation=True, max_length=LIMIT, return_tensors="pt")
+        return lm.generate(**enc, max_new_tokens=256)
+    """
+    assert lines("RL315", source, "pipelines/flux/encoders.py") == []

@@ -227,12 +227,17 @@ class IdsUse:
         self.file = file
         self.sources: TextSources = file.fact(TextSources)
         self.roles: ModelRoles = file.fact(ModelRoles)
-        self._loss: Optional[LossSlice] = None
+
+    @staticmethod
+    def _models(stmt: cst.CSTNode, calls: List[cst.Call], known: List[cst.Call]) -> List[cst.Call]:
+        """Calls of a model in the statement: a forward in `known`, or a call whose `.logits` / hidden states
+        are read."""
+        outputs = [n.value for part in header(stmt) for n in walk(part)
+                   if isinstance(n, cst.Attribute) and n.attr.value in _MODEL_OUTPUTS and isinstance(n.value, cst.Call)]
+        return [c for c in calls if any(c is k for k in known + outputs)]
 
     def policy_forward(self, call: cst.Call, function: Optional[cst.FunctionDef]) -> Optional[cst.Call]:
-        if self._loss is None:
-            self._loss = self.file.fact(LossSlice)
-        loss = self._loss
+        loss: LossSlice = self.file.fact(LossSlice)
         forwards = [f.node for f in loss.grad.forwards if f.role == POLICY and not f.no_grad]
 
         def trained(stmt, calls) -> List[cst.Call]:
@@ -240,13 +245,15 @@ class IdsUse:
             if step is None or not loss.policy_gradient(step.sink):
                 return []
             return [c for c in calls if any(c is f for f in forwards)]
-        return self._follow(call, function, trained)
+        return self._follow(call, function, trained, [f.node for f in loss.grad.forwards])
 
     def generation(self, call: cst.Call, function: Optional[cst.FunctionDef]) -> Optional[cst.Call]:
-        return self._follow(call, function, lambda stmt, calls: [c for c in calls if call_tail(c) in _SAMPLERS])
+        return self._follow(call, function, lambda stmt, calls: [c for c in calls if call_tail(c) in _SAMPLERS], [])
 
-    def _follow(self, call: cst.Call, function: Optional[cst.FunctionDef], targets) -> Optional[cst.Call]:
-        """The first of `targets(statement, calls)` that is given the result of `call`, or a value made from it."""
+    def _follow(self, call: cst.Call, function: Optional[cst.FunctionDef], targets,
+                models: List[cst.Call]) -> Optional[cst.Call]:
+        """The first of `targets(statement, calls)` that is given the result of `call`, or a value made from it.
+        What a model (one of `models`, or one whose outputs are read) computes from it is not followed."""
         work = [(function, call, 0)]
         seen: Set[int] = set()
         while work:
@@ -260,9 +267,10 @@ class IdsUse:
                         _reads(part, key) for part in header(stmt) for key in tainted):
                     continue
                 for target in targets(stmt, calls):
-                    if any(any(n is source for n in walk(a.value)) or any(_reads(a.value, k) for k in tainted)
-                           for a in target.args if target is not source):
+                    if target is not source and _given(target, source, tainted):
                         return target
+                if any(_given(c, source, tainted) for c in self._models(stmt, calls, models)):
+                    continue  # a model's output (a reward model's scores) is not the ids any more
                 tainted.update(_bound(stmt))
                 if isinstance(stmt, cst.Return) and isinstance(scope, cst.FunctionDef):
                     work.extend((caller.node if caller.node is not self.file.module else None, site, depth + 1)
@@ -270,6 +278,12 @@ class IdsUse:
         return None
 
 
+def _given(call: cst.Call, source: cst.Call, tainted: Set[str]) -> bool:
+    """`call` is given the result of `source`, or a value made from it."""
+    return any(any(n is source for n in walk(a.value)) or any(_reads(a.value, k) for k in tainted) for a in call.args)
+
+
+_MODEL_OUTPUTS = {"logits", "last_hidden_state", "hidden_states", "loss"}
 # Calls that sample from a model given prompt ids.
 _SAMPLERS = {"generate", "generate_sequences", "sample"}
 

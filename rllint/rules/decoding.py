@@ -17,7 +17,7 @@ from rllint.analysis.hparams import (
 from rllint.analysis.imports import Imports
 from rllint.analysis.rewards import RewardFunctions
 from rllint.analysis.syntax import dotted, keyword, positional, walk
-from rllint.analysis.text import (AnswerLookups, GEN_IDS, PROMPT, PROMPTS, RE_FUNCTIONS, TEXT, MarkerChecks, Scope, Scopes,
+from rllint.analysis.text import (AnswerLookups, GEN_IDS, TextSources, PROMPT, PROMPTS, RE_FUNCTIONS, TEXT, MarkerChecks, Scope, Scopes,
                                   TextRoles, call_tail, extraction, is_answer_marker, may_extract,
                                   is_reasoning_close, literal_text, words, attr_tail, number, regex_of,
                                   REASONING_MARKER, unwrap)
@@ -858,7 +858,7 @@ class AnswerExtractionFallback(FunctionRule):
     whole text, in a function that never checks that the marker is there (`in`);
     `text.split("<answer>")[1]`, which raises IndexError instead; and a fallback to
     the last number in the text (`re.findall(r"-?\\d+", text)[-1]`) in a function that
-    looked for the marker first. Reasoning end markers (`</think>`) are RL301's. The
+    looked for the marker first and that a reward function of the file runs. Reasoning end markers (`</think>`) are RL301's. The
     dataset's gold answer (`row["answer"]`, a column of them, or a helper's
     parameter that every call in the file gives one) is not a completion and is not
     reported, nor is the text after the first `Answer:` header of a
@@ -940,7 +940,8 @@ class AnswerExtractionFallback(FunctionRule):
         lookups, checks, gold = self.file.fact(AnswerLookups), self.file.fact(MarkerChecks), self.file.fact(GoldAnswers)
         for candidate in candidates:
             last = lookups.last_number(candidate, scope)
-            if last is not None and last in lookups.attempted(scope) and not gold.is_gold(cst.Name(last), scope):
+            if last is not None and last in lookups.attempted(scope) and not gold.is_gold(cst.Name(last), scope) \
+                    and self._scores(self.function):
                 self.report(node, what=f"`{self.source(node)}` falls back to the last number in the text",
                             consequence="is scored on whichever number it mentions last")
                 return
@@ -958,6 +959,21 @@ class AnswerExtractionFallback(FunctionRule):
                 continue
             self.report(node, what=f"`{self.source(node)}` {what}", consequence="is scored on its whole text")
             return
+
+    def _scores(self, function: cst.FunctionDef) -> bool:
+        """`function` is a reward function of the file or is called by one (through the file's functions): a
+        last-number fallback in an evaluation harness rewards no policy."""
+        rewards, sources = self.file.fact(RewardFunctions), self.file.fact(TextSources)
+        work, seen = [function], set()
+        while work and len(seen) < 16:
+            current = work.pop()
+            if id(current) in seen:
+                continue
+            seen.add(id(current))
+            if rewards.is_reward(current):
+                return True
+            work.extend(scope.node for _, scope in sources.calls_of(current) if isinstance(scope.node, cst.FunctionDef))
+        return False
 
     @staticmethod
     def _cuts(name: str, scope: Scope) -> bool:
@@ -1190,8 +1206,9 @@ def tokenized_text(call: cst.Call) -> Optional[cst.BaseExpression]:
 
 
 def _chat_template_ids(call: cst.Call) -> Optional[cst.BaseExpression]:
-    """The conversation of `apply_chat_template(conversation)` when it returns ids (`tokenize` left True)."""
-    if call_tail(call) != "apply_chat_template":
+    """The conversation of `tokenizer.apply_chat_template(conversation)` when it returns ids (`tokenize` left
+    True). TRL's function of that name renders text."""
+    if call_tail(call) != "apply_chat_template" or not isinstance(call.func, cst.Attribute):
         return None
     tokenize = keyword(call, "tokenize")
     if tokenize is not None and number(tokenize.value) != 1.0:
@@ -1304,8 +1321,8 @@ class PromptTruncatedRight(FunctionRule):
         if truncation is None or limit is None or not _truncates(truncation.value) or keyword(node, "truncation_side"):
             return
         facts = self.file.fact(TokenizerFacts)
-        if facts.truncation_sides or self.file.fact(Purpose).is_test:
-            return  # the file chooses a side (left, or one it computes)
+        if facts.truncation_sides or not self.file.fact(Purpose).rl_source:
+            return  # the file chooses a side (left, or one it computes); prompt encoders are everywhere in ML code
         text = tokenized_text(node)
         if text is not None:
             render = facts.rendered(text, self.scope)
