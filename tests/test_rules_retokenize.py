@@ -204,3 +204,16 @@ def test_rl315_prompt_encoders_outside_rl_code_are_not_reported():
         return lm.generate(**enc, max_new_tokens=256)
     """
     assert lines("RL315", source, "pipelines/flux/encoders.py") == []
+
+
+def test_rl315_the_right_side_chosen_explicitly_is_still_right():
+    source = RENDER + """
+
+    tokenizer.truncation_side = "right"
+
+
+    def answer(question):
+        enc = tokenizer(render(question), truncation=True, max_length=LIMIT, truncation_side="right")
+        return lm.generate(**enc, max_new_tokens=256)
+    """
+    assert lines("RL315", source) == [19]

@@ -1317,12 +1317,13 @@ class PromptTruncatedRight(FunctionRule):
     triggers = ("truncation",)
 
     def visit_Call(self, node: cst.Call) -> None:
-        truncation, limit = keyword(node, "truncation"), keyword(node, "max_length")
-        if truncation is None or limit is None or not _truncates(truncation.value) or keyword(node, "truncation_side"):
+        truncation, limit, side = keyword(node, "truncation"), keyword(node, "max_length"), keyword(node, "truncation_side")
+        if truncation is None or limit is None or not _truncates(truncation.value) or (
+                side is not None and literal_text(side.value) != "right"):
             return
         facts = self.file.fact(TokenizerFacts)
-        if facts.truncation_sides or not self.file.fact(Purpose).rl_source:
-            return  # the file chooses a side (left, or one it computes); prompt encoders are everywhere in ML code
+        if facts.truncation_sides - {"right"} or not self.file.fact(Purpose).rl_source:
+            return  # the file chooses the left side, or one it computes; prompt encoders are everywhere in ML code
         text = tokenized_text(node)
         if text is not None:
             render = facts.rendered(text, self.scope)
