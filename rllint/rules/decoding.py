@@ -892,7 +892,7 @@ class AnswerExtractionFallback(FunctionRule):
     code = "RL310"
     name = "answer-extraction-fallback"
     severity = Severity.WARNING
-    tier = Tier.PEDANTIC  # primer precision 0.75: deliberate plain-text fallbacks next to exact-match scorers
+    tier = Tier.PEDANTIC  # primer precision 0.67 (4 real, 2 noise): deliberate lenient fallbacks beside strict scorers
     message = "{what}: a completion without the answer marker {consequence}"
     triggers = ("####", "answer", "boxed", "solution>", "Answer")
 
