@@ -197,3 +197,101 @@ def test_ignore_eos_in_rl_code_is_reported():
 def test_ignore_eos_in_tests_and_other_code_is_not(path):
     source = FIXED_LENGTH if path.startswith("bench") else RL + FIXED_LENGTH
     assert lines(source, "RL313", path) == []
+
+
+def test_rendered_text_given_to_a_vllm_engine_as_text():
+    source = RL + '''
+from vllm import LLM
+ENGINE = LLM(model="google/gemma-2-9b-it")
+
+
+def as_prompt(tokenizer, turns):
+    return tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True)
+
+
+def sample(tokenizer, dialogues, params):
+    queue = []
+    for turns in dialogues:
+        queue.append(as_prompt(tokenizer, turns))
+    return ENGINE.generate(queue, params)
+
+
+def sample_ids(tokenizer, dialogues, params):
+    ids = [tokenizer.apply_chat_template(t, add_generation_prompt=True) for t in dialogues]
+    return ENGINE.generate([{"prompt_token_ids": i} for i in ids], params)
+
+
+def chat(dialogues, params):
+    return ENGINE.chat(dialogues, params)
+'''
+    assert lines(source, "RL312") == [16]
+
+
+def test_a_generate_that_is_not_a_vllm_engine_is_not_one():
+    source = RL + '''
+MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+
+
+def sample(tokenizer, client, turns):
+    text = tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True)
+    return client.generate(text)
+'''
+    assert lines(source, "RL312") == []
+
+
+def test_a_vllm_engine_of_a_model_without_bos_is_not_reported():
+    source = RL + '''
+from vllm import LLM
+ENGINE = LLM(model="Qwen/Qwen2.5-7B-Instruct")
+
+
+def sample(tokenizer, turns):
+    return ENGINE.generate([tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True)])
+'''
+    assert lines(source, "RL312") == []
+
+
+def test_think_prefill_after_a_render_helper():
+    source = RL + '''
+def as_prompt(tokenizer, turns):
+    return tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True)
+
+
+def prompts(tokenizer, dialogues):
+    return [as_prompt(tokenizer, t) + "<think>\\n" for t in dialogues]
+'''
+    assert lines(source, "RL308") == [9]
+
+
+def test_template_named_prompt_format_strings_are_hand_written():
+    source = RL + '''
+CHATML_TEMPLATE = "<|im_start|>user\\n{q}<|im_end|>\\n<|im_start|>assistant\\n"
+JINJA_LIKE = "<|im_start|>{role}\\n{content}<|im_end|>"
+
+
+def build(q):
+    return CHATML_TEMPLATE.format(q=q)
+
+
+def configure(tokenizer):
+    tokenizer.chat_template = JINJA_LIKE
+'''
+    assert lines(source, "RL307") == [4]
+
+
+def test_special_tokens_registered_through_named_lists():
+    source = '''
+from transformers import AutoTokenizer
+tok = AutoTokenizer.from_pretrained("Qwen/Qwen2.5-0.5B")
+FORMAT_TAGS = ("<plan>", "</plan>")
+tok.add_tokens(FORMAT_TAGS, special_tokens=True)
+extra = {"additional_special_tokens": ["<calc>"] + ["</calc>"]}
+tok.add_special_tokens(extra)
+
+
+def texts(completion_ids):
+    return tok.batch_decode(completion_ids, skip_special_tokens=True)
+'''
+    result = lint_text(textwrap.dedent(source), "rollout.py", Settings(select=["RL304"]))
+    assert [(d.line, d.message.split(" removes the registered special tokens ")[1].split(" from")[0])
+            for d in result.diagnostics] == [(11, "<plan>, </plan>, <calc>, ...")]

@@ -206,3 +206,127 @@ def test_rl310_an_extractor_next_to_a_reward_function_is_reported():
             return [float(extract(c) == s) for c, s in zip(completions, solution)]
     """
     assert lines("RL310", EXTRACTOR + reward, "rewards/math.py") == [3]
+
+
+# ---------------------------------------------------------------- issue 10: shapes by structure
+
+def test_rl301_a_not_in_guard_on_the_closing_marker_is_a_check():
+    source = """
+        CLOSE = "</reasoning>"
+
+        def visible(reply):
+            if CLOSE not in reply:
+                return ""
+            pieces = reply.split(CLOSE)
+            return pieces[-1].strip()
+
+        def visible_inline(reply):
+            return reply.rpartition("</reasoning>")[2] if "</reasoning>" in reply else ""
+    """
+    assert lines("RL301", source) == []
+
+
+def test_rl305_a_negated_constant_bound_resolves_through_the_constant():
+    source = """
+        KEEP_CHARS = 1200
+
+        def grade(data_source, solution_str, ground_truth, extra_info=None):
+            window = solution_str[-KEEP_CHARS:]
+            return float(ground_truth in window)
+    """
+    assert lines("RL305", source) == [5]
+
+
+def test_rl305_completion_text_through_a_local_helper_and_a_split_piece():
+    source = """
+        def final_part(reply):
+            reply = reply.strip()
+            return reply.rpartition("</think>")[2]
+
+        def judge_reward(prompts, completions, grader, **kwargs):
+            scores = []
+            for p, c in zip(prompts, completions, strict=True):
+                scores.append(grader(p, final_part(c)[:1500]))
+                scores.append(grader(p, c.split("Final:")[1][:800]))
+            return scores
+
+        def prompt_cut(prompts, completions, **kwargs):
+            return [final_part(p)[:100] == c for p, c in zip(prompts, completions, strict=True)]
+    """
+    assert lines("RL305", source) == [9, 10]
+
+
+def test_rl310_a_last_number_fallback_after_the_marker_is_reported():
+    source = """
+        import re
+
+        def parse(resp):
+            if "####" in resp:
+                return resp.split("####")[-1].strip()
+            tokens = re.findall(r"-?[0-9][0-9,.]*", resp)
+            return tokens[-1] if tokens else None
+
+        def score(resp, target):
+            return float(parse(resp) == target)
+
+        def correctness(completions, target, **kwargs):
+            return [score(c, t) for c, t in zip(completions, target, strict=True)]
+    """
+    assert lines("RL310", source) == [8]
+
+
+def test_rl310_a_last_number_fallback_that_no_reward_runs_is_evaluation():
+    source = """
+        import re
+
+        def parse(resp):
+            if "####" in resp:
+                return resp.split("####")[-1].strip()
+            tokens = re.findall(r"-?[0-9][0-9,.]*", resp)
+            return tokens[-1] if tokens else None
+
+        def accuracy(outputs, targets):
+            return sum(parse(o) == t for o, t in zip(outputs, targets, strict=True)) / len(targets)
+    """
+    assert lines("RL310", textwrap.dedent(source) + REWARD) == []
+
+
+def test_rl310_numbers_without_an_answer_marker_and_gold_numbers_are_not_a_fallback():
+    source = """
+        import re
+
+        def only_numbers(resp):
+            found = re.findall(r"\\\\d+", resp)
+            return found[-1] if found else None
+
+        def gold_value(row):
+            ref = row["solution"]
+            if "####" in ref:
+                return ref.split("####")[-1]
+            found = re.findall(r"\\\\d+", ref)
+            return found[-1]
+    """
+    assert lines("RL310", textwrap.dedent(source) + REWARD) == []
+
+
+def test_rl310_a_position_search_whose_miss_returns_the_whole_text():
+    source = """
+        def after_tag(resp):
+            start = resp.find("<answer>")
+            if start == -1:
+                return resp.strip()
+            return resp[start + len("<answer>"):]
+
+        def after_tag_empty(resp):
+            start = resp.find("<answer>")
+            if start == -1:
+                return ""
+            return resp[start + len("<answer>"):]
+
+        def after_tag_checked(resp):
+            if "<answer>" not in resp:
+                return resp
+            start = resp.index("<answer>")
+            return resp[start + 8:]
+    """
+    assert lines("RL310", textwrap.dedent(source) + REWARD) == [5]

@@ -8,7 +8,7 @@ import pytest
 from rllint.analysis.imports import Imports
 from rllint.analysis.rewards import RewardFunctions
 from rllint.analysis.text import (
-    GEN_IDS, IDS, PROMPT, PROMPTS, TEXT, TEXTS, MarkerChecks, Scopes, TextRoles, extraction, per_completion_name,
+    GEN_IDS, IDS, PROMPT, PROMPTS, TEXT, TEXTS, AnswerLookups, MarkerChecks, Scopes, TextRoles, extraction, per_completion_name,
     regex_of, vocab_role, walk,
 )
 from rllint.analysis.tokenizer import TokenizerFacts
@@ -267,3 +267,147 @@ def test_a_reward_functions_text_parameter_is_the_completion():
     """)
     assert roles_in(file, "judge_reward") == {"resp": TEXT}
     assert roles_in(file, "http_status") == {"resp": None}
+
+
+# ---- where text comes from, answer lookups, tokenizer facts of issue 10 -------------------------------------------
+
+def _template_source(file, function_name: str):
+    """The render call that the first argument of the last call in `function_name` comes from."""
+    fn = function(file, function_name)
+    scope = file.fact(Scopes).of(fn)
+    call = scope.calls[-1]
+    return file.fact(TokenizerFacts).rendered(call.args[0].value, scope)
+
+
+def test_text_sources_follow_appends_helpers_concatenation_and_callers():
+    file = analyse("""
+        def make(tok, conv):
+            return tok.apply_chat_template(conv, tokenize=False, add_generation_prompt=True)
+
+        def by_append(tok, convs, engine):
+            batch = []
+            for conv in convs:
+                batch.append(make(tok, conv) + "\\n")
+            return engine.run(batch)
+
+        def by_augmented(tok, conv, engine):
+            text = "Solve: "
+            text += make(tok, conv)
+            return engine.run(text)
+
+        def by_caller(prompt, engine):
+            return engine.run(prompt)
+
+        def caller(tok, conv, engine):
+            return by_caller(f"{make(tok, conv)}", engine)
+
+        def plain(question, engine):
+            items = [question]
+            items.insert(0, "system")
+            return engine.run(items)
+    """)
+    assert [_template_source(file, name) is not None for name in ("by_append", "by_augmented", "by_caller", "plain")] \
+        == [True, True, True, False]
+
+
+def test_a_parameter_is_followed_only_when_every_caller_gives_the_value():
+    file = analyse("""
+        def helper(text, engine):
+            return engine.run(text)
+
+        def one(tok, conv, engine):
+            return helper(tok.apply_chat_template(conv, tokenize=False), engine)
+
+        def two(question, engine):
+            return helper(question, engine)
+    """)
+    assert _template_source(file, "helper") is None
+
+
+def test_completion_text_keeps_its_role_through_pieces_and_extraction_helpers():
+    file = analyse("""
+        import re
+
+        def body_of(reply):
+            reply = reply.strip()
+            found = re.search(r"<answer>(.*)</answer>", reply)
+            if found is None:
+                return None
+            return found.group(1)
+
+        def mixed(reply, other):
+            return reply if len(reply) > 3 else other
+
+        def reward(completions, **kwargs):
+            for c in completions:
+                pass
+            return c.rsplit("</think>", 1)[-1], body_of(c), mixed(c, "x"), body_of("literal"), c.split("\\n")
+    """)
+    assert roles_in(file, "reward") == {
+        'c.rsplit("</think>", 1)[-1]': TEXT, "body_of(c)": TEXT, 'mixed(c, "x")': None,
+        'body_of("literal")': None, 'c.split("\\n")': None,
+    }
+
+
+def test_marker_checks_tell_membership_from_position_lookups():
+    file = analyse("""
+        def f(text):
+            at = text.find("####")
+            if "<answer>" in text:
+                return text[at:]
+            return text
+    """)
+    scope = file.fact(Scopes).of(function(file, "f"))
+    checks = file.fact(MarkerChecks)
+    assert checks.checked(scope) == {"####", "<answer>"}
+    assert checks.checked(scope, positions=False) == {"<answer>"}
+    assert checks.checks(scope, "####") and not checks.checks(scope, "####", positions=False)
+
+
+def test_answer_lookups_by_regex_position_split_membership_and_last_number():
+    file = analyse("""
+        import re
+        NUM = re.compile(r"[-0-9.,]+")
+
+        def f(out, gold, note):
+            m = re.search(r"The answer is: (.*)", out)
+            at = gold.rfind("\\\\boxed")
+            head = note.split("####")[0]
+            if "<answer>" in head:
+                pass
+            nums = NUM.findall(out)
+            words = re.findall(r"[a-z]+", out)
+            return nums[-1], float(re.findall(r"\\d+", gold)[-1].strip()), words[-1], nums[0]
+    """)
+    scope = file.fact(Scopes).of(function(file, "f"))
+    lookups = file.fact(AnswerLookups)
+    assert lookups.searched(scope) == {"out": ["The answer is: (.*)"]}
+    assert lookups.located(scope) == {"gold": ["\\boxed"]}
+    assert lookups.attempted(scope) == {"out", "gold", "note", "head"}
+    returned = scope.returns[0].value.elements
+    assert [lookups.last_number(e.value, scope) for e in returned] == ["out", "gold", None, None]
+
+
+def test_tokenizer_facts_of_truncation_engines_and_named_token_lists():
+    file = analyse("""
+        import vllm
+        from vllm import LLM as Engine
+
+        tok = AutoTokenizer.from_pretrained("m", truncation_side="left")
+        tok.truncation_side = SIDE
+        ids = tok(text, truncation=True, truncation_side="right")
+        engine = Engine(model="m")
+        self.llm = vllm.LLM("m")
+        other = make_engine()
+        TAGS = ["<answer>", "</answer>"]
+        MORE = TAGS + ["<tool>"]
+        SPECIAL = {"additional_special_tokens": MORE}
+        tok.add_special_tokens(SPECIAL)
+        TWICE = ["<a>"]
+        TWICE = ["<b>"]
+        tok.add_tokens(TWICE, special_tokens=True)
+    """)
+    facts = file.fact(TokenizerFacts)
+    assert facts.truncation_sides == {"left", None}
+    assert facts.vllm_engines == {"engine", "self.llm"}
+    assert facts.custom_tokens == ["<answer>", "</answer>", "<tool>"]

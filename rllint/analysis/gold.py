@@ -12,8 +12,8 @@ from typing import List, Optional, Tuple
 
 import libcst as cst
 
-from rllint.analysis.syntax import keyword, positional, walk
-from rllint.analysis.text import Scope, Scopes, call_tail, literal_text
+from rllint.analysis.syntax import positional, walk
+from rllint.analysis.text import Scope, Scopes, argument, call_tail, literal_text
 
 # Keys under which datasets keep the reference answer.
 GOLD_KEYS = frozenset({"answer", "answers", "solution", "solutions", "ground_truth", "gold", "label", "target",
@@ -79,17 +79,9 @@ class GoldAnswers:
 
     def _parameter(self, function: cst.FunctionDef, name: str, depth: int) -> bool:
         """Every call of `function` in the file passes gold text as `name` (and there is at least one)."""
-        params = list(function.params.posonly_params) + list(function.params.params)
-        names = [p.name.value for p in params]
         found = False
         for call, scope in self._calls_of(function.name.value):
-            arg = keyword(call, name)
-            value = arg.value if arg is not None else None
-            if value is None and name in names:
-                index = names.index(name)
-                if isinstance(call.func, cst.Attribute) and names[:1] in (["self"], ["cls"]):
-                    index -= 1
-                value = positional(call, index) if index >= 0 else None
+            value = argument(call, function, name)
             if value is None or not self.is_gold(value, scope, depth + 1):
                 return False
             found = True

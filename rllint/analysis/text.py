@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from typing import Dict, List, Optional, Set, Tuple, Union
+from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple, Union
 
 import libcst as cst
 
@@ -174,6 +174,7 @@ class Scope:
         self.returns: List[cst.Return] = []
         self.ifs: List[cst.BaseExpression] = []  # tests of if statements, ternaries, comprehension filters
         self.augmented_divisions: Set[str] = set()  # names divided in place: `logits /= temperature`
+        self.augmented: Dict[str, List[cst.BaseExpression]] = defaultdict(list)  # `prompt += suffix`: the suffixes
         if isinstance(node, cst.FunctionDef):
             p = node.params
             for param in list(p.posonly_params) + list(p.params) + list(p.kwonly_params):
@@ -207,9 +208,11 @@ class Scope:
             self.ifs.append(node.test)
         elif isinstance(node, cst.CompIf):
             self.ifs.append(node.test)
-        elif isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.DivideAssign) \
-                and isinstance(node.target, cst.Name):
-            self.augmented_divisions.add(node.target.value)
+        elif isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name):
+            if isinstance(node.operator, cst.DivideAssign):
+                self.augmented_divisions.add(node.target.value)
+            elif isinstance(node.operator, cst.AddAssign):
+                self.augmented[node.target.value].append(node.value)
         elif isinstance(node, cst.NamedExpr) and isinstance(node.target, cst.Name):
             self.assigned[node.target.value].append(node.value)
 
@@ -248,6 +251,7 @@ class Scopes:
         self.file = file
         self._scopes: Dict[int, Scope] = {}
         self._module_strings: Optional[Dict[str, str]] = None
+        self._comparisons: Optional[List[cst.Comparison]] = None
 
     def of(self, node: FunctionOrModule) -> Scope:
         key = id(node)
@@ -258,6 +262,12 @@ class Scopes:
     @property
     def module(self) -> Scope:
         return self.of(self.file.module)
+
+    def comparisons(self) -> List[cst.Comparison]:
+        """Every comparison of the file, in functions and classes too."""
+        if self._comparisons is None:
+            self._comparisons = [n for n in walk(self.file.module, into_functions=True) if isinstance(n, cst.Comparison)]
+        return self._comparisons
 
     def module_strings(self) -> Dict[str, str]:
         if self._module_strings is None:
@@ -300,6 +310,7 @@ class TextRoles:
         self.file = file
         self.scopes: Scopes = file.fact(Scopes)
         self._names: Dict[Tuple[str, int], Optional[str]] = {}  # (name, scope) -> role, each worked out once
+        self._helpers: Dict[int, Optional[str]] = {}  # function -> the parameter whose text it returns
 
     def role(self, expr: cst.BaseExpression, scope: Scope, depth: int = 0) -> Optional[str]:
         if depth > 12:
@@ -384,6 +395,11 @@ class TextRoles:
 
     def _call_role(self, call: cst.Call, scope: Scope, depth: int) -> Optional[str]:
         tail = call_tail(call)
+        for helper in self.file.fact(TextSources).helpers(call):  # `body = strip_reasoning(completion)`
+            param = self._passes_text(helper)
+            arg = argument(call, helper, param) if param is not None else None
+            if arg is not None and self.role(arg, scope, depth + 1) == TEXT:
+                return TEXT
         if tail == "decode":
             return TEXT
         if tail == "batch_decode":
@@ -399,7 +415,22 @@ class TextRoles:
             return role if role in (GEN_IDS, IDS) else None
         return None
 
+    def _passes_text(self, helper: cst.FunctionDef) -> Optional[str]:
+        """The parameter whose text every return of `helper` gives back, or a piece of it (a split, a slice,
+        a regex group, a stripped copy); returns of None or a literal do not count."""
+        key = id(helper)
+        if key not in self._helpers:
+            self._helpers[key] = None
+            inner = self.scopes.of(helper)
+            found = {_carried_parameter(r.value, inner, 0) for r in inner.returns
+                     if r.value is not None and not _constant_return(r.value)}
+            self._helpers[key] = found.pop() if len(found) == 1 else None
+        return self._helpers[key]
+
     def _subscript_role(self, sub: cst.Subscript, scope: Scope, depth: int) -> Optional[str]:
+        if isinstance(sub.value, cst.Call) and call_tail(sub.value) in _PIECES and isinstance(sub.value.func, cst.Attribute):
+            # `completion.split("</think>")[-1]`: a piece of the completion
+            return TEXT if self.role(sub.value.func.value, scope, depth + 1) == TEXT else None
         base = self.role(sub.value, scope, depth + 1)
         keys = [e.slice for e in sub.slice]
         if len(keys) == 1 and isinstance(keys[0], cst.Index):
@@ -419,50 +450,263 @@ class TextRoles:
         return self.role(expr, scope, depth + 1) in (TEXT, TEXTS)
 
 
+_PIECES = {"split", "rsplit", "partition", "rpartition"}
+
+
+def _carried_parameter(expr: cst.BaseExpression, scope: Scope, depth: int) -> Optional[str]:
+    """The parameter of `scope` whose text `expr` is, or a piece of (see `TextRoles._passes_text`)."""
+    if depth > 8:
+        return None
+    expr = unwrap(expr)
+    if isinstance(expr, cst.Subscript):
+        return _carried_parameter(expr.value, scope, depth + 1)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        tail = call_tail(expr)
+        if tail in _PIECES or tail == "group":
+            return _carried_parameter(expr.func.value, scope, depth + 1)
+        if tail in ("search", "match", "fullmatch"):
+            text = positional(expr, 1 if isinstance(expr.func.value, cst.Name) and expr.func.value.value in (
+                "re", "regex") else 0)
+            return None if text is None else _carried_parameter(text, scope, depth + 1)
+        return None
+    if not isinstance(expr, cst.Name):
+        return None
+    name = expr.value
+    if name in scope.iterated or name in scope.unpacked:
+        return None
+    # `text = text.strip()` keeps what `text` was: only the other bindings say where it comes from
+    values = [v for v in scope.assigned.get(name, ()) if not any(
+        isinstance(n, cst.Name) and n.value == name for n in walk(v))]
+    found = {_carried_parameter(v, scope, depth + 1) for v in values}
+    if name in scope.params:
+        found.add(name)
+    return found.pop() if len(found) == 1 else None
+
+
+def _constant_return(expr: cst.BaseExpression) -> bool:
+    """`return None`, `return ""`, `return "[invalid]"`: the answer when none is found."""
+    return (isinstance(expr, cst.Name) and expr.value == "None") or literal_text(expr) is not None
+
+
+# ---------------------------------------------------------------- where text comes from
+
+Accept = Callable[[cst.Call, Scope], bool]
+# Calls whose result is text built from their receiver (string methods) or from their arguments.
+_FROM_RECEIVER = _STR_METHODS | {"format"}
+_FROM_ARGUMENTS = {"join", "format", "list", "tuple", "sorted", "reversed", "str"}
+_ADDS = {"append": None, "extend": None, "insert": 1}  # container methods and which argument they store
+
+
+class TextSources:
+    """Where a value comes from: `find(expr, scope, accept)` is the first call `accept` takes among
+    the sources of `expr`.
+
+    Text keeps what it is through names (assignments, `+=`, loop and comprehension variables,
+    elements of `zip`/`enumerate`), containers (list and dict literals, `xs.append(x)`,
+    comprehensions), concatenation, f-strings, `format`/`join`, string methods, subscripts, the
+    return statements of the file's own functions, and the parameters of a function that every
+    call in the file gives such a value.
+    """
+
+    _DEPTH = 24
+
+    def __init__(self, file) -> None:
+        self.file = file
+        self.scopes: Scopes = file.fact(Scopes)
+        self._functions: Optional[Dict[str, List[cst.FunctionDef]]] = None
+        self._calls: Optional[List[Tuple[cst.Call, Scope]]] = None
+
+    def find(self, expr: cst.BaseExpression, scope: Scope, accept: Accept) -> Optional[cst.Call]:
+        seen: Set[Tuple[int, int]] = set()
+        work = [(expr, scope, 0)]
+        while work:
+            current, where, depth = work.pop()
+            key = (id(current), id(where))
+            if key in seen or depth > self._DEPTH:
+                continue
+            seen.add(key)
+            if isinstance(current, cst.Call) and accept(current, where):
+                return current
+            work.extend((e, s, depth + 1) for e, s in reversed(list(self._sources(current, where))))
+        return None
+
+    def _sources(self, expr: cst.BaseExpression, scope: Scope) -> Iterator[Tuple[cst.BaseExpression, Scope]]:
+        if isinstance(expr, cst.Name):
+            yield from self._name_sources(expr.value, scope)
+        elif isinstance(expr, cst.Call):
+            tail = call_tail(expr)
+            if tail in _FROM_RECEIVER and isinstance(expr.func, cst.Attribute):
+                yield expr.func.value, scope
+            if tail in _FROM_ARGUMENTS:
+                yield from ((a.value, scope) for a in expr.args)
+            for helper in self.helpers(expr):
+                inner = self.scopes.of(helper)
+                yield from ((r.value, inner) for r in inner.returns if r.value is not None)
+        elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Modulo)):
+            yield expr.left, scope
+            yield expr.right, scope
+        elif isinstance(expr, cst.FormattedString):
+            yield from ((p.expression, scope) for p in expr.parts if isinstance(p, cst.FormattedStringExpression))
+        elif isinstance(expr, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+            yield expr.elt, scope
+        elif isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+            yield from ((e.value, scope) for e in expr.elements)
+        elif isinstance(expr, cst.Dict):
+            yield from ((e.value, scope) for e in expr.elements if isinstance(e, (cst.DictElement, cst.StarredDictElement)))
+        elif isinstance(expr, cst.IfExp):
+            yield expr.body, scope
+            yield expr.orelse, scope
+        elif isinstance(expr, (cst.Subscript, cst.Await)):
+            yield (expr.value if isinstance(expr, cst.Subscript) else expr.expression), scope
+
+    def _name_sources(self, name: str, scope: Scope) -> Iterator[Tuple[cst.BaseExpression, Scope]]:
+        bound = False
+        for value in list(scope.assigned.get(name, ())) + list(scope.augmented.get(name, ())):
+            bound = True
+            yield value, scope
+        for iterable, path in scope.iterated.get(name, ()):
+            bound = True
+            element = _element_source(iterable, path)
+            if element is not None:
+                yield element, scope
+        for call in scope.calls:
+            func = call.func
+            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == name \
+                    and func.attr.value in _ADDS:
+                at = _ADDS[func.attr.value]
+                args = [a.value for a in call.args if a.keyword is None]
+                yield from ((a, scope) for a in (args if at is None else args[at:at + 1]))
+        if bound or name in scope.unpacked:
+            return
+        if name in scope.params and isinstance(scope.node, cst.FunctionDef):
+            yield from self._argument_sources(scope.node, name)
+        elif scope.node is not self.file.module:
+            yield from ((v, self.scopes.module) for v in self.scopes.module.assigned.get(name, ()))
+
+    def _argument_sources(self, function: cst.FunctionDef, name: str) -> Iterator[Tuple[cst.BaseExpression, Scope]]:
+        """What the callers give `name`: only when every call of `function` in the file gives something."""
+        given = []
+        for call, scope in self.calls_of(function):
+            value = argument(call, function, name)
+            if value is None:
+                return
+            given.append((value, scope))
+        if len(given) == 1:
+            yield given[0]
+
+    # ---- the file's functions and their calls ----
+
+    def helpers(self, call: cst.Call) -> List[cst.FunctionDef]:
+        """The file's function (or method, called on `self`/`cls`) that `call` runs, when its name is unique."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            name = func.value
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+            name = func.attr.value
+        else:
+            return []
+        found = self._by_name().get(name, [])
+        return found if len(found) == 1 else []
+
+    def calls_of(self, function: cst.FunctionDef) -> List[Tuple[cst.Call, Scope]]:
+        """Every call in the file that runs `function`, with the scope it is in."""
+        if self._calls is None:
+            self._calls = [(call, self.scopes.module) for call in self.scopes.module.calls]
+            for node in self._all_functions():
+                scope = self.scopes.of(node)
+                self._calls.extend((call, scope) for call in scope.calls)
+        return [(call, scope) for call, scope in self._calls
+                if call_tail(call) == function.name.value and self.helpers(call) == [function]]
+
+    def _by_name(self) -> Dict[str, List[cst.FunctionDef]]:
+        if self._functions is None:
+            self._functions = defaultdict(list)
+            for node in self._all_functions():
+                self._functions[node.name.value].append(node)
+        return self._functions
+
+    def _all_functions(self) -> Iterator[cst.FunctionDef]:
+        return (n for n in walk(self.file.module, into_functions=True) if isinstance(n, cst.FunctionDef))
+
+
+def argument(call: cst.Call, function: cst.FunctionDef, name: str) -> Optional[cst.BaseExpression]:
+    """The expression `call` gives `function`'s parameter `name` (by keyword or position), if any."""
+    arg = keyword(call, name)
+    if arg is not None:
+        return arg.value
+    names = [p.name.value for p in list(function.params.posonly_params) + list(function.params.params)]
+    if name not in names:
+        return None
+    index = names.index(name)
+    if isinstance(call.func, cst.Attribute) and names[:1] in (["self"], ["cls"]):
+        index -= 1
+    return positional(call, index) if index >= 0 else None
+
+
+def _element_source(iterable: cst.BaseExpression, path: Tuple[int, ...]) -> Optional[cst.BaseExpression]:
+    """The iterable whose elements a loop variable (at `path` of the unpacked target) holds."""
+    while path and isinstance(iterable, cst.Call) and call_tail(iterable) in ("zip", "enumerate"):
+        if call_tail(iterable) == "zip":
+            iterable, path = positional(iterable, path[0]), path[1:]
+        elif path[0] == 1:
+            iterable, path = positional(iterable, 0), path[1:]
+        else:
+            return None
+        if iterable is None:
+            return None
+    return None if path else iterable
+
+
 # ---------------------------------------------------------------- markers checked by a function
 
 class MarkerChecks:
     """Which marker strings a function tests for presence: `"<think>" in text`, `text.count(m)`,
-    `startswith`/`endswith`/`find` of the marker, or the separator of a `partition` on it."""
+    `startswith`/`endswith` of the marker, or the separator of a `partition` on it; and which it looks
+    up by position (`find`/`index`), which only tells where the marker is when it is there."""
 
     def __init__(self, file) -> None:
         self.scopes: Scopes = file.fact(Scopes)
-        self._cache: Dict[int, Set[str]] = {}
+        self._cache: Dict[int, Tuple[Set[str], Set[str]]] = {}
 
-    def checked(self, scope: Scope) -> Set[str]:
+    def checked(self, scope: Scope, positions: bool = True) -> Set[str]:
         key = id(scope.node)
         if key not in self._cache:
             self._cache[key] = self._checked(scope)
-        return self._cache[key]
+        tested, located = self._cache[key]
+        return tested | located if positions else tested
 
-    def _checked(self, scope: Scope) -> Set[str]:
-        found: Set[str] = set()
+    def _checked(self, scope: Scope) -> Tuple[Set[str], Set[str]]:
+        tested: Set[str] = set()
+        located: Set[str] = set()
         for comparison in scope.comparisons:
             for target in comparison.comparisons:
                 if isinstance(target.operator, (cst.In, cst.NotIn)):
                     text = self.scopes.string(comparison.left, scope)
                     if text is not None:
-                        found.add(text)
+                        tested.add(text)
         for call in scope.calls:
-            if call_tail(call) in ("count", "startswith", "endswith", "find", "rfind", "index", "rindex") \
+            tail = call_tail(call)
+            if tail in ("count", "startswith", "endswith", "find", "rfind", "index", "rindex") \
                     and isinstance(call.func, cst.Attribute):
                 text = self.scopes.string(positional(call, 0), scope)
                 if text is not None:
-                    found.add(text)
-        tested = {n.value for test in scope.ifs for n in walk(test) if isinstance(n, cst.Name)}
-        for name in tested:
+                    (tested if tail in ("count", "startswith", "endswith") else located).add(text)
+        names = {n.value for test in scope.ifs for n in walk(test) if isinstance(n, cst.Name)}
+        for name in names:
             for value, path in scope.unpacked.get(name, ()):
                 if path == (1,) and isinstance(value, cst.Call) and call_tail(value) in ("partition", "rpartition"):
                     text = self.scopes.string(positional(value, 0), scope)
                     if text is not None:
-                        found.add(text)
-        return found
+                        tested.add(text)
+        return tested, located
 
     def checks_reasoning_open(self, scope: Scope) -> bool:
         return any(is_reasoning_open(text) for text in self.checked(scope))
 
-    def checks(self, scope: Scope, marker: str) -> bool:
-        return any(marker.strip() in text or text.strip() in marker for text in self.checked(scope)
+    def checks(self, scope: Scope, marker: str, positions: bool = True) -> bool:
+        """Whether the function tests for `marker` (or a string that contains it, or that it contains);
+        `positions=False` leaves out `find`/`index` lookups."""
+        return any(marker.strip() in text or text.strip() in marker for text in self.checked(scope, positions)
                    if len(text.strip()) >= 3)
 
 
@@ -535,6 +779,100 @@ def _dotall(pattern: str, flags: Optional[cst.BaseExpression]) -> Optional[bool]
     if isinstance(flags, cst.Integer) or (spelled and spelled <= known):
         return False
     return None
+
+
+# ---------------------------------------------------------------- where a function looks for the answer
+
+_NUMBER = re.compile(r"\\d|\[-?0-9")  # a pattern that matches digits: `\d+`, `[0-9.]+`
+_POSITIONS = ("find", "rfind", "index", "rindex")
+
+
+class AnswerLookups:
+    r"""How each function looks for the answer in a text, by the name of the text:
+
+    - `searched(scope)`: given to a regex for an answer marker (`re.search(r"<answer>(.*)", text)`);
+    - `located(scope)`: an answer marker looked up by position (`text.rfind("####")`);
+    - `attempted(scope)`: any of those, a `split`/`partition` on an answer marker, or `marker in text`;
+    - `last_number(expr, scope)`: the text whose last number `expr` holds
+      (`re.findall(r"-?\d+", text)[-1]`, through a name bound to the matches).
+    """
+
+    def __init__(self, file) -> None:
+        self.scopes: Scopes = file.fact(Scopes)
+        self.imports: Imports = file.fact(Imports)
+        self._cache: Dict[int, Tuple[Dict[str, List[str]], Dict[str, List[str]], Set[str]]] = {}
+
+    def searched(self, scope: Scope) -> Dict[str, List[str]]:
+        return self._lookups(scope)[0]
+
+    def located(self, scope: Scope) -> Dict[str, List[str]]:
+        return self._lookups(scope)[1]
+
+    def attempted(self, scope: Scope) -> Set[str]:
+        return self._lookups(scope)[2]
+
+    def last_number(self, expr: cst.BaseExpression, scope: Scope) -> Optional[str]:
+        expr = unwrap(expr)
+        if not (isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index)
+                and number(expr.slice[0].slice.value) == -1.0):
+            return None
+        matches = expr.value
+        if isinstance(matches, cst.Name):
+            bound = scope.assigned.get(matches.value, ())
+            matches = bound[0] if len(bound) == 1 else None
+        if not isinstance(matches, cst.Call) or call_tail(matches) != "findall":
+            return None
+        regex = regex_of(matches, self.imports, self.scopes, scope)
+        text = self._text_of(matches)
+        if regex is None or not _NUMBER.search(regex.pattern) or is_answer_marker(regex.pattern):
+            return None
+        return text.value if isinstance(text, cst.Name) else None
+
+    def _text_of(self, call: cst.Call) -> Optional[cst.BaseExpression]:
+        compiled = not (self.imports.qualified(call.func) or "").startswith(("re.", "regex."))
+        return positional(call, 0 if compiled else 1)
+
+    def _lookups(self, scope: Scope) -> Tuple[Dict[str, List[str]], Dict[str, List[str]], Set[str]]:
+        key = id(scope.node)
+        if key in self._cache:
+            return self._cache[key]
+        searched: Dict[str, List[str]] = {}
+        located: Dict[str, List[str]] = {}
+        attempted: Set[str] = set()
+        for call in scope.calls:
+            tail = call_tail(call)
+            if tail in ("search", "match", "fullmatch", "findall", "finditer"):
+                found = regex_of(call, self.imports, self.scopes, scope)
+                text = self._text_of(call)
+                if found is not None and is_answer_marker(found.pattern) and isinstance(text, cst.Name):
+                    searched.setdefault(text.value, []).append(found.pattern)
+            elif tail in _POSITIONS + ("split", "rsplit", "partition", "rpartition") and \
+                    isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name):
+                marker = self.scopes.string(positional(call, 0), scope)
+                if marker is not None and is_answer_marker(marker):
+                    attempted.add(call.func.value.value)
+                    if tail in _POSITIONS:
+                        located.setdefault(call.func.value.value, []).append(marker)
+        for comparison in scope.comparisons:
+            marker = self.scopes.string(comparison.left, scope)
+            if marker is not None and is_answer_marker(marker):
+                attempted.update(c.comparator.value for c in comparison.comparisons
+                                 if isinstance(c.operator, (cst.In, cst.NotIn)) and isinstance(c.comparator, cst.Name))
+        attempted.update(searched)
+        self._cache[key] = searched, located, attempted
+        return self._cache[key]
+
+
+def unwrap(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`float(x.strip())` -> `x`: conversions and string methods keep what a value holds."""
+    while isinstance(expr, cst.Call):
+        if call_tail(expr) in _STR_METHODS and isinstance(expr.func, cst.Attribute):
+            expr = expr.func.value
+        elif call_tail(expr) in ("float", "int", "str") and isinstance(expr.func, cst.Name) and len(expr.args) == 1:
+            expr = expr.args[0].value
+        else:
+            break
+    return expr
 
 
 # ---------------------------------------------------------------- marker extraction

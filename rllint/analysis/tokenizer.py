@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from rllint.analysis.imports import Imports
+from rllint.analysis.loss import LossSlice
 from rllint.analysis.nodes import AstNodes
-from rllint.analysis.syntax import keyword
-from rllint.analysis.text import Scope, Scopes, call_tail, number
+from rllint.analysis.roles import POLICY, ModelRoles, header
+from rllint.analysis.syntax import dotted, keyword, positional, walk
+from rllint.analysis.text import GEN_IDS, Scope, Scopes, TextRoles, TextSources, call_tail, number
 
 # Chat-template control and padding tokens: registering them is tokenizer set-up, and
 # stripping them from decoded text is what skip_special_tokens is for.
@@ -41,11 +44,47 @@ def _adds_bos(name: str) -> Optional[bool]:
     return False if _NO_BOS.search(name) else None
 
 
-def _strings(node: ast.expr) -> Optional[List[str]]:
+def _strings(node: ast.expr, bound: Dict[str, List[ast.expr]], depth: int = 0) -> Optional[List[str]]:
+    """The strings of a list literal, of a name bound once to one, or of a concatenation of those."""
+    node = _resolve(node, bound)
+    if depth > 8 or node is None:
+        return None
     if isinstance(node, (ast.List, ast.Tuple)) and all(
             isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
         return [e.value for e in node.elts]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _strings(node.left, bound, depth + 1), _strings(node.right, bound, depth + 1)
+        return None if left is None or right is None else left + right
     return None
+
+
+def _resolve(node: ast.expr, bound: Dict[str, List[ast.expr]]) -> Optional[ast.expr]:
+    """A name bound once in the file stands for its value; other names stand for nothing known."""
+    if isinstance(node, ast.Name):
+        values = bound.get(node.id, [])
+        return values[0] if len(values) == 1 else None
+    return node
+
+
+_VLLM_ENGINES = {"vllm.LLM", "vllm.entrypoints.llm.LLM"}
+
+
+def _dotted(node: ast.expr) -> Optional[str]:
+    """`self.llm` for an attribute chain of names; None for anything else."""
+    if isinstance(node, ast.Attribute):
+        head = _dotted(node.value)
+        return None if head is None else f"{head}.{node.attr}"
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _qualified(node: ast.expr, aliases: Dict[str, str]) -> Optional[str]:
+    """The dotted name `node` stands for, its first part resolved through the file's imports."""
+    name = _dotted(node)
+    if name is None:
+        return None
+    head, _, rest = name.partition(".")
+    head = aliases.get(head, head)
+    return f"{head}.{rest}" if rest else head
 
 
 def _mentions_attr(node: ast.expr, attrs: Tuple[str, ...]) -> bool:
@@ -56,9 +95,18 @@ class TokenizerFacts:
     """File-level facts from the `ast` tree; rendered-template values per scope on request."""
 
     def __init__(self, file) -> None:
+        self.file = file
         self.scopes: Scopes = file.fact(Scopes)
+        self.sources: TextSources = file.fact(TextSources)
         self.pad_is_eos = False
         self.custom_tokens: List[str] = []
+        # `tokenizer.truncation_side = "left"`, `from_pretrained(..., truncation_side="left")`: the sides the file
+        # sets (None for a side it computes)
+        self.truncation_sides: Set[Optional[str]] = set()
+        # `llm = LLM(...)`, `self.engine = vllm.LLM(...)`: names of vLLM engines, whose `generate` tokenizes text
+        # prompts itself, with the tokenizer's special tokens
+        self.vllm_engines: Set[str] = set()
+        aliases = file.fact(Imports).aliases
         nodes = file.fact(AstNodes)
         # The file's tokenizer adds a BOS: every model it names (hub ids, paths) is of a family whose tokenizer
         # does; None when it names none or families of both kinds.
@@ -70,24 +118,48 @@ class TokenizerFacts:
         # not say, and then no finding rests on it.
         fallbacks = {id(n) for test in nodes.of(ast.If) if _mentions_attr(test.test, ("pad_token", "pad_token_id"))
                      for statement in test.body for n in ast.walk(statement)}
+        bound: Dict[str, List[ast.expr]] = {}  # `tags = ["<answer>", "</answer>"]`: names and their values
+        for node in nodes.of(ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    bound.setdefault(target.id, []).append(node.value)
         for node in nodes.of(ast.Assign, ast.Call):
+            self._truncation_side(node)
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
+                    _qualified(node.value.func, aliases) in _VLLM_ENGINES:
+                self.vllm_engines.update(filter(None, (_dotted(t) for t in node.targets)))
             if isinstance(node, ast.Assign) and any(
                     isinstance(t, ast.Attribute) and t.attr in ("pad_token", "pad_token_id") for t in node.targets):
                 if _mentions_attr(node.value, ("eos_token", "eos_token_id")) and id(node) not in fallbacks and not (
                         isinstance(node.value, ast.BoolOp) and _mentions_attr(node.value, ("pad_token", "pad_token_id"))):
                     self.pad_is_eos = True
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                if node.func.attr == "add_special_tokens" and node.args and isinstance(node.args[0], ast.Dict):
-                    for key, value in zip(node.args[0].keys, node.args[0].values):
+                tokens = _resolve(node.args[0], bound) if node.args else None
+                if node.func.attr == "add_special_tokens" and isinstance(tokens, ast.Dict):
+                    for key, value in zip(tokens.keys, tokens.values):
                         if isinstance(key, ast.Constant) and key.value == "additional_special_tokens":
-                            self._register(_strings(value))
+                            self._register(_strings(value, bound))
                         elif isinstance(key, ast.Constant) and key.value == "pad_token" and _mentions_attr(
                                 value, ("eos_token",)):
                             self.pad_is_eos = True
                 elif node.func.attr == "add_tokens" and node.args and any(
                         k.arg == "special_tokens" and isinstance(k.value, ast.Constant) and k.value.value is True
                         for k in node.keywords):
-                    self._register(_strings(node.args[0]))
+                    self._register(_strings(node.args[0], bound))
+
+    def _truncation_side(self, node: ast.AST) -> None:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "truncation_side"
+                                                for t in node.targets):
+            value: Optional[ast.expr] = node.value
+        elif isinstance(node, ast.Call) and not any(k.arg == "truncation" for k in node.keywords):
+            # a tokenizer built or configured (`from_pretrained(..., truncation_side=...)`), not one call's choice
+            value = next((k.value for k in node.keywords if k.arg == "truncation_side"), None)
+            if value is None:
+                return
+        else:
+            return
+        side = value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None
+        self.truncation_sides.add(side)
 
     def _register(self, tokens: Optional[List[str]]) -> None:
         """Only tokens the source spells out count; chat control and padding tokens do not."""
@@ -97,36 +169,29 @@ class TokenizerFacts:
 
     # ---- rendered chat templates -------------------------------------------------
 
-    def rendered(self, expr: cst.BaseExpression, scope: Scope, depth: int = 0) -> Optional[cst.Call]:
+    def rendered(self, expr: cst.BaseExpression, scope: Scope) -> Optional[cst.Call]:
         """The `apply_chat_template(..., tokenize=False)` call whose text `expr` holds, if any."""
-        if depth > 8:
+        return self.sources.find(expr, scope, _renders_text)
+
+    def engine_prompts(self, call: cst.Call) -> Optional[cst.BaseExpression]:
+        """The prompts of `engine.generate(prompts, ...)` when `engine` is one of the file's vLLM engines."""
+        if call_tail(call) != "generate" or not isinstance(call.func, cst.Attribute) or \
+                dotted(call.func.value) not in self.vllm_engines:
             return None
-        if isinstance(expr, cst.Call):
-            if call_tail(expr) == "apply_chat_template":
-                tokenize = keyword(expr, "tokenize")
-                if tokenize is not None and number(tokenize.value) == 0.0:
-                    return expr
-                return None
-            if call_tail(expr) in ("strip", "rstrip", "lstrip", "replace") and isinstance(expr.func, cst.Attribute):
-                return self.rendered(expr.func.value, scope, depth + 1)
-            return None
-        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
-            return self.rendered(expr.left, scope, depth + 1)
-        if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
-            return self.rendered(expr.elt, scope, depth + 1)
-        if isinstance(expr, cst.Subscript):
-            return self.rendered(expr.value, scope, depth + 1)
-        if isinstance(expr, cst.Name):
-            for value in scope.assigned.get(expr.value, ()):
-                found = self.rendered(value, scope, depth + 1)
-                if found is not None:
-                    return found
-            for iterable, path in scope.iterated.get(expr.value, ()):
-                if not path:
-                    found = self.rendered(iterable, scope, depth + 1)
-                    if found is not None:
-                        return found
-        return None
+        prompts = keyword(call, "prompts")
+        return prompts.value if prompts is not None else positional(call, 0)
+
+    def decoded(self, expr: cst.BaseExpression, scope: Scope) -> Optional[cst.Call]:
+        """The `decode`/`batch_decode(generated ids, skip_special_tokens=True)` whose text `expr` holds, if any."""
+        roles: TextRoles = self.file.fact(TextRoles)
+
+        def skips_special_tokens(call: cst.Call, where: Scope) -> bool:
+            if call_tail(call) not in ("decode", "batch_decode") or not isinstance(call.func, cst.Attribute):
+                return False
+            skip, ids = keyword(call, "skip_special_tokens"), positional(call, 0)
+            return skip is not None and number(skip.value) == 1.0 and ids is not None \
+                and roles.role(ids, where) == GEN_IDS
+        return self.sources.find(expr, scope, skips_special_tokens)
 
     def rendered_names(self, scope: Scope) -> Dict[str, cst.Call]:
         found = {}
@@ -135,3 +200,112 @@ class TokenizerFacts:
             if call is not None:
                 found[name] = call
         return found
+
+
+def _renders_text(call: cst.Call, scope: Scope) -> bool:
+    """`apply_chat_template(..., tokenize=False)`: the chat rendered to text."""
+    if call_tail(call) != "apply_chat_template":
+        return False
+    tokenize = keyword(call, "tokenize")
+    return tokenize is not None and number(tokenize.value) == 0.0
+
+
+class IdsUse:
+    """Where the result of a tokenizer call goes, followed forward through assignments, loop variables,
+    container appends and, when a function returns it, its callers (`enc = tokenizer(texts)` ->
+    `ids = enc.input_ids` -> `policy(ids)`):
+
+    - `policy_forward(call, function)`: the forward of the policy, with gradient and in the backward slice of
+      a policy-gradient loss, that it becomes the input of (None when it only feeds a reward model, a
+      reference model, or nothing that trains);
+    - `generation(call, function)`: the sampling call (`generate`, `generate_sequences`) it is given to.
+    """
+
+    _DEPTH = 4
+
+    def __init__(self, file) -> None:
+        self.file = file
+        self.sources: TextSources = file.fact(TextSources)
+        self.roles: ModelRoles = file.fact(ModelRoles)
+
+    @staticmethod
+    def _models(stmt: cst.CSTNode, calls: List[cst.Call], known: List[cst.Call]) -> List[cst.Call]:
+        """Calls of a model in the statement: a forward in `known`, or a call whose `.logits` / hidden states
+        are read."""
+        outputs = [n.value for part in header(stmt) for n in walk(part)
+                   if isinstance(n, cst.Attribute) and n.attr.value in _MODEL_OUTPUTS and isinstance(n.value, cst.Call)]
+        return [c for c in calls if any(c is k for k in known + outputs)]
+
+    def policy_forward(self, call: cst.Call, function: Optional[cst.FunctionDef]) -> Optional[cst.Call]:
+        loss: LossSlice = self.file.fact(LossSlice)
+        forwards = [f.node for f in loss.grad.forwards if f.role == POLICY and not f.no_grad]
+
+        def trained(stmt, calls) -> List[cst.Call]:
+            step = loss.slice.get(stmt)
+            if step is None or not loss.policy_gradient(step.sink):
+                return []
+            return [c for c in calls if any(c is f for f in forwards)]
+        return self._follow(call, function, trained, [f.node for f in loss.grad.forwards])
+
+    def generation(self, call: cst.Call, function: Optional[cst.FunctionDef]) -> Optional[cst.Call]:
+        return self._follow(call, function, lambda stmt, calls: [c for c in calls if call_tail(c) in _SAMPLERS], [])
+
+    def _follow(self, call: cst.Call, function: Optional[cst.FunctionDef], targets,
+                models: List[cst.Call]) -> Optional[cst.Call]:
+        """The first of `targets(statement, calls)` that is given the result of `call`, or a value made from it.
+        What a model (one of `models`, or one whose outputs are read) computes from it is not followed."""
+        work = [(function, call, 0)]
+        seen: Set[int] = set()
+        while work:
+            scope, source, depth = work.pop()
+            if id(source) in seen or depth > self._DEPTH:
+                continue
+            seen.add(id(source))
+            tainted: Set[str] = set()
+            for stmt, calls in self.roles.calls.get(scope or self.file.module, ()):
+                if not any(c is source for c in calls) and not any(
+                        _reads(part, key) for part in header(stmt) for key in tainted):
+                    continue
+                for target in targets(stmt, calls):
+                    if target is not source and _given(target, source, tainted):
+                        return target
+                if any(_given(c, source, tainted) for c in self._models(stmt, calls, models)):
+                    continue  # a model's output (a reward model's scores) is not the ids any more
+                tainted.update(_bound(stmt))
+                if isinstance(stmt, cst.Return) and isinstance(scope, cst.FunctionDef):
+                    work.extend((caller.node if caller.node is not self.file.module else None, site, depth + 1)
+                                for site, caller in self.sources.calls_of(scope))
+        return None
+
+
+def _given(call: cst.Call, source: cst.Call, tainted: Set[str]) -> bool:
+    """`call` is given the result of `source`, or a value made from it."""
+    return any(any(n is source for n in walk(a.value)) or any(_reads(a.value, k) for k in tainted) for a in call.args)
+
+
+_MODEL_OUTPUTS = {"logits", "last_hidden_state", "hidden_states", "loss"}
+# Calls that sample from a model given prompt ids.
+_SAMPLERS = {"generate", "generate_sequences", "sample"}
+
+
+def _reads(expr: cst.CSTNode, key: str) -> bool:
+    """`expr` reads the dotted name `key` (`enc` in `enc.input_ids`, `batch["ids"]`, `**enc`)."""
+    return any(dotted(n) == key for n in walk(expr) if isinstance(n, (cst.Name, cst.Attribute)))
+
+
+def _bound(stmt: cst.CSTNode) -> Iterator[str]:
+    """The dotted names a statement writes: assignment and loop targets, the receiver of `xs.append(x)`."""
+    if isinstance(stmt, cst.Assign):
+        targets = [t.target for t in stmt.targets]
+    elif isinstance(stmt, (cst.AnnAssign, cst.AugAssign, cst.For)):
+        targets = [stmt.target]
+    elif isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call) and isinstance(stmt.value.func, cst.Attribute) \
+            and stmt.value.func.attr.value in ("append", "extend", "insert", "update"):
+        targets = [stmt.value.func.value]
+    else:
+        targets = []
+    for target in targets:
+        for node in walk(target):
+            key = dotted(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
+            if key is not None:
+                yield key

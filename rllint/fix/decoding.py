@@ -10,6 +10,7 @@ from rllint.analysis.syntax import keyword, positional
 from rllint.analysis.text import RE_FUNCTIONS
 from rllint.fix import Plan, fixes
 from rllint.fix.edits import bit_or, module_alias, set_keyword
+from rllint.rules.decoding import tokenized_text
 
 
 @fixes("RL302", safe=True, safety="""
@@ -48,6 +49,6 @@ def skip_special_tokens(node: cst.CSTNode, file) -> Optional[Plan]:
     The fix sets `add_special_tokens=False`. It is safe: the text was rendered by the chat template,
     which already wrote the BOS and every other special token the model expects.""")
 def no_special_tokens(node: cst.CSTNode, file) -> Optional[Plan]:
-    if not isinstance(node, cst.Call):
-        return None
+    if not isinstance(node, cst.Call) or tokenized_text(node) is None:
+        return None  # a vLLM engine's `generate` takes no `add_special_tokens`
     return Plan("Set `add_special_tokens=False`", [(node, set_keyword(node, "add_special_tokens", cst.Name("False")))])

@@ -17,11 +17,11 @@ from rllint.analysis.hparams import (
 from rllint.analysis.imports import Imports
 from rllint.analysis.rewards import RewardFunctions
 from rllint.analysis.syntax import dotted, keyword, positional, walk
-from rllint.analysis.text import (GEN_IDS, PROMPT, PROMPTS, RE_FUNCTIONS, TEXT, MarkerChecks, Scope, Scopes,
+from rllint.analysis.text import (AnswerLookups, GEN_IDS, TextSources, PROMPT, PROMPTS, RE_FUNCTIONS, TEXT, MarkerChecks, Scope, Scopes,
                                   TextRoles, call_tail, extraction, is_answer_marker, may_extract,
                                   is_reasoning_close, literal_text, words, attr_tail, number, regex_of,
-                                  REASONING_MARKER)
-from rllint.analysis.tokenizer import TokenizerFacts
+                                  REASONING_MARKER, unwrap)
+from rllint.analysis.tokenizer import IdsUse, TokenizerFacts
 from rllint.analysis.values import Values
 from rllint.diagnostic import Severity, Tier
 from rllint.files import KINDS
@@ -516,7 +516,7 @@ class CompletionStringSlice(FunctionRule):
         value = number(expr)
         if value is not None:
             return value
-        if isinstance(expr, (cst.Name, cst.Attribute)):
+        if isinstance(expr, (cst.Name, cst.Attribute, cst.UnaryOperation)):  # `-MAX_TAIL` resolves through the name
             resolved = self.file.fact(Values).of(expr)
             return None if resolved is None else float(resolved.number)
         return None
@@ -569,6 +569,19 @@ def _parsing_names(module: cst.Module) -> Set[str]:
     stored = {t.target.value for n in walk(module, into_functions=True) if isinstance(n, cst.Assign)
               for t in n.targets if isinstance(t.target, cst.Name)}
     return {name for name in stored if parsing.get(name) and reads.get(name, 0) - parsing[name] == 1}
+
+
+def _chat_template_names(module: cst.Module) -> Set[str]:
+    """Names assigned to a tokenizer's `chat_template` or passed as `chat_template=`."""
+    found: Set[str] = set()
+    for node in walk(module, into_functions=True):
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and any(
+                isinstance(t.target, cst.Attribute) and t.target.attr.value == "chat_template" for t in node.targets):
+            found.add(node.value.value)
+        elif isinstance(node, cst.Arg) and node.keyword is not None and node.keyword.value == "chat_template" \
+                and isinstance(node.value, cst.Name):
+            found.add(node.value.value)
+    return found
 
 
 def _defines_template(node: cst.ClassDef) -> bool:
@@ -626,6 +639,7 @@ class HandWrittenChatTemplate(CSTRule):
         self._quiet_args: Set[int] = set()
         self._outputs: Set[int] = set()  # dict entries that hold an assistant reply
         self._parsing: Optional[Set[str]] = None  # names read only by parsing calls and comparisons
+        self._templates: Optional[Set[str]] = None  # names given to `tokenizer.chat_template` / `chat_template=`
         self._reported_statement: Optional[cst.CSTNode] = None  # one finding per statement
         self._statement: Optional[cst.CSTNode] = None
 
@@ -713,13 +727,19 @@ class HandWrittenChatTemplate(CSTRule):
         return len(targets) == 1 and isinstance(targets[0].target, cst.Name) and \
             targets[0].target.value in self._parsing
 
-    @staticmethod
-    def _token_target(targets) -> bool:
+    def _token_target(self, targets) -> bool:
+        """Targets that hold token names, stop strings, a chat template or a model's output. A variable is a chat
+        template by where it goes (`tokenizer.chat_template = X`, `chat_template=X`), not by its name: a
+        `*_TEMPLATE` string that is formatted into prompts is a hand-written prompt."""
+        if self._templates is None:
+            self._templates = _chat_template_names(self.file.module)
         for target in targets:
             node = target.target
             name = node.attr.value if isinstance(node, cst.Attribute) else node.value if isinstance(node, cst.Name) else ""
             lowered = name.lower()
-            if any(w in lowered for w in ("token", "template", "stop", "eos", "special", "marker", "tag")) and not any(
+            words = ("token", "stop", "eos", "special", "marker", "tag") + (
+                ("template",) if isinstance(node, cst.Attribute) else ())
+            if name in self._templates or any(w in lowered for w in words) and not any(
                     w in lowered for w in ("prompt", "user", "assistant", "system", "format", "turn", "header")):
                 return True
             if any(w in lowered for w in ("response", "completion", "output", "generation")) and "prompt" not in lowered:
@@ -833,9 +853,12 @@ class AnswerExtractionFallback(FunctionRule):
     ## What it does
     Reports, in RL code and files of reward functions, answer extraction that
     returns the whole text when its marker is missing: `text.split("####")[-1]`,
-    `rpartition("<answer>")[2]`, or a `re.search` for the answer whose fallback is
-    `return text`, in a function that never checks that the marker is there; and
-    `text.split("<answer>")[1]`, which raises IndexError instead. Reasoning end markers (`</think>`) are RL301's. The
+    `rpartition("<answer>")[2]`, a `re.search` for the answer whose fallback is
+    `return text`, or a `find`/`rfind`/`index` of the marker whose miss returns the
+    whole text, in a function that never checks that the marker is there (`in`);
+    `text.split("<answer>")[1]`, which raises IndexError instead; and a fallback to
+    the last number in the text (`re.findall(r"-?\\d+", text)[-1]`) in a function that
+    looked for the marker first and that a reward function of the file runs. Reasoning end markers (`</think>`) are RL301's. The
     dataset's gold answer (`row["answer"]`, a column of them, or a helper's
     parameter that every call in the file gives one) is not a completion and is not
     reported, nor is the text after the first `Answer:` header of a
@@ -869,13 +892,12 @@ class AnswerExtractionFallback(FunctionRule):
     code = "RL310"
     name = "answer-extraction-fallback"
     severity = Severity.WARNING
-    tier = Tier.PEDANTIC  # primer precision 0.75: deliberate plain-text fallbacks next to exact-match scorers
+    tier = Tier.PEDANTIC  # primer precision 0.67 (4 real, 2 noise): deliberate lenient fallbacks beside strict scorers
     message = "{what}: a completion without the answer marker {consequence}"
     triggers = ("####", "answer", "boxed", "solution>", "Answer")
 
     def __init__(self, file) -> None:
         super().__init__(file)
-        self._searched: Optional[tuple] = None
         self._searches: Optional[bool] = None  # does the file search text with a regex at all?
         self._active: Optional[bool] = None
 
@@ -903,49 +925,62 @@ class AnswerExtractionFallback(FunctionRule):
                     consequence="raises IndexError" if first else "is scored on its whole text")
 
     def visit_Return(self, node: cst.Return) -> None:
-        if self.function is None or not isinstance(node.value, (cst.IfExp, cst.Name, cst.Call)):
+        if self.function is None or not isinstance(node.value, (cst.IfExp, cst.Name, cst.Call, cst.Subscript)):
             return
         if self._searches is None:
-            self._searches = any(f".{name}(" in self.file.text for name in ("search", "match", "findall", "fullmatch"))
+            self._searches = any(f".{name}(" in self.file.text for name in (
+                "search", "match", "findall", "fullmatch", "find", "rfind", "index", "rindex"))
         if not self._searches or not self._is_active():
             return
         scope = self.scope
-        searched = self._searched_texts(scope)
-        if not searched:
-            return
         value = node.value
         candidates = [value.orelse, value.body] if isinstance(value, cst.IfExp) else [value]
         if not isinstance(value, cst.IfExp) and len(scope.returns) < 2:
             return
+        lookups, checks, gold = self.file.fact(AnswerLookups), self.file.fact(MarkerChecks), self.file.fact(GoldAnswers)
         for candidate in candidates:
-            while isinstance(candidate, cst.Call) and call_tail(candidate) in ("strip", "lower", "rstrip", "lstrip") \
-                    and isinstance(candidate.func, cst.Attribute):
-                candidate = candidate.func.value
-            if isinstance(candidate, cst.Name) and candidate.value in searched and not any(
-                    self.file.fact(MarkerChecks).checks(scope, pattern) for pattern in searched[candidate.value]) \
-                    and not self.file.fact(GoldAnswers).is_gold(candidate, scope):
-                self.report(node, what=f"`{self.source(node)}` falls back to the text the answer pattern searched",
-                            consequence="is scored on its whole text")
+            last = lookups.last_number(candidate, scope)
+            if last is not None and last in lookups.attempted(scope) and not gold.is_gold(cst.Name(last), scope) \
+                    and self._scores(self.function):
+                self.report(node, what=f"`{self.source(node)}` falls back to the last number in the text",
+                            consequence="is scored on whichever number it mentions last")
                 return
+            candidate = unwrap(candidate)
+            if not isinstance(candidate, cst.Name) or gold.is_gold(candidate, scope):
+                continue
+            patterns = lookups.searched(scope).get(candidate.value, [])
+            markers = lookups.located(scope).get(candidate.value, [])
+            if patterns and not any(checks.checks(scope, pattern) for pattern in patterns):
+                what = "falls back to the text the answer pattern searched"
+            elif markers and self._cuts(candidate.value, scope) and not any(
+                    checks.checks(scope, marker, positions=False) for marker in markers):
+                what = "falls back to the whole text when the marker is not found"
+            else:
+                continue
+            self.report(node, what=f"`{self.source(node)}` {what}", consequence="is scored on its whole text")
+            return
 
-    def _searched_texts(self, scope: Scope) -> Dict[str, List[str]]:
-        """Names of the text given to an answer-pattern search in this function, and the patterns."""
-        if self._searched is not None and self._searched[0] is scope:
-            return self._searched[1]
-        imports, scopes = self.file.fact(Imports), self.file.fact(Scopes)
-        names: Dict[str, List[str]] = {}
-        self._searched = (scope, names)
-        for call in scope.calls:
-            if call_tail(call) not in ("search", "match", "fullmatch", "findall", "finditer"):
+    def _scores(self, function: cst.FunctionDef) -> bool:
+        """`function` is a reward function of the file or is called by one (through the file's functions): a
+        last-number fallback in an evaluation harness rewards no policy."""
+        rewards, sources = self.file.fact(RewardFunctions), self.file.fact(TextSources)
+        work, seen = [function], set()
+        while work and len(seen) < 16:
+            current = work.pop()
+            if id(current) in seen:
                 continue
-            found = regex_of(call, imports, scopes, scope)
-            if found is None or not is_answer_marker(found.pattern):
-                continue
-            compiled = not (imports.qualified(call.func) or "").startswith(("re.", "regex."))
-            text = positional(call, 0 if compiled else 1)
-            if isinstance(text, cst.Name):
-                names.setdefault(text.value, []).append(found.pattern)
-        return names
+            seen.add(id(current))
+            if rewards.is_reward(current):
+                return True
+            work.extend(scope.node for _, scope in sources.calls_of(current) if isinstance(scope.node, cst.FunctionDef))
+        return False
+
+    @staticmethod
+    def _cuts(name: str, scope: Scope) -> bool:
+        """Another return of the function gives a slice of `name`: the text at the position found."""
+        return any(isinstance(n, cst.Subscript) and isinstance(n.value, cst.Name) and n.value.value == name
+                   and any(isinstance(e.slice, cst.Slice) for e in n.slice)
+                   for ret in scope.returns if ret.value is not None for n in walk(ret.value))
 
 
 class PadEqualsEosMask(FunctionRule):
@@ -1092,11 +1127,14 @@ class DoubleBos(FunctionRule):
     ## What it does
     Reports text rendered by `apply_chat_template(..., tokenize=False)` that is
     tokenized again with the default `add_special_tokens=True`: `tokenizer(text)`,
-    `tokenizer.encode(text)`, where the file names its model (a hub id or a path in a
-    literal) and it is of a family whose tokenizer adds a BOS (Llama, Mistral, Gemma,
-    DeepSeek). Files that name no model, models of several kinds, or models whose
-    tokenizer adds none (Qwen, GPT-2) are not reported, nor are tests. Each rendered
-    text is reported once, where it is first tokenized.
+    `tokenizer.encode(text)`, or vLLM's `LLM.generate(prompts)` given the text (the
+    engine tokenizes it with special tokens), where the file names its model (a hub id
+    or a path in a literal) and it is of a family whose tokenizer adds a BOS (Llama,
+    Mistral, Gemma, DeepSeek). The text is followed through names, lists it is
+    appended to and the file's own helpers. Files that name no model, models of
+    several kinds, or models whose tokenizer adds none (Qwen, GPT-2) are not
+    reported, nor are tests. Each rendered text is reported once, where it is first
+    tokenized.
 
     ## Why is this bad?
     The rendered template already starts with the BOS token; tokenizing it with special
@@ -1114,7 +1152,8 @@ class DoubleBos(FunctionRule):
     ```python
     ids = tokenizer(text, return_tensors="pt", add_special_tokens=False).input_ids
     ```
-    or `apply_chat_template(messages, tokenize=True, ...)`.
+    or `apply_chat_template(messages, tokenize=True, ...)`; with vLLM, `llm.chat(messages)`
+    or token-id prompts.
 
     ## Options
     None.
@@ -1123,7 +1162,7 @@ class DoubleBos(FunctionRule):
     code = "RL312"
     name = "double-bos"
     severity = Severity.WARNING
-    message = "`{expr}` tokenizes a rendered chat template with add_special_tokens=True: the prompt gets a second BOS"
+    message = "`{expr}` tokenizes a rendered chat template with add_special_tokens=True{how}: the prompt gets a second BOS"
     triggers = ("tokenize=False",)
 
     def __init__(self, file) -> None:
@@ -1131,29 +1170,193 @@ class DoubleBos(FunctionRule):
         self._rendered: Set[int] = set()  # renders already reported: one finding per cause
 
     def visit_Call(self, node: cst.Call) -> None:
-        tail = call_tail(node)
-        if tail in ("encode", "encode_plus", "batch_encode_plus"):
-            if not isinstance(node.func, cst.Attribute) or not _tokenizer_like(node.func.value):
-                return
-        elif not _tokenizer_like(node.func):
+        facts = self.file.fact(TokenizerFacts)
+        text = tokenized_text(node)
+        if text is None:
+            text = facts.engine_prompts(node)
+        if text is None:
             return
         special = keyword(node, "add_special_tokens")
         if (special is not None and number(special.value) != 1.0) or any(a.star == "**" for a in node.args):
             return
-        text_arg = keyword(node, "text")
-        text = text_arg.value if text_arg else positional(node, 0)
-        facts = self.file.fact(TokenizerFacts)
         render = None if text is None else facts.rendered(text, self.scope)
         if render is None or id(render) in self._rendered or not facts.adds_bos or self.file.fact(Purpose).is_test:
             return
         self._rendered.add(id(render))
-        self.report(node, expr=self.source(node))
+        how = " (vLLM's `generate` tokenizes text prompts so)" if call_tail(node) == "generate" else ""
+        self.report(node, expr=self.source(node), how=how)
 
 
 def _tokenizer_like(expr: cst.BaseExpression) -> bool:
     name = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value if isinstance(expr, cst.Name) else ""
     lowered = name.lower()
     return "tokenizer" in lowered or lowered in ("tok", "processing_class", "processor")
+
+
+def tokenized_text(call: cst.Call) -> Optional[cst.BaseExpression]:
+    """The text a tokenizer call turns into ids: `tokenizer(text)`, `tokenizer(text=...)`,
+    `tokenizer.encode(text)` and its batch relatives; None for any other call."""
+    if call_tail(call) in ("encode", "encode_plus", "batch_encode_plus"):
+        if not isinstance(call.func, cst.Attribute) or not _tokenizer_like(call.func.value):
+            return None
+    elif not _tokenizer_like(call.func):
+        return None
+    text = keyword(call, "text")
+    return text.value if text else positional(call, 0)
+
+
+def _chat_template_ids(call: cst.Call) -> Optional[cst.BaseExpression]:
+    """The conversation of `tokenizer.apply_chat_template(conversation)` when it returns ids (`tokenize` left
+    True). TRL's function of that name renders text."""
+    if call_tail(call) != "apply_chat_template" or not isinstance(call.func, cst.Attribute):
+        return None
+    tokenize = keyword(call, "tokenize")
+    if tokenize is not None and number(tokenize.value) != 1.0:
+        return None
+    conversation = keyword(call, "conversation")
+    return conversation.value if conversation else positional(call, 0)
+
+
+class DecodeReencodeTrainingIds(FunctionRule):
+    """
+    ## What it does
+    Reports a tokenizer call (`tokenizer(texts)`, `tokenizer.encode(text)`,
+    `apply_chat_template(messages)` returning ids) whose text comes from completions
+    decoded with `skip_special_tokens=True`, when its ids become the input of the
+    policy's forward in a policy-gradient loss (followed through names, containers,
+    concatenation with the prompt and the file's own helpers). Re-tokenizing for a
+    reward model, a judge or a reference model is not reported.
+
+    ## Why is this bad?
+    Decoding with `skip_special_tokens=True` drops the EOS token, so the re-tokenized
+    sequence has no EOS to train on: the model is never rewarded for stopping, and
+    completions grow to the length limit. Text does not round-trip through a
+    tokenizer either: the new ids can split words differently from the sampled ones,
+    so the log-probs of the loss are those of sequences the policy never sampled
+    (off-policy, and the importance ratio against the sampler's log-probs is wrong).
+
+    ## Example
+    ```python
+    out = policy.generate(**enc, do_sample=True)
+    texts = tokenizer.batch_decode(out[:, prompt_len:], skip_special_tokens=True)
+    batch = tokenizer([p + t for p, t in zip(prompts, texts)], return_tensors="pt", padding=True)
+    logps = policy(**batch).logits.log_softmax(-1)
+    loss = -(token_logps(logps, batch.input_ids) * advantages[:, None]).mean()
+    ```
+
+    ## Use instead
+    Train on the generated ids themselves (`out`, with its EOS), and decode only for
+    the reward:
+    ```python
+    texts = tokenizer.batch_decode(out[:, prompt_len:], skip_special_tokens=True)
+    logps = policy(out, attention_mask=(out != pad_id)).logits.log_softmax(-1)
+    ```
+
+    ## Options
+    None.
+    """
+
+    code = "RL314"
+    name = "decode-reencode-training-ids"
+    severity = Severity.WARNING
+    message = ("`{expr}` re-tokenizes completions decoded without special tokens, and `{forward}` trains on "
+               "the result: EOS is gone and the ids are not the sampled ones")
+    triggers = ("skip_special_tokens",)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        text = tokenized_text(node)
+        if text is None:
+            text = _chat_template_ids(node)
+        if text is None or self.file.fact(Purpose).is_test:
+            return
+        if self.file.fact(TokenizerFacts).decoded(text, self.scope) is None:
+            return
+        forward = self.file.fact(IdsUse).policy_forward(node, self.function)
+        if forward is not None:
+            self.report(node, expr=self.source(node), forward=self.source(forward.func, 40))
+
+
+class PromptTruncatedRight(FunctionRule):
+    """
+    ## What it does
+    Reports a generation prompt rendered by
+    `apply_chat_template(..., add_generation_prompt=True)` that is tokenized with
+    `truncation=True` and a `max_length` while the tokenizer truncates on the right
+    (its default): the file sets no `truncation_side="left"`, neither on the
+    tokenizer nor on the call. Prompts the file filters by that length
+    (`len(ids) <= max_length`) are not reported.
+
+    ## Why is this bad?
+    Right-side truncation keeps the start of the prompt and cuts its end: a long
+    prompt loses the end of the question and the assistant header that the
+    generation prompt added, so the model continues the user's text instead of
+    answering, and its rollouts are scored against a question it never saw whole.
+
+    ## Example
+    ```python
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    enc = tokenizer(text, truncation=True, max_length=1024, return_tensors="pt")
+    ```
+
+    ## Use instead
+    ```python
+    tokenizer.truncation_side = "left"
+    enc = tokenizer(text, truncation=True, max_length=1024, return_tensors="pt")
+    ```
+    or drop prompts longer than the limit before generation.
+
+    ## Options
+    None.
+    """
+
+    code = "RL315"
+    name = "prompt-truncated-right"
+    severity = Severity.WARNING
+    message = ("`{expr}` truncates a generation prompt for `{sampler}` on the right: prompts past {limit} tokens "
+               "lose the end of the question and the assistant header")
+    triggers = ("truncation",)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        truncation, limit, side = keyword(node, "truncation"), keyword(node, "max_length"), keyword(node, "truncation_side")
+        if truncation is None or limit is None or not _truncates(truncation.value) or (
+                side is not None and literal_text(side.value) != "right"):
+            return
+        facts = self.file.fact(TokenizerFacts)
+        if facts.truncation_sides - {"right"} or not self.file.fact(Purpose).rl_source:
+            return  # the file chooses the left side, or one it computes; prompt encoders are everywhere in ML code
+        text = tokenized_text(node)
+        if text is not None:
+            render = facts.rendered(text, self.scope)
+        else:
+            render = node if _chat_template_ids(node) is not None else None
+        generation = keyword(render, "add_generation_prompt") if render is not None else None
+        if generation is None or number(generation.value) != 1.0 or self._filtered(limit.value):
+            return
+        sampler = self.file.fact(IdsUse).generation(node, self.function)
+        if sampler is not None:
+            self.report(node, expr=self.source(node), limit=self.source(limit.value, 30),
+                        sampler=self.source(sampler.func, 40))
+
+    def _filtered(self, limit: cst.BaseExpression) -> bool:
+        """The file compares something with the same limit (`len(ids) <= max_len`, `if n > WINDOW`): it
+        measures prompts against it and drops or shortens the long ones."""
+        code = self.file.module.code_for_node
+        shown = code(limit)
+        for comparison in self.file.fact(Scopes).comparisons():
+            operands = [comparison.left] + [c.comparator for c in comparison.comparisons]
+            if any(isinstance(c.operator, _ORDER) for c in comparison.comparisons) and any(
+                    code(o) == shown for o in operands):
+                return True
+        return False
+
+
+_ORDER = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
+
+
+def _truncates(value: cst.BaseExpression) -> bool:
+    """`truncation=True` or a strategy that cuts (`"longest_first"`, `"only_first"`)."""
+    text = literal_text(value)
+    return number(value) == 1.0 if text is None else text not in ("do_not_truncate", "")
 
 
 # Calls that sample rollouts, or configure an RL trainer's sampling.

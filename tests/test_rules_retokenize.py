@@ -1,0 +1,219 @@
+"""RL314 (decoded completions re-tokenized for training) and RL315 (generation prompts cut on the right), on
+shapes of real code beyond the fixtures: each look-alike of RULES.md has its own test."""
+import textwrap
+
+import pytest
+
+from rllint.runner import lint_text
+from rllint.settings import Settings
+
+
+def lines(code: str, source: str, path: str = "train_rl.py"):
+    result = lint_text(textwrap.dedent(source), path, Settings(select=[code]))
+    assert result.errors == []
+    return sorted(d.line for d in result.diagnostics)
+
+
+# ---------------------------------------------------------------- RL314
+
+HEAD = """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    actor = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B-Instruct")
+    judge = AutoModelForCausalLM.from_pretrained("my-org/judge-8b")
+    tok = AutoTokenizer.from_pretrained("meta-llama/Llama-3.2-1B-Instruct")
+
+
+    def seq_logp(logits, ids):
+        return torch.log_softmax(logits[:, :-1], -1).gather(-1, ids[:, 1:, None]).squeeze(-1).sum(-1)
+"""
+
+
+def test_rl314_decoded_text_encoded_one_by_one_into_a_list_that_trains():
+    source = HEAD + """
+    def update(batch_ids, questions, grade):
+        sampled = actor.generate(batch_ids, do_sample=True)
+        answers = [tok.decode(row, skip_special_tokens=True) for row in sampled]
+        encoded = []
+        for q, a in zip(questions, answers, strict=True):
+            encoded.append(tok.encode(q + "\\n" + a, return_tensors="pt"))
+        advantages = torch.tensor([grade(a) for a in answers]) - 0.5
+        objective = 0.0
+        for ids, adv in zip(encoded, advantages, strict=True):
+            logp = seq_logp(actor(ids).logits, ids)
+            objective = objective - logp * adv
+        objective.backward()
+    """
+    assert lines("RL314", source) == [18]
+
+
+def test_rl314_a_helper_that_builds_the_batch_is_followed_into_its_caller():
+    source = HEAD + """
+    def to_batch(questions, replies):
+        joined = [f"{q}{r}" for q, r in zip(questions, replies, strict=True)]
+        return tok(joined, return_tensors="pt", padding=True)
+
+
+    def update(batch_ids, questions, rewards_of):
+        sampled = actor.generate(batch_ids, do_sample=True)
+        replies = tok.batch_decode(sampled[:, batch_ids.shape[1]:], skip_special_tokens=True)
+        batch = to_batch(questions, replies)
+        adv = torch.tensor(rewards_of(replies))
+        out = actor(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+        (-(seq_logp(out.logits, batch["input_ids"]) * adv).mean()).backward()
+    """
+    assert lines("RL314", source) == [15]
+
+
+def test_rl314_re_tokenizing_for_a_judge_is_not_reported():
+    source = HEAD + """
+    def update(batch_ids, questions):
+        sampled = actor.generate(batch_ids, do_sample=True)
+        replies = tok.batch_decode(sampled[:, batch_ids.shape[1]:], skip_special_tokens=True)
+        graded = tok([q + r for q, r in zip(questions, replies, strict=True)], return_tensors="pt", padding=True)
+        with torch.no_grad():
+            adv = judge(**graded).logits[:, -1, 0]
+        (-(seq_logp(actor(sampled).logits, sampled) * adv).mean()).backward()
+    """
+    assert lines("RL314", source) == []
+
+
+def test_rl314_decoding_that_keeps_special_tokens_is_not_this_rule():
+    source = HEAD + """
+    def update(batch_ids, grade):
+        sampled = actor.generate(batch_ids, do_sample=True)
+        replies = tok.batch_decode(sampled)
+        batch = tok(replies, return_tensors="pt", padding=True, add_special_tokens=False)
+        adv = torch.tensor([grade(r) for r in replies])
+        (-(seq_logp(actor(**batch).logits, batch.input_ids) * adv).mean()).backward()
+    """
+    assert lines("RL314", source) == []
+
+
+def test_rl314_supervised_training_on_decoded_samples_is_not_a_policy_gradient():
+    """Rejection-sampling fine-tuning keeps text samples and trains them with cross-entropy."""
+    source = HEAD + """
+    def sft_on_best(batch_ids):
+        sampled = actor.generate(batch_ids, do_sample=True)
+        replies = tok.batch_decode(sampled, skip_special_tokens=True)
+        batch = tok(replies, return_tensors="pt", padding=True)
+        out = actor(**batch, labels=batch.input_ids)
+        out.loss.backward()
+    """
+    assert lines("RL314", source) == []
+
+
+# ---------------------------------------------------------------- RL315
+
+RENDER = """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig
+
+    tokenizer = AutoTokenizer.from_pretrained("Qwen/Qwen2.5-3B-Instruct")
+    lm = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-3B-Instruct")
+    LIMIT = 512
+
+
+    def render(question):
+        chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": question}]
+        return tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+"""
+
+
+def test_rl315_a_render_helper_and_a_separate_encoder_are_followed():
+    source = RENDER + """
+
+    def encode(text):
+        return tokenizer(text, truncation="longest_first", max_length=LIMIT, return_tensors="pt")
+
+
+    def answer(question):
+        ids = encode(render(question)).input_ids
+        return lm.generate(ids, max_new_tokens=256)
+    """
+    assert lines("RL315", source) == [16]
+
+
+@pytest.mark.parametrize("setting", [
+    'tokenizer.truncation_side = "left"',
+    'tokenizer = AutoTokenizer.from_pretrained("Qwen/Qwen2.5-3B-Instruct", truncation_side="left")',
+    "tokenizer.truncation_side = side",
+])
+def test_rl315_a_tokenizer_set_to_a_side_is_not_reported(setting):
+    source = RENDER + f"""
+
+    {setting}
+
+
+    def answer(question):
+        enc = tokenizer(render(question), truncation=True, max_length=LIMIT, return_tensors="pt")
+        return lm.generate(**enc, max_new_tokens=256)
+    """
+    assert lines("RL315", source) == []
+
+
+def test_rl315_prompts_measured_against_the_limit_are_not_reported():
+    source = RENDER + """
+
+    def answer(questions):
+        kept = [q for q in questions if len(tokenizer(render(q)).input_ids) < LIMIT]
+        enc = tokenizer([render(q) for q in kept], truncation=True, max_length=LIMIT, return_tensors="pt", padding=True)
+        return lm.generate(**enc, max_new_tokens=256)
+    """
+    assert lines("RL315", source) == []
+
+
+@pytest.mark.parametrize("call", [
+    "tokenizer(render(question), truncation=False, max_length=LIMIT, return_tensors='pt')",
+    "tokenizer(render(question), return_tensors='pt')",
+    "tokenizer(render(question), truncation=True, max_length=LIMIT, truncation_side='left', return_tensors='pt')",
+])
+def test_rl315_prompts_that_are_not_cut_on_the_right(call):
+    source = RENDER + f"""
+
+    def answer(question):
+        enc = {call}
+        return lm.generate(**enc, max_new_tokens=256)
+    """
+    assert lines("RL315", source) == []
+
+
+def test_rl315_text_that_is_not_a_generation_prompt_or_not_generated_from():
+    source = RENDER + """
+
+    def encode_dialogue(chat):
+        text = tokenizer.apply_chat_template(chat, tokenize=False)
+        enc = tokenizer(text, truncation=True, max_length=LIMIT, return_tensors="pt")
+        return lm.generate(**enc, max_new_tokens=256)
+
+
+    def text_features(question, encoder):
+        enc = tokenizer(render(question), truncation=True, max_length=LIMIT, return_tensors="pt")
+        return encoder(**enc).last_hidden_state
+    """
+    assert lines("RL315", source) == []
+
+
+def test_rl315_prompt_encoders_outside_rl_code_are_not_reported():
+    """An image pipeline's text encoder renders and cuts prompts too; it trains no policy on them."""
+    source = RENDER.replace("from trl import GRPOConfig", "") + """
+
+    def upsample(question):
+        enc = tokenizer(render(question), truncation=True, max_length=LIMIT, return_tensors="pt")
+        return lm.generate(**enc, max_new_tokens=256)
+    """
+    assert lines("RL315", source, "pipelines/flux/encoders.py") == []
+
+
+def test_rl315_the_right_side_chosen_explicitly_is_still_right():
+    source = RENDER + """
+
+    tokenizer.truncation_side = "right"
+
+
+    def answer(question):
+        enc = tokenizer(render(question), truncation=True, max_length=LIMIT, truncation_side="right")
+        return lm.generate(**enc, max_new_tokens=256)
+    """
+    assert lines("RL315", source) == [19]
