@@ -11,8 +11,8 @@ from rllint.analysis.imports import Imports
 from rllint.analysis.purpose import RLCodeOnly
 from rllint.analysis.returns import Recursions, full_width
 from rllint.analysis.syntax import walk
-from rllint.analysis.tensors import (ADVANTAGES, MASK, REWARDS, TOKEN_IDS, TensorRule, Tensors, int_value, last_part,
-                                     name_kind)
+from rllint.analysis.tensors import (ADVANTAGES, MASK, REWARDS, TOKEN_IDS, Kind, TensorRule, Tensors, int_value,
+                                     last_part, name_kind)
 from rllint.analysis.values import Value, Values, format_number
 from rllint.diagnostic import Severity, Tier
 from rllint.registry import CSTRule, Option
@@ -772,6 +772,9 @@ _MASKING_CALLS = {"masked_fill", "masked_fill_", "where", "zeros", "zeros_like",
                   "masked_scatter", "masked_select", "pad"}
 
 
+_NO_KIND = Kind("")
+
+
 class GAEOverPadding(RLCodeOnly, TensorRule):
     """
     ## What it does
@@ -852,10 +855,9 @@ class GAEOverPadding(RLCodeOnly, TensorRule):
                     op, _ = tensors.call_name(node)
                     if op in _MASKING_CALLS:
                         return False
-                if isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)):
-                    kind = tensors.kind(node)
-                    if kind is not None and kind.kind == MASK:
-                        return False
+                if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply) and any(
+                        (tensors.kind(side) or _NO_KIND).kind == MASK for side in (node.left, node.right)):
+                    return False  # `x * mask`; a mask given to a forward (`attention_mask=`) masks nothing
                 if isinstance(node, cst.Name) and node.value not in seen:
                     seen.add(node.value)
                     earlier = tensors.value_of(node)

@@ -871,7 +871,7 @@ class KLEstimatorDirection(TensorRule):
     severity = Severity.ERROR
     tier = Tier.CORRECTNESS
     message = "`{expr}` {why}"
-    triggers = ("ref", "reference", "init")
+    triggers = ("ref", "init_", "sft")
 
     _K3 = ("is the k3 KL estimator with the ratio reversed (exp(policy - ref)): it does not estimate "
            "KL(policy || ref) and its variance explodes (use `exp(ref - logp) - (ref - logp) - 1`)")
@@ -921,8 +921,15 @@ class KLEstimatorDirection(TensorRule):
             return
         terms = linear_terms(tensors, node)
         if any(_kind(tensors, leaf) == REWARDS for _, leaf in terms) and \
-                _role_signs(tensors, terms) == {"new": 1, "ref": -1} and not says_reverse(tensors, node, self.target):
+                _role_signs(tensors, terms, sampled=True) == {"new": 1, "ref": -1} and \
+                not says_reverse(tensors, node, self.target):
             self.report(node, expr=tensors.code(node), why=self._PENALTY)
+
+    def leave_Assign(self, original_node: cst.Assign) -> None:
+        self.target = None
+
+    def leave_AugAssign(self, original_node: cst.AugAssign) -> None:
+        self.target = None
 
     def _k2(self, node: cst.Assign) -> None:
         """`kl = -0.5 * (logp - ref) ** 2`: the k2 estimator, always >= 0, bound to a KL term with a minus."""
@@ -976,11 +983,14 @@ def _role(tensors: Tensors, leaf: cst.BaseExpression) -> Optional[str]:
     return tensors.role(leaf) if _kind(tensors, leaf) == LOGPROBS else None
 
 
-def _role_signs(tensors: Tensors, terms) -> Dict[str, int]:
-    """The summed signs of the policy's and the reference's log-probs among `terms` (roles that occur)."""
+def _role_signs(tensors: Tensors, terms, sampled: bool = False) -> Dict[str, int]:
+    """The summed signs of the policy's and the reference's log-probs among `terms` (roles that occur). With
+    `sampled`, the old policy's log-probs count as the policy's: a reward is shaped at rollout time, when
+    the sampling policy is the policy (verl's `old_log_prob - ref_log_prob`)."""
     signs: Dict[str, int] = {}
     for sign, leaf in terms:
         role = _role(tensors, leaf)
+        role = "new" if sampled and role == "old" else role
         if role in ("new", "ref"):
             signs[role] = signs.get(role, 0) + sign
     return {role: sign for role, sign in signs.items() if sign}
