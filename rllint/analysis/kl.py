@@ -51,11 +51,11 @@ def _leaf_role(tensors: Tensors, leaf: cst.BaseExpression) -> Optional[Tuple[str
 
 def k3_exponents(tensors: Tensors, node: cst.BinaryOperation) -> List[cst.Call]:
     """The `exp(d)` calls of `node` that make it the k3 form `exp(d) - d - 1` (`r - 1 - d` with `r = exp(d)`,
-    and `w * exp(d) - d - 1`, k3 weighted by an importance ratio)."""
+    `expm1(d) - d`, and `w * exp(d) - d - 1`, k3 weighted by an importance ratio)."""
     if not isinstance(node.operator, cst.Subtract):
         return []
     terms = tensors.terms(node, depth=0)
-    if terms is None or len(terms) < 3:
+    if terms is None or len(terms) < 2:
         return []
     found = []
     for position, (sign, leaf) in enumerate(terms):
@@ -64,7 +64,7 @@ def k3_exponents(tensors: Tensors, node: cst.BinaryOperation) -> List[cst.Call]:
             if not isinstance(call, cst.Call):
                 continue
             op, operand = tensors.call_name(call)
-            if op != "exp" or operand is None:
+            if op not in ("exp", "expm1") or operand is None:
                 continue
             inner = tensors.terms(operand, depth=0)
             rest = [t for i, t in enumerate(terms) if i != position]
@@ -106,7 +106,21 @@ def _through_sign_keeping(tensors: Tensors, leaf: cst.BaseExpression) -> Optiona
             kind = tensors.kind(other)
             if kind is not None and kind.kind == MASK:
                 return kept
+    if isinstance(leaf, cst.BinaryOperation) and isinstance(leaf.operator, cst.Divide) and _count(tensors, leaf.right):
+        return leaf.left  # `(x * mask).sum() / mask.sum()`: a masked mean
     return None
+
+
+def _count(tensors: Tensors, expr: cst.BaseExpression) -> bool:
+    """A positive normaliser: the count of a mask (`mask.sum().clamp(min=1)`), `len(x)`, a positive constant."""
+    if tensors.positive_factor(expr) == 1 or (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name)
+                                               and expr.func.value == "len"):
+        return True
+    for step in tensors.history(expr):
+        kind = tensors.kind(step) if isinstance(step, (cst.Name, cst.Attribute, cst.Subscript)) else None
+        if kind is not None:
+            return kind.kind == MASK
+    return False
 
 
 def says_reverse(tensors: Tensors, node: cst.CSTNode, name: Optional[str] = None) -> bool:

@@ -884,24 +884,25 @@ class KLEstimatorDirection(TensorRule):
     def __init__(self, file) -> None:
         super().__init__(file)
         self.inner: Set[int] = set()  # sums inside a sum already read
-        self.reported: Set[int] = set()  # leaves of a k1 already reported
-        self.k3_leaves: Set[int] = set()  # log-prob leaves of k3 exponents: a k1 there is a k3's part
-        self.k1_in_loss: List[Tuple[cst.BaseExpression, List[cst.BaseExpression]]] = []
+        self.reported: Set[int] = set()  # k1 sums already reported
+        self.k3_leaves: Set[int] = set()  # log-prob leaves of k3 estimators: a k1 there is a k3's part
+        self.k1_in_loss: List[Tuple[cst.CSTNode, List[cst.BaseExpression]]] = []
         self.target: Optional[str] = None  # the name the current statement assigns
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self.target = bound_name(node.targets[0].target) if len(node.targets) == 1 else None
         self._k2(node)
-        self._k1_in_loss(node, node.value)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self.target = bound_name(node.target)
-        self._k1_in_loss(node, node.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if callee(node) == "backward":
+            self._k1_in_loss(node)
 
     def visit_Return(self, node: cst.Return) -> None:
-        self.target = None
         if node.value is not None:
-            self._k1_in_loss(node, node.value)
+            self._k1_in_loss(node)
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if id(node) in self.inner:
@@ -946,32 +947,46 @@ class KLEstimatorDirection(TensorRule):
             if signs is not None and signs["old"] == 0 and {signs["new"], signs["ref"]} == {1, -1}:
                 self.report(node.value, expr=tensors.code(node.value), why=self._K2)
 
-    def _k1_in_loss(self, stmt: cst.CSTNode, value: cst.BaseExpression) -> None:
+    def _k1_in_loss(self, node: cst.CSTNode) -> None:
+        """A loss (a backward's root, the return of a loss function) that is, read linearly through names,
+        reductions and masks, a sum with the policy's and the reference's log-probs at opposite signs."""
         loss = self.file.fact(LossSlice)
-        if not loss.sinks or not loss.contains(stmt):
+        sink = next((s for s in loss.sinks if s.node is node), None)
+        if sink is None:
             return
         tensors = self.tensors()
-        terms = linear_terms(tensors, value)
-        if any(_kind(tensors, leaf) in (REWARDS, ADVANTAGES) for _, leaf in terms):
-            return
-        leaves = [(sign, leaf) for sign, leaf in terms if _role(tensors, leaf) in ("new", "ref")]
-        signs = _role_signs(tensors, leaves)
-        if signs not in ({"new": 1, "ref": -1}, {"new": -1, "ref": 1}) or any(
-                id(leaf) in self.reported for _, leaf in leaves):
-            return
-        grad = self.file.fact(GradFlow)
-        new = [leaf for _, leaf in leaves if _role(tensors, leaf) == "new"]
-        if not all(carries(grad.name_flows.get(leaf, EMPTY)) for leaf in new):
-            return
-        if not all(any(n is leaf for n in walk(value)) for _, leaf in leaves):
-            return  # the k1 is written in an earlier statement of the slice, and judged there
-        self.reported.update(id(leaf) for _, leaf in leaves)
-        self.k1_in_loss.append((value, [leaf for _, leaf in leaves]))
+        for root in sink.roots:
+            terms = linear_terms(tensors, root)
+            if any(_kind(tensors, leaf) in (REWARDS, ADVANTAGES) for _, leaf in terms):
+                continue
+            leaves = [(sign, leaf) for sign, leaf in terms if _role(tensors, leaf) in ("new", "ref")]
+            if _role_signs(tensors, leaves) not in ({"new": 1, "ref": -1}, {"new": -1, "ref": 1}):
+                continue
+            grad = self.file.fact(GradFlow)
+            if all(carries(grad.name_flows.get(leaf, EMPTY)) for _, leaf in leaves if _role(tensors, leaf) == "new"):
+                written = _smallest_sum(tensors.scope(root), [leaf for _, leaf in leaves])
+                if written is not None and id(written) not in self.reported:
+                    self.reported.add(id(written))
+                    self.k1_in_loss.append((written, [leaf for _, leaf in leaves]))
 
     def leave_Module(self, original_node: cst.Module) -> None:
-        for value, leaves in self.k1_in_loss:
+        for written, leaves in self.k1_in_loss:
             if not any(id(leaf) in self.k3_leaves for leaf in leaves):
-                self.report(value, expr=self.file.fact(Tensors).code(value), why=self._K1_LOSS)
+                self.report(written, expr=self.file.fact(Tensors).code(written), why=self._K1_LOSS)
+
+
+def _smallest_sum(scope, leaves: List[cst.BaseExpression]) -> Optional[cst.CSTNode]:
+    """The smallest sum in `scope` that holds every one of `leaves`: where the k1 estimator is written."""
+    if scope is None:
+        return None
+    wanted = {id(leaf) for leaf in leaves}
+    best = None
+    for node in walk(scope.node):
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Subtract)):
+            inside = {id(n) for n in walk(node)} & wanted
+            if inside == wanted:
+                best = node  # walk goes outside in: the last one found is the innermost
+    return best
 
 
 def _kind(tensors: Tensors, leaf: cst.BaseExpression) -> Optional[str]:
