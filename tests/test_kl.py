@@ -77,3 +77,20 @@ def plain(lp, ref_lp):
     assert [says_reverse(source.tensors, n) for n in nodes] == [True, True, False]
     assert says_reverse(source.tensors, nodes[2], "rev_kl_term")
     assert isinstance(nodes[0], cst.BinaryOperation)
+
+
+def test_expm1_form_and_masked_means_keep_their_terms():
+    source = Source(IMPORTS + """
+def f(lp, ref_lp, response_mask, n):
+    d = lp - ref_lp
+    est = torch.expm1(-d) + d
+    avg = (d * response_mask).sum() / response_mask.sum().clamp(min=1)
+    per_len = d.sum() / n
+    return est, avg, per_len
+""")
+    exps = k3_exponents(source.tensors, source.find("torch.expm1(-d) + d"))
+    assert [source.module.code_for_node(c) for c in exps] == ["torch.expm1(-d)"]
+    def leaves(code):
+        return [(s, source.module.code_for_node(l)) for s, l in linear_terms(source.tensors, source.find(code))]
+    assert leaves("(d * response_mask).sum() / response_mask.sum().clamp(min=1)") == [(1, "lp"), (-1, "ref_lp")]
+    assert leaves("d.sum() / n") == [(1, "d.sum() / n")]  # `n` may be anything: the sign is not known

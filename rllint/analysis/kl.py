@@ -5,9 +5,9 @@ A log-ratio is a signed sum of per-token log-probs whose roles (`Tensors.role`: 
 "ref") are known: `logp - ref_logp` is {"new": 1, "ref": -1}. The KL estimators of
 KL(policy || reference) are written in those terms (Schulman, "Approximating KL divergence"):
 k1 = `logp - ref`, k2 = `0.5 * (logp - ref) ** 2`, k3 = `exp(ref - logp) - (ref - logp) - 1`.
-`k3_exponents` finds the `exp(d)` of the k3 form `exp(d) - d - 1` (in any order of its terms, and
-weighted by a ratio: `w * exp(d) - d - 1`); `linear_terms` reads a loss or reward through the
-reductions and masks that keep its sign. `says_reverse` is the author's word that an estimator is
+`k3_exponents` finds the `exp(d)` of the k3 form `exp(d) - d - 1` (in any order of its terms, as
+`expm1(d) - d`, and weighted by a ratio: `w * exp(d) - d - 1`); `linear_terms` reads a loss or a
+reward through the reductions, masks and mask counts that keep its sign. `says_reverse` is the author's word that an estimator is
 of the other direction, KL(reference || policy).
 """
 from __future__ import annotations
@@ -51,8 +51,8 @@ def _leaf_role(tensors: Tensors, leaf: cst.BaseExpression) -> Optional[Tuple[str
 
 def k3_exponents(tensors: Tensors, node: cst.BinaryOperation) -> List[cst.Call]:
     """The `exp(d)` calls of `node` that make it the k3 form `exp(d) - d - 1` (`r - 1 - d` with `r = exp(d)`,
-    `expm1(d) - d`, and `w * exp(d) - d - 1`, k3 weighted by an importance ratio)."""
-    if not isinstance(node.operator, cst.Subtract):
+    `expm1(d) - d`, `expm1(-d) + d`, and `w * exp(d) - d - 1`, k3 weighted by an importance ratio)."""
+    if not isinstance(node.operator, (cst.Add, cst.Subtract)):
         return []
     terms = tensors.terms(node, depth=0)
     if terms is None or len(terms) < 2:
@@ -125,7 +125,7 @@ def _count(tensors: Tensors, expr: cst.BaseExpression) -> bool:
 
 def says_reverse(tensors: Tensors, node: cst.CSTNode, name: Optional[str] = None) -> bool:
     """Whether the estimator at `node` is declared KL(reference || policy): by the name it is bound to, or by
-    the docstring or a comment-free name of the function it is in."""
+    the name or the docstring of a function it is in."""
     if name and _REVERSE_WORDS.search(name):
         return True
     scope = tensors.scope(node)
