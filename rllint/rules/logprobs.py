@@ -921,10 +921,12 @@ class KLEstimatorDirection(TensorRule):
                 self.report(node, expr=tensors.code(node), why=self._K3)
             return
         terms = linear_terms(tensors, node)
-        if any(_kind(tensors, leaf) == REWARDS for _, leaf in terms) and \
-                _role_signs(tensors, terms, sampled=True) == {"new": 1, "ref": -1} and \
-                not says_reverse(tensors, node, self.target):
-            self.report(node, expr=tensors.code(node), why=self._PENALTY)
+        rewards = {sign for sign, leaf in terms if _kind(tensors, leaf) == REWARDS}
+        if len(rewards) == 1 and not says_reverse(tensors, node, self.target):
+            reward = rewards.pop()  # a reward shaped by a penalty: the policy's log-probs count against it
+            signs = _role_signs(tensors, terms, sampled=True)
+            if signs == {"new": reward, "ref": -reward}:
+                self.report(node, expr=tensors.code(node), why=self._PENALTY)
 
     def leave_Assign(self, original_node: cst.Assign) -> None:
         self.target = None
