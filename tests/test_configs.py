@@ -565,3 +565,47 @@ def test_shell_read_heredoc_argument_lists_as_openrlhf_examples_write_them():
         ("actor_learning_rate", 5e-06, 5, 26, "openrlhf.cli.train_ppo"),
     ]
     assert is_rl_config(entries, text)
+
+
+def test_shell_eval_runs_the_command_held_in_a_variable():
+    text = src("""
+        RUN_CMD="torchrun --nproc_per_node 8 grpo_main.py --actor_lr 2e-6 --beta 0.04"
+        if [ -n "$DRY" ]; then echo "$RUN_CMD"; fi
+        eval "$RUN_CMD"
+        LAUNCH='accelerate launch rloo_entry.py --clip 0.2'
+        eval ${LAUNCH}
+        """)
+    entries = [e for e in read_shell(text) if e.source != "shell-variable"]
+    assert [(e.key, e.value, e.line, e.column, e.command, e.invocation) for e in entries] == [
+        ("actor_lr", 2e-06, 1, 62, "grpo_main.py", 0),
+        ("beta", 0.04, 1, 74, "grpo_main.py", 0),
+        ("clip", 0.2, 4, 48, "rloo_entry.py", 1),
+    ]
+
+
+def test_shell_eval_of_other_text_and_echo_of_the_command_give_no_flags():
+    text = src("""
+        CMD="python3 train_dpo_pairs.py --lr 1e-3"
+        echo $CMD
+        eval "$(conda shell.bash hook)"
+        eval "export PATH=$PATH"
+        """)
+    assert [e.source for e in read_shell(text)] == ["shell-variable"]
+
+
+def test_shell_quoted_array_overrides_take_the_variable_or_its_default():
+    text = src("""
+        KL=0.002
+        OVERRIDES=(
+            "algorithm.kl_ctrl.kl_coef=${KL:-0.5}"
+            "actor_rollout_ref.actor.optim.lr=${ACTOR_LR:-4e-5}"
+            "trainer.project_name=${PROJECT}"
+        )
+        python3 -m verl.trainer.main_ppo "${OVERRIDES[@]}"
+        """)
+    entries = [e for e in read_shell(text) if e.source == "shell-override"]
+    assert [(e.key, e.value, e.text, e.line, e.column) for e in entries] == [
+        ("algorithm.kl_ctrl.kl_coef", 0.002, "0.002", 1, 4),
+        ("actor_rollout_ref.actor.optim.lr", 4e-05, "4e-5", 4, 51),
+        ("trainer.project_name", "${PROJECT}", "${PROJECT}", 5, 27),
+    ]

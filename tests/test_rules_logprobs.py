@@ -1,4 +1,4 @@
-"""RL1xx and RL202-RL207: messages name the expression and the consequence; defaults."""
+"""RL1xx and RL202-RL208: messages name the expression and the consequence; defaults."""
 import textwrap
 
 from rllint.registry import load_rules
@@ -155,3 +155,73 @@ def test_rows_selected_by_position_are_not_a_gather_over_time():
             return torch.gather(logits, 0, rows.expand(rows.size(0), logits.size(1))), torch.gather(logits, 0, labels)
     """
     assert [(line, code) for line, code, _ in findings(source, select=("RL105",))] == [(7, "RL105")]
+
+
+def test_kl_estimator_messages_say_which_estimator_is_wrong():
+    source = """
+        import torch
+        def kl_terms(lp, ref_lp, token_rewards, beta):
+            k3 = torch.exp(lp - ref_lp) - (lp - ref_lp) - 1
+            shaped = token_rewards + beta * (lp - ref_lp)
+            return k3, shaped
+    """
+    found = findings(source, select=("RL110",))
+    assert [(line, code) for line, code, _ in found] == [(4, "RL110"), (5, "RL110")]
+    assert "k3 KL estimator with the ratio reversed" in found[0][2]
+    assert found[1][2].startswith("`token_rewards + beta * (lp - ref_lp)` rewards the policy's log-probs over the reference's")
+
+
+def test_k1_in_the_loss_needs_policy_gradient_on_its_log_probs():
+    source = """
+        import torch
+        def step(actor, ref_actor, opt, ids, adv):
+            lp = torch.log_softmax(actor(ids).logits, -1).gather(-1, ids.unsqueeze(-1)).squeeze(-1)
+            with torch.no_grad():
+                ref_lp = torch.log_softmax(ref_actor(ids).logits, -1).gather(-1, ids.unsqueeze(-1)).squeeze(-1)
+                frozen_lp = lp.detach()
+            loss = -(lp * adv).mean() + 0.1 * (lp - ref_lp).mean()
+            loss.backward()
+            metric = (frozen_lp - ref_lp).mean()
+            return metric
+    """
+    found = findings(source, select=("RL110",))
+    assert [(line, code) for line, code, _ in found] == [(8, "RL110")]
+    assert "gradient is zero in expectation" in found[0][2]
+
+
+def test_kl_to_old_policy_names_the_slot():
+    (line, code, message), = findings("""
+        def update(loss_fn, logp, rollout_logp, adv):
+            return loss_fn(logp, adv, ref_logp=rollout_logp)
+    """, select=("RL111",))
+    assert (line, code) == (3, "RL111")
+    assert message.startswith("`rollout_logp` holds the old policy's log-probs but is given as the reference's "
+                              "(`ref_logp`)")
+
+
+def test_softmax_of_gathered_log_probs_message():
+    (line, code, message), = findings("""
+        import torch
+        def weights(model, ids):
+            lp = model(ids).logits.log_softmax(-1).gather(-1, ids.unsqueeze(-1)).squeeze(-1)
+            return lp.softmax(-1)
+    """, select=("RL105",))
+    assert (line, code) == (5, "RL105")
+    assert "already gathered" in message and "`softmax` runs over the time" in message
+
+
+def test_gae_over_padding_names_the_leaking_row():
+    source = """
+        import torch, trl
+        def advantages(critic, ids, rewards, attention_mask, gamma=1.0, lam=0.95):
+            values = critic(ids, attention_mask=attention_mask).squeeze(-1)
+            gae, out = 0.0, []
+            for t in reversed(range(values.shape[-1])):
+                nxt = values[:, t + 1] if t + 1 < values.shape[-1] else 0.0
+                gae = rewards[:, t] + gamma * nxt - values[:, t] + gamma * lam * gae
+                out.append(gae)
+            return out
+    """
+    found = findings(source, select=("RL208",))
+    assert [(line, code) for line, code, _ in found] == [(6, "RL208")]
+    assert "`values` is not zeroed after the response ends" in found[0][2]

@@ -434,3 +434,20 @@ def f(loss, completion_mask, valid_mask, attention_mask):
         assert code(values) == "loss"
         same.append(t.same_mask(mask, t.mask_count(division.right)[0]))
     assert same == [True, True, True, False, False]
+
+
+def test_token_gather_is_found_through_casts_and_scaling_not_reductions():
+    source = Source(IMPORTS + """
+def f(model, ids, mask, tau):
+    logits = model(ids).logits[:, :-1]
+    tok = logits.log_softmax(-1).gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1).float()
+    scaled = tok / tau
+    seq = (tok * mask).sum(-1)
+    vals = torch.gather(mask, 1, ids)
+    return scaled, seq, vals
+""")
+    tensors = source.tensors
+    gather = tensors.token_gather(source.find("scaled", 1))
+    assert gather is not None and source.module.code_for_node(gather).startswith("logits.log_softmax(-1).gather(")
+    assert tensors.token_gather(source.find("seq", 1)) is None
+    assert tensors.token_gather(source.find("vals", 1)) is None  # a gather of a tensor without vocabulary axis

@@ -716,6 +716,9 @@ class _Shell:
             return
         program_words = [w for w in words[program_index:] if isinstance(w, _Word)]
         first = _unquote(program_words[0].raw)[0] if program_words else ""
+        if first == "eval":  # `eval $CMD`, `eval "$CMD"`: the words of the command held in the variable
+            program_words = self._evaluated(program_words[1:])
+            first = _unquote(program_words[0].raw)[0] if program_words else ""
         if first in _COMPOUND or first.startswith("["):
             return
         arguments = self._expand(program_words)
@@ -730,6 +733,18 @@ class _Shell:
                 self._emit(name, self._value(definition.raw, definition.raw_start), command, "shell-variable",
                            invocation)
         self._arguments(rest, command, invocation)
+
+    def _evaluated(self, words: List[_Word]) -> List[_Word]:
+        """The words `eval` runs: a quoted `"$CMD"` is split as the unquoted `$CMD` is, since eval
+        re-reads the text (other words stay as they are)."""
+        out: List[_Word] = []
+        for word in words:
+            var_ref = _VAR_REF.match(word.raw)
+            if var_ref and var_ref.group("q") and not var_ref.group("op"):
+                out.extend(self._split(var_ref.group("name") or var_ref.group("bname"), word))
+            else:
+                out.append(word)
+        return out
 
     def _word_text(self, word: _Word) -> str:
         value = self._value(word.raw, word.start)
@@ -848,6 +863,8 @@ class _Shell:
             return self._value(word.raw[equals + 1:], word.start + equals + 1)
         unquoted, expands = _unquote(word.raw)  # a quoted key: `"lr=1e-5"`
         value = unquoted[unquoted.index("=") + 1:]
+        if _VAR_REF.match(value) and word.raw[0] == '"' and not any(q in word.raw[1:equals] for q in "'\"\\"):
+            return self._value(value, word.start + equals + 1)  # `"lr=${LR:-3e-5}"`: the variable or its default
         return _Value(value if expands else _shell_scalar(value), value, word.start + equals + 1, not expands)
 
     def _emit(self, key: str, value: _Value, command: Optional[str], source: str, invocation: Optional[int]) -> None:

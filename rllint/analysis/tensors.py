@@ -446,6 +446,8 @@ class Tensors:
             name = last_part(step) if isinstance(step, (cst.Name, cst.Attribute, cst.Subscript)) else None
             if name:
                 lowered = name.lower()
+                if OLD_ROLE.search(lowered) and REF_ROLE.search(lowered):
+                    return None  # `old_ref_logps`: the name says both
                 if OLD_ROLE.search(lowered):
                     return "old"
                 if REF_ROLE.search(lowered):
@@ -583,6 +585,19 @@ class Tensors:
         if index is None:
             return None
         return Gather(call, operand, dim, index)
+
+    def token_gather(self, expr: cst.BaseExpression) -> Optional[cst.Call]:
+        """The gather that made `expr` one log-prob per token (`[B, T]`): a gather of a vocabulary-shaped
+        tensor reached through casts, reshapes, slices and scaling only. None after a reduction (a
+        sequence's log-prob) or any other operation, and when no such gather is visible."""
+        for step in self.history(expr):
+            if isinstance(step, cst.Call):
+                op, operand = self.call_name(step)
+                if op in _GATHERS:
+                    return step if operand is not None and self.is_vocab(operand) is not None else None
+                if op not in _KEEP:
+                    return None
+        return None
 
     def unsqueezed(self, index: cst.BaseExpression) -> bool:
         """Whether an index tensor got its trailing axis (`.unsqueeze(-1)`, `[..., None]`, `.view(..., 1)`)

@@ -5,13 +5,16 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from rllint.analysis.grad import EMPTY, GradFlow, carries
+from rllint.analysis.kl import bound_name, k3_exponents, linear_terms, log_ratio, says_reverse
 from rllint.analysis.logged import LOG_CALLS
+from rllint.analysis.loss import LossSlice
 from rllint.analysis.purpose import RLCodeOnly
-from rllint.analysis.syntax import children
+from rllint.analysis.roles import bound_parameter
+from rllint.analysis.syntax import children, walk
 from rllint.analysis.tensors import (
-    CHOSEN, LOGITS, LOGPROBS, NEGLOGP, PROBS, REF_ROLE, REJECTED, TOKEN_IDS, Kind, TensorRule, Tensors, argument, int_value,
-    last_part,
-    name_kind, number_value,
+    ADVANTAGES, CHOSEN, LOGITS, LOGPROBS, NEGLOGP, OLD_ROLE, PROBS, REF_ROLE, REJECTED, REWARDS, TOKEN_IDS, Kind,
+    TensorRule, Tensors, argument, int_value, last_part, name_kind, number_value,
 )
 from rllint.diagnostic import Severity, Tier
 
@@ -103,26 +106,8 @@ class ReversedImportanceRatio(TensorRule):
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         """Marks `exp(d)` in `exp(d) - d - 1` (and `r - 1 - d` with `r = exp(d)`): the k3 KL estimator."""
-        if not isinstance(node.operator, cst.Subtract):
-            return
-        tensors = self.file.fact(Tensors)
-        terms = tensors.terms(node, depth=0)
-        if terms is None or len(terms) < 3:
-            return
-        tensors = self.tensors()
-        for position, (sign, leaf) in enumerate(terms):
-            # `exp(d)`, or `w * exp(d)`: k3 weighted by an importance ratio
-            for factor in _product_factors(leaf):
-                call = tensors.resolve(factor) if isinstance(factor, cst.Name) else factor
-                if not isinstance(call, cst.Call):
-                    continue
-                op, operand = tensors.call_name(call)
-                if op != "exp" or operand is None:
-                    continue
-                inner = tensors.terms(operand, depth=0)
-                rest = [t for i, t in enumerate(terms) if i != position]
-                if inner and all(any(s2 == -sign * s1 and l2.deep_equals(l1) for s2, l2 in rest) for s1, l1 in inner):
-                    self.kl_terms.add(id(call))
+        if isinstance(node.operator, cst.Subtract):
+            self.kl_terms.update(id(call) for call in k3_exponents(self.tensors(), node))
 
     def leave_Module(self, original_node: cst.Module) -> None:
         tensors = self.tensors()
@@ -138,29 +123,14 @@ class ReversedImportanceRatio(TensorRule):
     @staticmethod
     def _inverted(tensors: Tensors, exponent: cst.BaseExpression) -> Optional[str]:
         """"old" / "ref" when the exponent is (old or ref) - new in log-prob terms, else None."""
-        terms = tensors.terms(exponent)
-        if not terms or len(terms) < 2:
-            return None
-        signs = {"new": 0, "old": 0, "ref": 0}
-        for sign, leaf in terms:
-            kind = tensors.kind(leaf)
-            role = tensors.role(leaf)
-            if kind is None or kind.kind not in (LOGPROBS, NEGLOGP) or (kind.vocab and not kind.by_name) or role is None:
-                return None
-            signs[role] += -sign if kind.kind == NEGLOGP else sign
-        if signs["new"] != -1:
+        signs = log_ratio(tensors, exponent)
+        if signs is None or signs["new"] != -1:
             return None
         if signs["old"] == 1 and signs["ref"] == 0:
             return "old"
         if signs["ref"] == 1 and signs["old"] == 0:
             return "ref"
         return None
-
-
-def _product_factors(expr: cst.BaseExpression) -> List[cst.BaseExpression]:
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
-        return _product_factors(expr.left) + _product_factors(expr.right)
-    return [expr]
 
 
 def _only_displayed(tensors: Tensors, call: cst.Call, name: str) -> bool:
@@ -494,7 +464,10 @@ _SEQUENCE_ID_NAMES = ("ids", "tokens", "sequences", "seqs", "responses")
 class GatherNonFinalDim(TensorRule):
     """
     ## What it does
-    Reports `gather` / `torch.gather` / `take_along_dim` on a vocabulary-shaped tensor
+    Reports `softmax` / `log_softmax` of per-token log-probs that were already gathered
+    (`[B, T]`, from a gather of a vocabulary-shaped tensor through casts, reshapes and slices
+    only; sequence log-probs, summed over tokens, are left alone), and
+    `gather` / `torch.gather` / `take_along_dim` on a vocabulary-shaped tensor
     (logits, log-probs or probabilities: the output of `log_softmax` / `softmax`, `.logits`,
     `lm_head(...)`) along a dim other than the vocabulary axis: not `-1`, not `2` on a
     `[B, T, V]` tensor known from its source, and not the dim of the softmax that produced
@@ -507,7 +480,8 @@ class GatherNonFinalDim(TensorRule):
     ## Why is this bad?
     Gathering token ids along the time or batch axis picks the probability of *some* token
     at *another position*: the result has the right shape, the loss trains, and the
-    log-probs are garbage.
+    log-probs are garbage. A softmax of gathered log-probs normalises across the tokens of a
+    sequence instead of over the vocabulary: each token's value then depends on the others.
 
     ## Example
     ```python
@@ -528,11 +502,17 @@ class GatherNonFinalDim(TensorRule):
     name = "gather-non-final-dim"
     severity = Severity.ERROR
     tier = Tier.CORRECTNESS
-    message = ("`{expr}` gathers along dim {dim} of a vocabulary-shaped {kind} tensor: it picks values at "
-               "other positions, not the log-prob of each token (gather along dim -1)")
+    message = "`{expr}` {why}"
     triggers = ("gather", "take_along_dim")
+    _GATHER = ("gathers along dim {dim} of a vocabulary-shaped {kind} tensor: it picks values at other positions, "
+               "not the log-prob of each token (gather along dim -1)")
+    _SOFTMAX = ("normalises per-token log-probs that were already gathered: the vocabulary axis is gone, so "
+                "`{op}` runs over the time (or batch) axis and mixes the tokens of a sequence")
 
     def visit_Call(self, node: cst.Call) -> None:
+        if callee(node) in ("softmax", "log_softmax"):
+            self._softmax_over_time(node)
+            return
         found = _vocab_gather(self, node)
         if found is None:
             return
@@ -548,7 +528,17 @@ class GatherNonFinalDim(TensorRule):
         elif dim >= 2 or (dim == 1 and not self._sequence_index(tensors, gather.index)) or (
                 dim == 0 and (tensors.kind(gather.index) or _NO_KIND).kind != TOKEN_IDS):
             return  # rank unknown: dim 0 with row positions (`nonzero()`) selects rows
-        self.report(node, expr=tensors.code(node), dim=dim, kind=kind.kind)
+        self.report(node, expr=tensors.code(node), why=self._GATHER.format(dim=dim, kind=kind.kind))
+
+    def _softmax_over_time(self, node: cst.Call) -> None:
+        """`softmax(token_logps, dim=-1)` where `token_logps` was gathered per token: the vocabulary axis is gone."""
+        tensors = self.tensors()
+        op, operand = tensors.call_name(node)
+        if op not in ("softmax", "log_softmax") or operand is None or tensors.token_gather(operand) is None:
+            return
+        kind = tensors.kind(operand)
+        if kind is not None and kind.kind == LOGPROBS and not kind.vocab:
+            self.report(node, expr=tensors.code(node), why=self._SOFTMAX.format(op=op))
 
     @staticmethod
     def _sequence_index(tensors: Tensors, index: cst.BaseExpression) -> bool:
@@ -829,3 +819,271 @@ def _vocab_gather(rule: TensorRule, node: cst.Call):
     if kind is None or kind.kind not in (LOGITS, LOGPROBS, PROBS):
         return None
     return gather, kind
+
+
+class KLEstimatorDirection(TensorRule):
+    """
+    ## What it does
+    Reports a KL estimator of KL(policy || reference) written backwards, and the k1 estimator
+    used as a loss term:
+
+    - k3 with the ratio reversed, `exp(logp - ref) - (logp - ref) - 1` (correct:
+      `exp(ref - logp) - (ref - logp) - 1`);
+    - k1 or k2 with the sign reversed where it is used as a penalty: a reward that grows with
+      the policy's log-probs over the reference's (`rewards - beta * (ref - logp)`), or
+      `-0.5 * (logp - ref) ** 2`;
+    - the k1 estimator `logp - ref` added to a loss whose policy log-probs carry gradient.
+
+    Whose log-probs each operand holds comes from the tensor roles (policy, old policy,
+    reference); an operand of unknown role keeps the rule silent. An estimator that its name
+    or its function's docstring declares as the reverse KL (`reverse_kl`, "KL(ref || pi)") is
+    left alone.
+
+    ## Why is this bad?
+    The reversed k3 estimates another quantity, with a variance that explodes where the
+    policy is much more likely than the reference. A reversed k1 or k2 penalty pays the policy
+    for drifting away from the reference. And the gradient of k1 in the loss is
+    `E[grad log pi] = 0` in expectation: the "KL penalty" adds noise and no pull toward the
+    reference (use k3 in the loss, or k1 in the reward).
+
+    ## Example
+    ```python
+    per_token_kl = torch.exp(logps - ref_logps) - (logps - ref_logps) - 1
+    loss = pg_loss + beta * (logps - ref_logps).mean()
+    ```
+
+    ## Use instead
+    ```python
+    per_token_kl = torch.exp(ref_logps - logps) - (ref_logps - logps) - 1
+    loss = pg_loss + beta * per_token_kl.mean()
+    ```
+
+    ## Options
+    None.
+
+    ## References
+    - J. Schulman, "Approximating KL Divergence", 2020.
+    - "On a few pitfalls in KL divergence gradient estimation for RL", 2025.
+    """
+
+    code = "RL110"
+    name = "kl-estimator-direction"
+    severity = Severity.ERROR
+    tier = Tier.CORRECTNESS
+    message = "`{expr}` {why}"
+    triggers = ("ref", "init_", "sft")
+
+    _K3 = ("is the k3 KL estimator with the ratio reversed (exp(policy - ref)): it does not estimate "
+           "KL(policy || ref) and its variance explodes (use `exp(ref - logp) - (ref - logp) - 1`)")
+    _PENALTY = ("rewards the policy's log-probs over the reference's: the KL penalty has the wrong sign and "
+                "pushes the policy away from the reference")
+    _K2 = "is the k2 KL estimator with a negative sign: the penalty rewards divergence from the reference"
+    _K1_LOSS = ("adds the k1 KL estimator `logp - ref` to the loss: its gradient is zero in expectation, so the "
+                "penalty does not pull toward the reference (use k3 in the loss, or k1 in the reward)")
+
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self.inner: Set[int] = set()  # sums inside a sum already read
+        self.reported: Set[int] = set()  # k1 sums already reported
+        self.k3_leaves: Set[int] = set()  # log-prob leaves of k3 estimators: a k1 there is a k3's part
+        self.k1_in_loss: List[Tuple[cst.CSTNode, List[cst.BaseExpression]]] = []
+        self.target: Optional[str] = None  # the name the current statement assigns
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self.target = bound_name(node.targets[0].target) if len(node.targets) == 1 else None
+        self._k2(node)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.target = bound_name(node.target)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if callee(node) == "backward":
+            self._k1_in_loss(node)
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None:
+            self._k1_in_loss(node)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if id(node) in self.inner:
+            return
+        if not isinstance(node.operator, (cst.Add, cst.Subtract)):
+            return
+        self.inner.update(id(n) for n in walk(node) if n is not node and isinstance(n, cst.BinaryOperation)
+                          and isinstance(n.operator, (cst.Add, cst.Subtract)))
+        tensors = self.tensors()
+        for call in k3_exponents(tensors, node):
+            exponent = tensors.call_name(call)[1]
+            for part in (exponent, node):
+                self.k3_leaves.update(id(leaf) for _, leaf in tensors.terms(part) or ())
+            signs = log_ratio(tensors, exponent)
+            if signs == {"new": 1, "old": 0, "ref": -1} and not says_reverse(tensors, node, self.target):
+                self.report(node, expr=tensors.code(node), why=self._K3)
+            return
+        terms = linear_terms(tensors, node)
+        rewards = {sign for sign, leaf in terms if _kind(tensors, leaf) == REWARDS}
+        if len(rewards) == 1 and not says_reverse(tensors, node, self.target):
+            reward = rewards.pop()  # a reward shaped by a penalty: the policy's log-probs count against it
+            signs = _role_signs(tensors, terms, sampled=True)
+            if signs == {"new": reward, "ref": -reward}:
+                self.report(node, expr=tensors.code(node), why=self._PENALTY)
+
+    def leave_Assign(self, original_node: cst.Assign) -> None:
+        self.target = None
+
+    def leave_AugAssign(self, original_node: cst.AugAssign) -> None:
+        self.target = None
+
+    def _k2(self, node: cst.Assign) -> None:
+        """`kl = -0.5 * (logp - ref) ** 2`: the k2 estimator, always >= 0, bound to a KL term with a minus."""
+        if not self.target or "kl" not in self.target.lower():
+            return
+        tensors = self.tensors()
+        terms = tensors.terms(node.value)
+        if not terms or len(terms) != 1 or terms[0][0] != -1:
+            return
+        power = terms[0][1]
+        if isinstance(power, cst.BinaryOperation) and isinstance(power.operator, cst.Power) and \
+                int_value(power.right) == 2 and not says_reverse(tensors, node, self.target):
+            signs = log_ratio(tensors, power.left)
+            if signs is not None and signs["old"] == 0 and {signs["new"], signs["ref"]} == {1, -1}:
+                self.report(node.value, expr=tensors.code(node.value), why=self._K2)
+
+    def _k1_in_loss(self, node: cst.CSTNode) -> None:
+        """A loss (a backward's root, the return of a loss function) that is, read linearly through names,
+        reductions and masks, a sum with the policy's and the reference's log-probs at opposite signs."""
+        loss = self.file.fact(LossSlice)
+        sink = next((s for s in loss.sinks if s.node is node), None)
+        if sink is None:
+            return
+        tensors = self.tensors()
+        for root in sink.roots:
+            terms = linear_terms(tensors, root)
+            if any(_kind(tensors, leaf) in (REWARDS, ADVANTAGES) for _, leaf in terms):
+                continue
+            leaves = [(sign, leaf) for sign, leaf in terms if _role(tensors, leaf) in ("new", "ref")]
+            if _role_signs(tensors, leaves) not in ({"new": 1, "ref": -1}, {"new": -1, "ref": 1}):
+                continue
+            grad = self.file.fact(GradFlow)
+            if all(carries(grad.name_flows.get(leaf, EMPTY)) for _, leaf in leaves if _role(tensors, leaf) == "new"):
+                written = _smallest_sum(tensors.scope(root), [leaf for _, leaf in leaves])
+                if written is not None and id(written) not in self.reported:
+                    self.reported.add(id(written))
+                    self.k1_in_loss.append((written, [leaf for _, leaf in leaves]))
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        for written, leaves in self.k1_in_loss:
+            if not any(id(leaf) in self.k3_leaves for leaf in leaves):
+                self.report(written, expr=self.file.fact(Tensors).code(written), why=self._K1_LOSS)
+
+
+def _smallest_sum(scope, leaves: List[cst.BaseExpression]) -> Optional[cst.CSTNode]:
+    """The smallest sum in `scope` that holds every one of `leaves`: where the k1 estimator is written."""
+    if scope is None:
+        return None
+    wanted = {id(leaf) for leaf in leaves}
+    best = None
+    for node in walk(scope.node):
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Subtract)):
+            inside = {id(n) for n in walk(node)} & wanted
+            if inside == wanted:
+                best = node  # walk goes outside in: the last one found is the innermost
+    return best
+
+
+def _kind(tensors: Tensors, leaf: cst.BaseExpression) -> Optional[str]:
+    kind = tensors.kind(leaf)
+    return kind.kind if kind is not None else None
+
+
+def _role(tensors: Tensors, leaf: cst.BaseExpression) -> Optional[str]:
+    return tensors.role(leaf) if _kind(tensors, leaf) == LOGPROBS else None
+
+
+def _role_signs(tensors: Tensors, terms, sampled: bool = False) -> Dict[str, int]:
+    """The summed signs of the policy's and the reference's log-probs among `terms` (roles that occur). With
+    `sampled`, the old policy's log-probs count as the policy's: a reward is shaped at rollout time, when
+    the sampling policy is the policy (verl's `old_log_prob - ref_log_prob`)."""
+    signs: Dict[str, int] = {}
+    for sign, leaf in terms:
+        role = _role(tensors, leaf)
+        role = "new" if sampled and role == "old" else role
+        if role in ("new", "ref"):
+            signs[role] = signs.get(role, 0) + sign
+    return {role: sign for role, sign in signs.items() if sign}
+
+
+class KLToOldPolicy(TensorRule):
+    """
+    ## What it does
+    Reports the old policy's log-probs (old, behaviour, rollout, sampling-engine log-probs)
+    given where the reference model's are expected: a keyword argument, a parameter of a local
+    function, or a dictionary key named for the reference's log-probs (`ref_log_probs=old_log_prob`,
+    `kl_penalty(logps, old_logps)` with `def kl_penalty(logp, ref_logp)`,
+    `batch["ref_logps"] = rollout_logps`).
+
+    A KL to the old policy that is meant as a trust-region term (PPO-KL, `approx_kl` between
+    old and new) is not given to a reference slot and is not reported.
+
+    ## Why is this bad?
+    The old policy is the policy of a step ago. A KL "to the reference" computed against it
+    stays near zero and its anchor moves with every update: nothing keeps the policy close to
+    the model it started from, and the KL coefficient tunes nothing.
+
+    ## Example
+    ```python
+    kl = compute_kl(logprob=log_probs, ref_logprob=old_log_probs)
+    ```
+
+    ## Use instead
+    ```python
+    kl = compute_kl(logprob=log_probs, ref_logprob=ref_log_probs)
+    ```
+
+    ## Options
+    None.
+    """
+
+    code = "RL111"
+    name = "kl-to-old-policy"
+    severity = Severity.ERROR
+    tier = Tier.CORRECTNESS
+    message = ("`{value}` holds the old policy's log-probs but is given as the reference's (`{slot}`): the KL "
+               "anchor moves with every step and the penalty stays near zero (pass the reference model's log-probs)")
+    triggers = ("ref",)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        helper = None
+        for index, arg in enumerate(node.args):
+            if arg.star:
+                continue
+            slot = arg.keyword.value if arg.keyword is not None else None
+            if slot is None:
+                if helper is None:
+                    helper = self.file.fact(GradFlow).helper_of(node) or False
+                slot = bound_parameter(node, index, helper) if helper else None
+            self._check(slot, arg.value)
+
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        if isinstance(node.key, cst.SimpleString) and isinstance(node.key.evaluated_value, str):
+            self._check(node.key.evaluated_value, node.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            if isinstance(target.target, cst.Subscript):
+                self._check(last_part(target.target), node.value)
+
+    def _check(self, slot: Optional[str], value: cst.BaseExpression) -> None:
+        if not slot or not _reference_slot(slot):
+            return
+        tensors = self.tensors()
+        if _role(tensors, value) == "old":
+            self.report(value, value=tensors.code(value, 60), slot=slot)
+
+
+def _reference_slot(name: str) -> bool:
+    """A parameter or key that holds the reference model's per-token log-probs: `ref_log_probs`, `ref_logprob`."""
+    lowered = name.lower()
+    kind = name_kind(lowered)
+    return bool(REF_ROLE.search(lowered)) and not OLD_ROLE.search(lowered) and kind is not None and \
+        kind.kind == LOGPROBS
