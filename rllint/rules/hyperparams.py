@@ -14,9 +14,9 @@ from rllint.analysis.hparams import (
     is_rl_hyperparameter, is_sequence_level, is_std_switch, last_part,
 )
 from rllint.analysis.imports import Imports
-from rllint.analysis.reads import read_elsewhere
 from rllint.analysis.rates import RateSinks, optimizer_name
 from rllint.analysis.values import Declaration, Value, Values, format_number
+from rllint.index import ProjectIndex
 from rllint.diagnostic import Severity, Tier
 from rllint.registry import CSTRule, Option
 
@@ -1050,19 +1050,25 @@ class UnusedHyperparameter(CSTRule):
         watched = {d.name for d in declarations if is_rl_hyperparameter(d.name)
                    and not set(tokens(d.owner or "")) & EVALUATION}  # an evaluation config's are not the run's
         read = self._attributes | self._strings
-        unread = []
+        unread, consumed_elsewhere = [], {}
         for declaration in declarations:
             if declaration.name not in watched or _read_name(declaration) in read or self._exempt(declaration):
                 continue
-            group = [d for d in declarations if self._same_group(d, declaration) and d is not declaration]
-            if not any(_read_name(d) in read for d in group):
-                continue  # this file consumes nothing of that command line or class: its readers are elsewhere
+            group = {_read_name(d) for d in declarations if self._same_group(d, declaration) and d is not declaration}
+            if not group & read:
+                consumed_elsewhere[declaration] = group  # this file consumes nothing of it: do other modules?
             unread.append(declaration)
+        index = self.file.fact(ProjectIndex)
+        if consumed_elsewhere and _escapes(index, {n for group in consumed_elsewhere.values() for n in group}):
+            unread = [d for d in unread if d not in consumed_elsewhere]
         # `self.args.beta` in a trainer handed `args` whole, `cfg.training.lr` in another module: read there.
-        elsewhere = read_elsewhere(self.file, {_read_name(d) for d in unread}) if unread else set()
+        names = {_read_name(d) for d in unread} | {n for group in consumed_elsewhere.values() for n in group}
+        elsewhere = index.read_elsewhere(names) if unread else set()
         for declaration in unread:
             if _read_name(declaration) in elsewhere:
                 continue
+            if declaration in consumed_elsewhere and not consumed_elsewhere[declaration] & elsewhere:
+                continue  # nothing of that command line or class is read anywhere
             self.report(declaration.node, detail="`{}` ({}) is declared but never read".format(
                 declaration.name, declaration.origin))
         for literal, name, source in self._overwrites:
@@ -1082,6 +1088,12 @@ class UnusedHyperparameter(CSTRule):
         if declaration.kind == "field":
             return self._extends.get(declaration.owner or "", True) or self._instance_forwarded
         return self._declared_in.get(id(declaration.node), "?") in self._forwarded
+
+
+def _escapes(index: ProjectIndex, names: Set[str]) -> bool:
+    """Whether a module that reads some of `names` also hands an object over whole (`launch(**vars(cfg))`,
+    `asdict(cfg)`): the fields are then read where the index cannot follow. Without the index, always."""
+    return not index.enabled or any(summary.whole and summary.reads & names for _, summary in index.others())
 
 
 def _read_name(declaration: Declaration) -> str:
