@@ -21,13 +21,14 @@ from __future__ import annotations
 import ast
 import os
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
 from rllint.cache import content_hash
 from rllint.source import SourceError, decode_source, read_source
 
 _MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 _MAX_FILES = 5000
+_MAX_IMPORTERS = 8  # importers linted for a file of a run that they import
 _NO_GRAD = ("no_grad", "inference_mode")
 _LOG_SOFTMAX = ("log_softmax", "selective_log_softmax")
 _TOKEN_KEYWORDS = {"input_ids", "attention_mask", "inputs_embeds", "position_ids", "labels", "logits_to_keep",
@@ -79,8 +80,7 @@ def summarize(tree: ast.Module) -> Summary:
             functions[node.name] = _function(node)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            imports.extend((a.asname or a.name.split(".")[0], a.name if a.asname else a.name.split(".")[0], 0, "")
-                           for a in node.names)
+            imports.extend((a.asname or a.name.split(".")[0], a.name, 0, "") for a in node.names)
         elif isinstance(node, ast.ImportFrom):
             imports.extend((a.asname or a.name, node.module or "", node.level, a.name) for a in node.names
                            if a.name != "*")
@@ -204,6 +204,65 @@ def clear_cache() -> None:
     _SUMMARIES.clear()
 
 
+def _summary_of(path: str, needles: Tuple[bytes, ...] = ()) -> Tuple[str, Optional[Summary]]:
+    """A file's content hash ("" when it cannot be read) and summary (None when it does not parse, or
+    when its text holds none of `needles`, a cheap test before a parse)."""
+    try:
+        data = read_source(path)
+    except (OSError, SourceError):
+        return "", None
+    digest = content_hash(data)
+    if needles and not any(n in data for n in needles):
+        return digest, None
+    if digest not in _SUMMARIES:
+        try:
+            _SUMMARIES[digest] = summarize(ast.parse(decode_source(data)))
+        except (SourceError, SyntaxError, ValueError, RecursionError, MemoryError):
+            _SUMMARIES[digest] = None
+    return digest, _SUMMARIES[digest]
+
+
+def project_files(root: str, settings) -> Tuple[str, ...]:
+    """The Python files of the project at `root` (absolute), as a run with `settings` discovers them."""
+    key = (root, id(settings))
+    if key not in _FILES:
+        from rllint.files import discover, file_kind
+
+        found, _ = discover([root], settings)
+        _FILES[key] = (settings, tuple(os.path.abspath(p) for p in found if file_kind(p) == "python")[:_MAX_FILES])
+    return _FILES[key][1]
+
+
+def importers_outside(paths: Sequence[str], settings) -> List[str]:
+    """Project files that import a Python file of the run but are not in it (a pre-commit of `hparams.py`
+    alone), at most `_MAX_IMPORTERS` per imported file: linting them places the findings on values written
+    in the run's files, as linting the whole project would. None without `cross-module-values`."""
+    from rllint.analysis.modules import search_module
+    from rllint.analysis.values import CROSS_MODULE_VALUES
+
+    run = {os.path.abspath(p) for p in paths if p.endswith((".py", ".pyi"))}
+    if not run or not settings.option(CROSS_MODULE_VALUES):
+        return []
+    found: Dict[str, List[str]] = {}
+    for project in sorted({project_root(p) for p in run}):
+        names = tuple({_module_name(p).encode() for p in run if project_root(p) == project})
+        for candidate in project_files(project, settings):
+            summary = None if candidate in run else _summary_of(candidate, names)[1]
+            for _, module, level, imported in summary.imports if summary is not None else ():
+                for name in (module, f"{module}.{imported}" if module and imported else imported):
+                    target = search_module(candidate, name, level)[0] if name else None
+                    if target in run and candidate not in found.setdefault(target, []) \
+                            and len(found[target]) < _MAX_IMPORTERS:
+                        found[target].append(candidate)
+    return sorted({p for importers in found.values() for p in importers})
+
+
+def _module_name(path: str) -> str:
+    """The name an import spells a file with: its stem, or its package's for an `__init__.py`."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    return os.path.basename(os.path.dirname(path)) if stem == "__init__" else stem
+
+
 def project_root(path: str) -> str:
     cwd = os.getcwd()
     if path.startswith(cwd.rstrip(os.sep) + os.sep):
@@ -241,30 +300,13 @@ class ProjectIndex:
         """The project's other Python files."""
         if not self.enabled:
             return ()
-        settings = self._file.settings
-        key = (project_root(self.path), id(settings))
-        if key not in _FILES:
-            from rllint.files import discover, file_kind
-
-            found, _ = discover([key[0]], settings)
-            _FILES[key] = (settings, tuple(os.path.abspath(p) for p in found if file_kind(p) == "python")[:_MAX_FILES])
-        return tuple(p for p in _FILES[key][1] if p != self.path)
+        return tuple(p for p in project_files(project_root(self.path), self._file.settings) if p != self.path)
 
     def summary(self, path: str) -> Optional[Summary]:
         """Another project file's summary (None when it cannot be read or parsed), recorded as a dependency."""
-        try:
-            data = read_source(path)
-        except (OSError, SourceError):
-            self._file.dependencies[path] = ""
-            return None
-        digest = content_hash(data)
+        digest, summary = _summary_of(path)
         self._file.dependencies[path] = digest
-        if digest not in _SUMMARIES:
-            try:
-                _SUMMARIES[digest] = summarize(ast.parse(decode_source(data)))
-            except (SourceError, SyntaxError, ValueError, RecursionError, MemoryError):
-                _SUMMARIES[digest] = None
-        return _SUMMARIES[digest]
+        return summary
 
     def module_of(self, name: str) -> Optional[Tuple[str, str]]:
         """For a local name bound by an import of a project module: (that module's file, the name imported
@@ -281,6 +323,8 @@ class ProjectIndex:
                 self._file.dependencies.update((p, "") for p in absent)
                 if submodule is not None:
                     return submodule, ""
+            if not imported and not level and local == module.split(".")[0]:
+                module = local  # `import pkg.sub` binds `pkg`
             path, absent = search_module(self.path, module, level)
             self._file.dependencies.update((p, "") for p in absent)
             return (path, imported) if path is not None else None

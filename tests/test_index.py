@@ -329,3 +329,63 @@ def test_a_cached_result_depends_on_the_summaries_it_consulted(tmp_path):
     (tmp_path / "lib" / "scoring.py").write_text(textwrap.dedent(SCORING).replace("@torch.inference_mode()\n", ""))
     index.clear_cache()
     assert found(tmp_path, None, "step.py", settings=settings, cache=ResultCache(settings, cache_dir)) == []
+
+
+def test_rl606_readers_that_do_not_import_the_declaring_module_are_no_evidence(tmp_path):
+    unrelated = """\
+        def fit(k):
+            return k.actor_lr, k.rollouts_per_prompt
+    """
+    assert rl606(tmp_path, unrelated) == []
+
+
+# ---- a pre-commit of the hyperparameter module alone -----------------------------------------------------
+
+SETTINGS_MODULE = """\
+    \"\"\"Numbers of the run.\"\"\"
+    STEP_SIZE = 4e-5
+    KL_PENALTY = 0.8
+    RATIO_CLIP = 0.02
+    SAMPLES = 1
+"""
+
+LAUNCH = """\
+    import torch
+    from trl import {config}, {trainer}
+    from conf import numbers as n
+
+    torch.optim.SGD([torch.zeros(1)], lr=0.5)  # a finding of this file, not of numbers.py
+    args = {config}(output_dir="out", learning_rate=n.STEP_SIZE, beta=n.KL_PENALTY, epsilon=n.RATIO_CLIP,
+                    num_generations=n.SAMPLES)
+    {trainer}(model="m", args=args, reward_funcs=[len], train_dataset=[]).train()
+"""
+
+
+def launch(tmp_path, config="GRPOConfig", trainer="GRPOTrainer"):
+    build(tmp_path, {"conf/__init__.py": "", "conf/numbers.py": SETTINGS_MODULE,
+                     "launch.py": LAUNCH.format(config=config, trainer=trainer)})
+
+
+def test_linting_the_hyperparameter_module_alone_reports_what_its_importers_use(tmp_path):
+    launch(tmp_path)
+    select = ["RL601", "RL602", "RL603", "RL604"]
+    expected = [("numbers.py", 2, "RL601"), ("numbers.py", 3, "RL602"), ("numbers.py", 4, "RL603"),
+                ("numbers.py", 5, "RL604")]
+    assert found(tmp_path, select, "conf/numbers.py") == expected
+    assert found(tmp_path, select, "conf/numbers.py", "launch.py") == expected  # once, from launch.py itself
+    result = lint_files([str(tmp_path / "conf" / "numbers.py")], Settings(select=["RL601"], root=tmp_path),
+                        isolated=False)
+    assert "line 6 of" in result.diagnostics[0].message and "launch.py" in result.diagnostics[0].message
+
+
+def test_the_hyperparameter_module_alone_look_alikes(tmp_path):
+    select = ["RL601", "RL602", "RL603", "RL604"]
+    launch(tmp_path, config="SFTConfig", trainer="SFTTrainer")  # an SFT run: its numbers are not RL's
+    assert found(tmp_path, select, "conf/numbers.py") == []
+    launch(tmp_path)
+    off = Settings(select=select, root=tmp_path, options={"cross-module-values": False})
+    assert found(tmp_path, select, "conf/numbers.py", settings=off) == []
+    (tmp_path / "launch.py").write_text(textwrap.dedent(LAUNCH.format(config="GRPOConfig", trainer="GRPOTrainer"))
+                                        .replace("from conf import numbers as n", "import numbers as n"))
+    index.clear_cache()
+    assert found(tmp_path, select, "conf/numbers.py") == []  # the standard library's `numbers`, not ours

@@ -1062,13 +1062,14 @@ class UnusedHyperparameter(CSTRule):
         if consumed_elsewhere and _escapes(index, {n for group in consumed_elsewhere.values() for n in group}):
             unread = [d for d in unread if d not in consumed_elsewhere]
         # `self.args.beta` in a trainer handed `args` whole, `cfg.training.lr` in another module: read there.
-        names = {_read_name(d) for d in unread} | {n for group in consumed_elsewhere.values() for n in group}
-        elsewhere = index.read_elsewhere(names) if unread else set()
+        elsewhere = index.read_elsewhere({_read_name(d) for d in unread}) if unread else set()
+        # Consumed elsewhere: a module this one imports, or that imports it, reads some of the group.
+        nearby = {n for _, summary in index.neighbours() for n in summary.reads} if consumed_elsewhere else set()
         for declaration in unread:
             if _read_name(declaration) in elsewhere:
                 continue
-            if declaration in consumed_elsewhere and not consumed_elsewhere[declaration] & elsewhere:
-                continue  # nothing of that command line or class is read anywhere
+            if declaration in consumed_elsewhere and not consumed_elsewhere[declaration] & nearby:
+                continue  # no module around it reads anything of that command line or class
             self.report(declaration.node, detail="`{}` ({}) is declared but never read".format(
                 declaration.name, declaration.origin))
         for literal, name, source in self._overwrites:
