@@ -911,16 +911,16 @@ class UnusedHyperparameter(CSTRule):
 
     Parameters forwarded as a whole (`GRPOConfig(**vars(args))`, `Config(**cfg)`,
     `asdict(config)`), fields of classes that extend another class (a `GRPOConfig` or
-    `TrainingArguments` subclass: the framework reads them), and declarations of a
-    command line or class of which this file reads nothing (a config module whose
-    readers are elsewhere) are not reported.
+    `TrainingArguments` subclass: the framework reads them) are not reported.
 
     Scope: reads are looked for in the declaring file (attribute reads `args.x`,
-    `config.x`, string keys `cfg["x"]`, `getattr(args, "x")`) and then in every other
-    Python file of the project (`self.args.x` in a trainer that was handed `args`
-    whole, `self.config.training.x`): a field read anywhere is read. A command line or
-    class that this file does not consume at all is left alone, since its readers are
-    in other modules.
+    `config.x`, string keys `cfg["x"]`, `getattr(args, "x")`) and then, through the
+    project index, in every other Python file of the project (`self.args.x` in a trainer
+    that was handed `args` whole, `self.config.training.x`): a field read anywhere is
+    read. A command line or class that this file does not consume itself (a config
+    module) is judged when a module it imports, or that imports it, reads some of its
+    other fields, and no such module hands an object over whole (`launch(**vars(cfg))`),
+    since its fields are then read where the index cannot follow.
 
     ## Why is this bad?
     The run silently uses another value than the one on the command line or in the
