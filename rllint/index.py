@@ -237,7 +237,6 @@ def importers_outside(paths: Sequence[str], settings) -> List[str]:
     """Project files that import a Python file of the run but are not in it (a pre-commit of `hparams.py`
     alone), at most `_MAX_IMPORTERS` per imported file: linting them places the findings on values written
     in the run's files, as linting the whole project would. None without `cross-module-values`."""
-    from rllint.analysis.modules import search_module
     from rllint.analysis.values import CROSS_MODULE_VALUES
 
     run = {os.path.abspath(p) for p in paths if p.endswith((".py", ".pyi"))}
@@ -248,13 +247,24 @@ def importers_outside(paths: Sequence[str], settings) -> List[str]:
         names = tuple({_module_name(p).encode() for p in run if project_root(p) == project})
         for candidate in project_files(project, settings):
             summary = None if candidate in run else _summary_of(candidate, names)[1]
-            for _, module, level, imported in summary.imports if summary is not None else ():
-                for name in (module, f"{module}.{imported}" if module and imported else imported):
-                    target = search_module(candidate, name, level)[0] if name else None
-                    if target in run and candidate not in found.setdefault(target, []) \
-                            and len(found[target]) < _MAX_IMPORTERS:
-                        found[target].append(candidate)
+            for target in _imported_files(candidate, summary) & run:
+                if candidate not in found.setdefault(target, []) and len(found[target]) < _MAX_IMPORTERS:
+                    found[target].append(candidate)
     return sorted({p for importers in found.values() for p in importers})
+
+
+def _imported_files(path: str, summary: Optional[Summary]) -> Set[str]:
+    """The project files the imports of the module at `path` name (`from pkg import sub` names `pkg/sub.py`
+    and `pkg/__init__.py`)."""
+    from rllint.analysis.modules import search_module
+
+    found = set()
+    for _, module, level, imported in summary.imports if summary is not None else ():
+        for name in (module, f"{module}.{imported}" if module and imported else imported):
+            target = search_module(path, name, level)[0] if name else None
+            if target is not None:
+                found.add(target)
+    return found
 
 
 def _module_name(path: str) -> str:
@@ -288,6 +298,7 @@ class ProjectIndex:
         self.path = os.path.abspath(file.path)
         self.enabled = file.settings.option(CROSS_MODULE_VALUES) and os.path.isfile(self.path)
         self._own: Optional[Summary] = None
+        self._importers: Optional[List[Tuple[str, Summary]]] = None
 
     @property
     def own(self) -> Summary:
@@ -334,7 +345,7 @@ class ProjectIndex:
         """The project function a call's dotted callee names (`helper` imported from a project module,
         `utils.helper`) and the file it is in; None for anything else."""
         parts = dotted.split(".")
-        if len(parts) > 2 or self._own_function(parts[0]):
+        if len(parts) > 2 or parts[0] in self.own.functions:
             return None
         found = self.module_of(parts[0])
         if found is None:
@@ -345,22 +356,12 @@ class ProjectIndex:
         function = summary.functions.get(name) if summary is not None else None
         return (path, function) if function is not None else None
 
-    def _own_function(self, name: str) -> bool:
-        return name in self.own.functions
-
-    def importers(self) -> Iterator[Tuple[str, Summary]]:
+    def importers(self) -> List[Tuple[str, Summary]]:
         """The project files that import this one, with their summaries."""
-        for path in self.files():
-            summary = self.summary(path)
-            if summary is None:
-                continue
-            for _, module, level, imported in summary.imports:
-                from rllint.analysis.modules import search_module
-
-                if search_module(path, module, level)[0] == self.path or (imported and search_module(
-                        path, f"{module}.{imported}" if module else imported, level)[0] == self.path):
-                    yield path, summary
-                    break
+        if self._importers is None:
+            self._importers = [(path, summary) for path, summary in self.others()
+                               if self.path in _imported_files(path, summary)]
+        return self._importers
 
     def neighbours(self) -> Iterator[Tuple[str, Summary]]:
         """The project files this one imports, then those that import it."""
