@@ -196,30 +196,41 @@ def _number(node: ast.AST) -> Optional[float]:
 # project's Python files): one discovery per run and worker, a fresh one for a run with other settings.
 _FILES: Dict[Tuple[str, int], Tuple[object, Tuple[str, ...]]] = {}
 _SUMMARIES: Dict[str, Optional[Summary]] = {}  # content hash -> summary (None: not Python this interpreter parses)
+_READ: Dict[str, Tuple[Tuple[int, int], str]] = {}  # path -> (size and time, content hash) of summarised files
 
 
 def clear_cache() -> None:
     """Forget the files and summaries of this process (tests that change a project between runs)."""
     _FILES.clear()
     _SUMMARIES.clear()
+    _READ.clear()
 
 
 def _summary_of(path: str, needles: Tuple[bytes, ...] = ()) -> Tuple[str, Optional[Summary]]:
     """A file's content hash ("" when it cannot be read) and summary (None when it does not parse, or
-    when its text holds none of `needles`, a cheap test before a parse)."""
+    when its text holds none of `needles`, a cheap test before a parse). A file is read again only when
+    its size or time changed."""
     try:
-        data = read_source(path)
-    except (OSError, SourceError):
+        stat = os.stat(path)
+    except OSError:
         return "", None
-    digest = content_hash(data)
-    if needles and not any(n in data for n in needles):
-        return digest, None
-    if digest not in _SUMMARIES:
+    stamp = (stat.st_size, stat.st_mtime_ns)
+    known = _READ.get(path)
+    if known is None or known[0] != stamp:
         try:
-            _SUMMARIES[digest] = summarize(ast.parse(decode_source(data)))
-        except (SourceError, SyntaxError, ValueError, RecursionError, MemoryError):
-            _SUMMARIES[digest] = None
-    return digest, _SUMMARIES[digest]
+            data = read_source(path)
+        except (OSError, SourceError):
+            return "", None
+        digest = content_hash(data)
+        if needles and not any(n in data for n in needles):
+            return digest, None
+        if digest not in _SUMMARIES:
+            try:
+                _SUMMARIES[digest] = summarize(ast.parse(decode_source(data)))
+            except (SourceError, SyntaxError, ValueError, RecursionError, MemoryError):
+                _SUMMARIES[digest] = None
+        known = _READ[path] = (stamp, digest)
+    return known[1], _SUMMARIES[known[1]]
 
 
 def project_files(root: str, settings) -> Tuple[str, ...]:
@@ -360,7 +371,7 @@ class ProjectIndex:
         """The project files that import this one, with their summaries."""
         if self._importers is None:
             self._importers = [(path, summary) for path, summary in self.others()
-                               if self.path in _imported_files(path, summary)]
+                               if self.path in _imported_files(path, summary) and self.consulted(path)]
         return self._importers
 
     def neighbours(self) -> Iterator[Tuple[str, Summary]]:
@@ -379,15 +390,24 @@ class ProjectIndex:
                 yield path, summary
 
     def others(self) -> Iterator[Tuple[str, Summary]]:
-        """Every other Python file of the project that parses, with its summary."""
+        """Every other Python file of the project that parses, with its summary. Not recorded as
+        dependencies: a caller records the files its answer came from (`consulted`), so that a result
+        does not depend on every file of a large project (a file that starts reading a setting later
+        is not seen by a cached result until one of those changes)."""
         for path in self.files():
-            summary = self.summary(path)
+            summary = _summary_of(path)[1]
             if summary is not None:
                 yield path, summary
 
+    def consulted(self, path: str) -> bool:
+        """Record that an answer depends on the file at `path` (True, for use in filters)."""
+        self._file.dependencies[path] = _summary_of(path)[0]
+        return True
+
     def read_elsewhere(self, names: Set[str]) -> Set[str]:
         """The `names` that another Python file of the project reads (`.name`, `"name"`)."""
-        return {name for _, summary in self.others() for name in names & summary.reads}
+        return {name for path, summary in self.others() if names & summary.reads and self.consulted(path)
+                for name in names & summary.reads}
 
     def called_elsewhere(self, name: str) -> bool:
         """Whether a project file that imports this one calls a function named `name`."""
