@@ -394,10 +394,10 @@ def test_the_hyperparameter_module_alone_look_alikes(tmp_path):
 def test_a_result_depends_only_on_the_files_its_answers_came_from(tmp_path):
     from rllint.runner import lint_bytes
     build(tmp_path, {"knobs.py": KNOBS, "trainer.py": "from knobs import Knobs\n\ndef fit(k: Knobs):\n"
-                                                      "    return k.actor_lr, k.kl_weight\n",
+                                                      "    return k.actor_lr, k.rollouts_per_prompt\n",
                      "unrelated.py": "def helper(x):\n    return x.shape\n"})
     path = tmp_path / "knobs.py"
     result = lint_bytes(path.read_bytes(), str(path), _always(tmp_path, "RL606"))
-    assert [d.line for d in result.diagnostics] == [8]
+    assert [d.line for d in result.diagnostics] == [7]
     assert str(tmp_path / "trainer.py") in result.dependencies
     assert str(tmp_path / "unrelated.py") not in result.dependencies
