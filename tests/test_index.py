@@ -401,3 +401,21 @@ def test_a_result_depends_only_on_the_files_its_answers_came_from(tmp_path):
     assert [d.line for d in result.diagnostics] == [7]
     assert str(tmp_path / "trainer.py") in result.dependencies
     assert str(tmp_path / "unrelated.py") not in result.dependencies
+
+
+def test_rl309_helper_of_the_same_module_at_its_default_temperature():
+    from rllint.runner import lint_text
+    source = textwrap.dedent("""
+        import torch
+
+        def token_logprobs(lm, seq, temperature=1.0):
+            return torch.log_softmax(lm(seq).logits / temperature, dim=-1)
+
+        def sample_then_score(lm, prompt):
+            seq = lm.generate(prompt, do_sample=True, temperature=1.2)
+            return token_logprobs(lm, seq), token_logprobs(lm, seq, temperature=1.2), token_logprobs(lm, seq, 1.2)
+    """)
+    result = lint_text(source, "loop.py", Settings(select=["RL309"]))
+    assert [(d.line, d.column, d.code) for d in result.diagnostics] == [(9, 12, "RL309")]
+    no_divide = source.replace("lm(seq).logits / temperature", "lm(seq).logits")
+    assert [d.line for d in lint_text(no_divide, "loop.py", Settings(select=["RL309"])).diagnostics] == [5]
