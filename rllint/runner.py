@@ -556,8 +556,7 @@ def lint_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = N
         cache.save()
     run = {os.path.abspath(path) for path in paths}
     for importer in importers:
-        results[importer].diagnostics = [d for d in results[importer].diagnostics
-                                         if os.path.abspath(d.path) in run - {os.path.abspath(importer)}]
+        results[importer].diagnostics = [d for d in results[importer].diagnostics if os.path.abspath(d.path) in run]
         results[importer].errors = []
     paths = list(paths) + importers
     total = FileResult()
