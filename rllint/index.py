@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
@@ -204,6 +205,7 @@ def clear_cache() -> None:
     _FILES.clear()
     _SUMMARIES.clear()
     _READ.clear()
+    _WORDS.clear()
 
 
 def _summary_of(path: str, needles: Tuple[bytes, ...] = ()) -> Tuple[str, Optional[Summary]]:
@@ -255,9 +257,9 @@ def importers_outside(paths: Sequence[str], settings) -> List[str]:
         return []
     found: Dict[str, List[str]] = {}
     for project in sorted({project_root(p) for p in run}):
-        names = tuple({_module_name(p).encode() for p in run if project_root(p) == project})
+        names = {_module_name(p).encode() for p in run if project_root(p) == project}
         for candidate in project_files(project, settings):
-            summary = None if candidate in run else _summary_of(candidate, names)[1]
+            summary = None if candidate in run or not names & _import_words(candidate) else _summary_of(candidate)[1]
             for target in _imported_files(candidate, summary) & run:
                 if candidate not in found.setdefault(target, []) and len(found[target]) < _MAX_IMPORTERS:
                     found[target].append(candidate)
@@ -276,6 +278,27 @@ def _imported_files(path: str, summary: Optional[Summary]) -> Set[str]:
             if target is not None:
                 found.add(target)
     return found
+
+
+_IMPORT = re.compile(rb"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[ \t]+(?:\([^)]*\)|[^\n]*)|import[ \t]+[^\n]*)", re.M)
+_WORDS: Dict[str, Tuple[Tuple[int, int], FrozenSet[bytes]]] = {}  # path -> (size and time, words of its imports)
+
+
+def _import_words(path: str) -> FrozenSet[bytes]:
+    """The words of a file's import statements, read from its text without a parse (once per change):
+    a file whose imports lack a module's name does not import it."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return frozenset()
+    stamp = (stat.st_size, stat.st_mtime_ns)
+    if path not in _WORDS or _WORDS[path][0] != stamp:
+        try:
+            data = read_source(path)
+        except (OSError, SourceError):
+            data = b""
+        _WORDS[path] = (stamp, frozenset(w for m in _IMPORT.finditer(data) for w in re.findall(rb"\w+", m.group())))
+    return _WORDS[path][1]
 
 
 def _module_name(path: str) -> str:
@@ -368,9 +391,12 @@ class ProjectIndex:
         return (path, function) if function is not None else None
 
     def importers(self) -> List[Tuple[str, Summary]]:
-        """The project files that import this one, with their summaries."""
+        """The project files that import this one, with their summaries. Only files whose import statements
+        name this module are parsed (`_import_words`), so that asking costs no parse of the whole project."""
         if self._importers is None:
-            self._importers = [(path, summary) for path, summary in self.others()
+            name = _module_name(self.path).encode()
+            candidates = [p for p in self.files() if name in _import_words(p)]
+            self._importers = [(path, summary) for path, summary in self._summaries(candidates)
                                if self.path in _imported_files(path, summary) and self.consulted(path)]
         return self._importers
 
@@ -389,13 +415,18 @@ class ProjectIndex:
                 seen.add(path)
                 yield path, summary
 
-    def others(self) -> Iterator[Tuple[str, Summary]]:
-        """Every other Python file of the project that parses, with its summary. Not recorded as
-        dependencies: a caller records the files its answer came from (`consulted`), so that a result
-        does not depend on every file of a large project (a file that starts reading a setting later
-        is not seen by a cached result until one of those changes)."""
-        for path in self.files():
-            summary = _summary_of(path)[1]
+    def others(self, names: Set[str]) -> Iterator[Tuple[str, Summary]]:
+        """The other Python files of the project whose text mentions one of `names`, with their summaries
+        (the others are not parsed). Not recorded as dependencies: a caller records the files its answer
+        came from (`consulted`), so that a result does not depend on every file of a large project (a file
+        that starts reading a setting later is not seen by a cached result until one of those changes)."""
+        needles = tuple(name.encode() for name in names)
+        return self._summaries(self.files(), needles) if needles else iter(())
+
+    @staticmethod
+    def _summaries(paths, needles: Tuple[bytes, ...] = ()) -> Iterator[Tuple[str, Summary]]:
+        for path in paths:
+            summary = _summary_of(path, needles)[1]
             if summary is not None:
                 yield path, summary
 
@@ -406,7 +437,7 @@ class ProjectIndex:
 
     def read_elsewhere(self, names: Set[str]) -> Set[str]:
         """The `names` that another Python file of the project reads (`.name`, `"name"`)."""
-        return {name for path, summary in self.others() if names & summary.reads and self.consulted(path)
+        return {name for path, summary in self.others(names) if names & summary.reads and self.consulted(path)
                 for name in names & summary.reads}
 
     def called_elsewhere(self, name: str) -> bool:

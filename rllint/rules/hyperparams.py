@@ -1095,7 +1095,7 @@ def _escapes(index: ProjectIndex, names: Set[str]) -> bool:
     """Whether a module that reads some of `names` also hands an object over whole (`launch(**vars(cfg))`,
     `asdict(cfg)`): the fields are then read where the index cannot follow. Without the index, always."""
     return not index.enabled or any(summary.whole and summary.reads & names and index.consulted(path)
-                                    for path, summary in index.others())
+                                    for path, summary in index.others(names))
 
 
 def _read_name(declaration: Declaration) -> str:
