@@ -419,3 +419,25 @@ def test_rl309_helper_of_the_same_module_at_its_default_temperature():
     assert [(d.line, d.column, d.code) for d in result.diagnostics] == [(9, 12, "RL309")]
     no_divide = source.replace("lm(seq).logits / temperature", "lm(seq).logits")
     assert [d.line for d in lint_text(no_divide, "loop.py", Settings(select=["RL309"])).diagnostics] == [5]
+
+
+def test_rl309_across_modules_only_functions_the_sampling_module_calls(tmp_path):
+    """A reference server next to the sampler: its log-probs, in a `__main__` block, are not the rollouts'."""
+    server = """\
+        import torch
+
+        if __name__ == "__main__":
+            ref = torch.load("ref.pt")
+
+            def raw_logps(seq):
+                return ref(seq).logits.log_softmax(-1)
+    """
+    sampler = """\
+        from vllm import SamplingParams
+        from server import raw_logps
+
+        PARAMS = SamplingParams(temperature=0.8)
+        GREEDY = SamplingParams(temperature=0)
+    """
+    build(tmp_path, {"server.py": server, "sampler.py": sampler})
+    assert found(tmp_path, ["RL309"], "server.py") == []

@@ -1644,6 +1644,7 @@ class LogprobsIgnoreTemperature(FunctionRule):
     def __init__(self, file) -> None:
         super().__init__(file)
         self._temperature: Optional[tuple] = None
+        self._callers: Optional[Set[str]] = None  # with a temperature of other modules: the names they call
 
     def sampling_temperature(self) -> Optional[Tuple[float, str]]:
         """The temperature the rollouts are sampled at and where that is said, when the source shows one
@@ -1662,9 +1663,12 @@ class LogprobsIgnoreTemperature(FunctionRule):
                      and not constructor_default(v)]
             if not found:
                 known = [(number, f"sampled in {os.path.basename(path)}")
-                         for path, summary in self.file.fact(ProjectIndex).neighbours() for number in summary.samples]
+                         for path, summary in self.file.fact(ProjectIndex).neighbours() for number in summary.samples
+                         if number != 0]  # greedy decoding (prompt log-probs) draws no rollouts
                 if any(number is None for number, _ in known):
                     known = []  # a temperature the index cannot read: mixed evidence
+                self._callers = {n for path, summary in self.file.fact(ProjectIndex).neighbours() if summary.samples
+                                 for n in summary.called} if known else None
             tempered = [v for v in known if v[0] != 1]
             self._temperature = (tempered[0] if tempered and len(tempered) == len(known) else None,)
         return self._temperature[0]
@@ -1694,6 +1698,10 @@ class LogprobsIgnoreTemperature(FunctionRule):
         sources = self._sources(operand, self.scope)
         if any(_divides(n) for n in sources):
             return
+        if self._callers is not None and (self.function is None or self.function.name.value not in self._callers
+                                          or self.function.name.value not in self.file.fact(ProjectIndex).own.functions
+                                          or len(self._functions) > 1):
+            return  # another module samples: only a function of this module that it calls computes its log-probs
         if any(isinstance(n, cst.Attribute) and n.attr.value == "logits" or isinstance(n, cst.Name)
                and "logits" in n.value.lower() for n in sources):
             number, origin = self.sampling_temperature()
