@@ -32,6 +32,7 @@ from rllint.analysis.configs import ConfigSyntaxError, ConfigTooLarge, LaunchCon
 from rllint.cache import ResultCache, content_hash
 from rllint.diagnostic import Diagnostic, FileError
 from rllint.files import file_kind
+from rllint.index import importers_outside
 from rllint.fix import build_fix
 from rllint.notebook import NotebookError, place_all, read_cells
 from rllint.registry import CSTRule, Finding, find_rule, load_rules, UnknownSelector
@@ -524,7 +525,10 @@ def lint_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = N
     results: Dict[str, FileResult] = {}
     pending: Dict[str, Tuple[bytes, str]] = {}
     digests: Dict[str, str] = {}
-    for path in paths:
+    # Files of the project outside the run that import one of it: their findings on values written in the
+    # run's files are the run's (a pre-commit of `hparams.py` alone reports what its importers make of it).
+    importers = [_shown_path(p, paths[0]) for p in importers_outside(paths, settings)]
+    for path in list(paths) + importers:
         data, failure = _read(path)
         if failure is not None:
             results[path] = failure
@@ -550,6 +554,11 @@ def lint_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = N
             cache.put(path, pending[path][1], result)
     if cache is not None:
         cache.save()
+    run = {os.path.abspath(path) for path in paths}
+    for importer in importers:
+        results[importer].diagnostics = [d for d in results[importer].diagnostics if os.path.abspath(d.path) in run]
+        results[importer].errors = []
+    paths = list(paths) + importers
     total = FileResult()
     used_elsewhere = {(os.path.abspath(other), line, selector)
                       for path in paths for other, line, selector in results[path].used_elsewhere}

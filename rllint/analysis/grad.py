@@ -20,9 +20,10 @@ gradient stoppers, value-model advantages), each with the flow it saw, so rules 
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, List, NamedTuple, Optional, Set
+from typing import Dict, FrozenSet, List, NamedTuple, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -31,6 +32,7 @@ from rllint.analysis.purpose import Purpose
 from rllint.analysis.roles import (POLICY, VALUE, ModelRoles, body_of, bound_parameter, call_name,
                                    child_blocks, header)
 from rllint.analysis.syntax import dotted
+from rllint.index import Function, ProjectIndex
 
 GRAD = "grad"  # carries gradient of the policy
 VALUE_GRAD = "value"  # carries gradient of the value model
@@ -198,6 +200,7 @@ class GradFlow:
     def __init__(self, file) -> None:
         self.imports: Imports = file.fact(Imports)
         self.roles: ModelRoles = file.fact(ModelRoles)
+        self._file = file
         self.module = file.module
         self.forwards: List[Forward] = []
         self.inplace: List[InPlace] = []
@@ -215,7 +218,8 @@ class GradFlow:
         self._output_reads: Set[cst.Call] = set()  # calls whose output is read as logits or hidden states
         self._in_progress: Set[cst.FunctionDef] = set()
         self._find_no_grad_functions()
-        if not self.roles.runs_roles and not any(self.is_loss_function(f) for f in self._all_functions):
+        if not self.roles.runs_roles and not any(self.is_loss_function(f) for f in self._all_functions) \
+                and not self._runs_remote():
             return  # no model with a role runs here and no loss helper takes log-probs: nothing carries gradient
         if file.fact(Purpose).array_library in ("mlx", "jax"):
             return  # gradients are taken of named parameters only: no tape, no no_grad, nothing to report
@@ -236,8 +240,11 @@ class GradFlow:
         return call in self._forward_calls
 
     def reported_forwards(self) -> List[Forward]:
-        """Forwards, without a helper's own forward of its model parameter when its call sites are known."""
-        return [f for f in self.forwards if f.parameter is None or f.function not in self.helpers_called]
+        """Forwards, without a helper's own forward of its model parameter when its call sites are known
+        (in this file, or in another module of the project, whose finding is at its call)."""
+        return [f for f in self.forwards if f.parameter is None or (
+            f.function not in self.helpers_called
+            and not self._file.fact(ProjectIndex).called_elsewhere(f.function.name.value))]
 
     # ---- grad regions ----
 
@@ -723,6 +730,9 @@ class GradFlow:
         helper = self.helper_of(call)
         if helper is not None:
             return self._helper_call(call, helper, frame, record)
+        remote = self.remote_helper(call)
+        if remote is not None:
+            return self._remote_call(call, remote, frame, record)
         model = self.roles.is_forward(call)
         role = self.roles.role(model, frame.function) if model is not None else None
         # a parameter the function runs as a model, whatever its name: its role is its callers' argument's
@@ -781,6 +791,46 @@ class GradFlow:
         if isinstance(func, cst.Name) or (isinstance(func, cst.Attribute) and dotted(func.value) in ("self", "cls")):
             return self.roles.functions.get(call_name(call))
         return None
+
+    def _runs_remote(self) -> bool:
+        """Whether a call hands a model with a role to a helper of another module that runs it."""
+        return any(any(self.roles.role(arg.value, scope if isinstance(scope, cst.FunctionDef) else None)
+                       for arg in call.args) and self.remote_helper(call) is not None
+                   for scope, statements in self.roles.calls.items() for _, calls in statements for call in calls)
+
+    def remote_helper(self, call: cst.Call) -> Optional[Tuple[str, Function]]:
+        """The function of another project module a call runs, when it runs a model it is given
+        (`get_logps(policy, ids)` with `get_logps` imported from the project): the index's summary of it."""
+        key = dotted(call.func)
+        if key is None or key.split(".")[0] in ("self", "cls") or key in self.roles.functions:
+            return None
+        found = self._file.fact(ProjectIndex).function(key)
+        return found if found is not None and found[1].runs else None
+
+    def _remote_call(self, call: cst.Call, remote: Tuple[str, Function], frame: _Frame, record: bool) -> Flow:
+        """A helper of another module that runs a model argument: its output carries the policy's gradient
+        unless the helper (or the caller) runs it under no_grad; a reference model it runs with gradient on
+        is a forward of this file (RL502)."""
+        path, function = remote
+        result: Set[Tag] = set()
+        where = f"`{_short(_code(self.module, call))}` (in {os.path.basename(path)})"
+        no_grad = frame.no_grad or function.no_grad
+        for index, arg in enumerate(call.args):
+            flow = self._eval(arg.value, frame, record=record)
+            result |= flow
+            parameter = arg.keyword.value if arg.keyword is not None else (
+                function.params[index] if not arg.star and index < len(function.params)
+                and not any(a.keyword is not None or a.star for a in call.args[:index]) else None)
+            role = self.roles.role(arg.value, frame.function) if parameter in function.runs else None
+            if role == POLICY:
+                result.add(Tag(STOPPED, call, f"policy forward in {where} under no_grad") if no_grad
+                           else Tag(GRAD, call, f"policy forward in {where}"))
+            elif role is not None and record:
+                self.forwards.append(Forward(call, role, _code(self.module, arg.value),
+                                             no_grad or frame.function in self.shielded, frame.detaching > 0,
+                                             frame.adapter_off, frame.function, on_tokens=function.on_tokens,
+                                             statement=frame.statement))
+        return frozenset(result)
 
     def _helper_call(self, call, helper, frame: _Frame, record: bool) -> Flow:
         summary = self.summary(helper)

@@ -305,7 +305,7 @@ class LossSlice:
             if step.sink is not sink or stmt in self.grad.no_grad_statements:
                 continue
             for call in calls_in(stmt):
-                if self.grad.helper_of(call) is not None:
+                if self.grad.helper_of(call) is not None or self.grad.remote_helper(call) is not None:
                     continue
                 if any(self.roles.role(arg.value, sink.function) in (POLICY, VALUE) for arg in call.args):
                     return True

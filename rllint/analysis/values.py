@@ -33,8 +33,9 @@ from rllint.registry import Option
 CROSS_MODULE_VALUES = Option(
     "cross-module-values", bool, True,
     "Resolve values imported from other modules of the linted project (constants, config classes and "
-    "their inherited defaults) and report them where they are written; off: only values written in the "
-    "linted file itself are seen.",
+    "their inherited defaults) and report them where they are written, and ask the project index what other "
+    "modules do (helpers, reads, sampling temperatures, importers of a file linted alone); off: only the "
+    "linted file itself is seen.",
 )
 
 Number = Union[int, float]

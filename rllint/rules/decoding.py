@@ -1,6 +1,7 @@
 """RL3xx: generation and decoding (reasoning markers, decoding, chat templates, sampling settings)."""
 from __future__ import annotations
 
+import os
 import re
 from typing import Dict, List, Optional, Set, Tuple
 
@@ -25,6 +26,7 @@ from rllint.analysis.tokenizer import IdsUse, TokenizerFacts
 from rllint.analysis.values import Values
 from rllint.diagnostic import Severity, Tier
 from rllint.files import KINDS
+from rllint.index import SAMPLER_CALLS as _SAMPLER_CALLS, ProjectIndex
 from rllint.registry import CSTRule, Option
 
 MIN_GENERATION_TOKENS = Option(
@@ -1360,9 +1362,6 @@ def _truncates(value: cst.BaseExpression) -> bool:
 
 
 # Calls that sample rollouts, or configure an RL trainer's sampling.
-_SAMPLER_CALLS = {"generate", "GenerationConfig", "SamplingParams", "sample", "sample_async", "generate_sequences",
-                  "GRPOConfig", "RLOOConfig", "OnlineDPOConfig", "PPOConfig", "PPOv2Config", "XPOConfig",
-                  "NashMDConfig", "GKDConfig"}
 _GENERATION_WORDS = {"gen", "generation", "generate", "sampling", "sample", "rollout"}
 _KWARGS_KEYWORDS = {"generation_kwargs", "gen_kwargs", "sampling_kwargs", "generate_kwargs"}
 
@@ -1603,12 +1602,15 @@ def _divides(node: cst.CSTNode) -> bool:
 class LogprobsIgnoreTemperature(FunctionRule):
     """
     ## What it does
-    Reports, in a file that samples rollouts at a temperature other than 1, a
-    `log_softmax` over logits that were never divided by that temperature; and a
-    division of log-probs (rather than logits) by the temperature. A file that also
-    samples at temperature 1 (rollouts at 1, evaluation at 0.7) is not reported:
-    which sampler drew the rollouts is not known. Nor is a temperature that is only
-    a constructor's default.
+    Reports, in a project that samples rollouts at a temperature other than 1, log-probs
+    (`log_softmax`, `-cross_entropy(..., reduction="none")`) over logits that were never
+    divided by that temperature; a log-prob helper (of the same module or another) whose
+    `temperature` parameter defaults to 1 and that is called without it; and a division of
+    log-probs (rather than logits) by the temperature. The sampling temperature is the
+    file's own, or, when the file samples nothing, that of the project modules it imports or
+    that import it. Where a sampler at temperature 1 is among them (rollouts at 1,
+    evaluation at 0.7) nothing is reported: which sampler drew the rollouts is not known.
+    Nor is a temperature that is only a constructor's default.
 
     ## Why is this bad?
     The sampler drew tokens from `softmax(logits / T)`. Log-probs computed from the raw
@@ -1637,16 +1639,18 @@ class LogprobsIgnoreTemperature(FunctionRule):
     name = "logprobs-ignore-temperature"
     severity = Severity.WARNING
     message = "{what}"
-    triggers = ("temperature",)
+    triggers = ("temperature", "log_softmax", "cross_entropy")
 
     def __init__(self, file) -> None:
         super().__init__(file)
         self._temperature: Optional[tuple] = None
+        self._callers: Optional[Set[str]] = None  # with a temperature of other modules: the names they call
 
-    def sampling_temperature(self):
-        """The temperature the file samples at, when the source shows one other than 1. A sampler at 1 in the
-        same file (rollouts at 1, evaluation at 0.7) makes the evidence mixed: which one drew the rollouts
-        is not known, so None. A constructor's default is a placeholder, not evidence."""
+    def sampling_temperature(self) -> Optional[Tuple[float, str]]:
+        """The temperature the rollouts are sampled at and where that is said, when the source shows one
+        other than 1: this file's samplers, else those of the project modules it imports or that import it.
+        A sampler at 1 among them (rollouts at 1, evaluation at 0.7) makes the evidence mixed: which one drew
+        the rollouts is not known, so None. A constructor's default is a placeholder, not evidence."""
         if self._temperature is None:
             values = self.file.fact(Values)
             found = []
@@ -1655,30 +1659,79 @@ class LogprobsIgnoreTemperature(FunctionRule):
                     arg = keyword(node, "temperature")
                     if arg is not None:
                         found.append(values.of(arg.value))
-            known = [v for v in found if v is not None and v.number > 0 and not constructor_default(v)]
-            tempered = [v for v in known if v.number != 1]
+            known = [(v.number, v.origin) for v in found if v is not None and v.number > 0
+                     and not constructor_default(v)]
+            if not found:
+                known = [(number, f"sampled in {os.path.basename(path)}")
+                         for path, summary in self.file.fact(ProjectIndex).neighbours() for number in summary.samples
+                         if number != 0]  # greedy decoding (prompt log-probs) draws no rollouts
+                if any(number is None for number, _ in known):
+                    known = []  # a temperature the index cannot read: mixed evidence
+                self._callers = {n for path, summary in self.file.fact(ProjectIndex).neighbours() if summary.samples
+                                 for n in summary.called} if known else None
+            tempered = [v for v in known if v[0] != 1]
             self._temperature = (tempered[0] if tempered and len(tempered) == len(known) else None,)
         return self._temperature[0]
 
     def visit_Call(self, node: cst.Call) -> None:
         if call_tail(node) not in _LOG_SOFTMAX:
+            self._helper_at_default(node)
             return
         if isinstance(node.func, cst.Attribute) and call_tail(node) == "log_softmax" \
                 and not _is_module_call(node, self.file.fact(Imports)):
-            operand = node.func.value  # logits.log_softmax(-1)
+            self._check(node, node.func.value)  # logits.log_softmax(-1)
         else:
-            operand = positional(node, 0)
+            self._check(node, positional(node, 0))
+
+    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+        """`-F.cross_entropy(logits, ids, reduction="none")`: per-token log-probs too."""
+        call = node.expression
+        if isinstance(node.operator, cst.Minus) and isinstance(call, cst.Call) and call_tail(call) == "cross_entropy":
+            reduction = keyword(call, "reduction")
+            if reduction is not None and isinstance(reduction.value, cst.SimpleString) \
+                    and reduction.value.evaluated_value == "none":
+                self._check(node, positional(call, 0))
+
+    def _check(self, node: cst.CSTNode, operand: Optional[cst.BaseExpression]) -> None:
         if operand is None or self.sampling_temperature() is None:
             return
         sources = self._sources(operand, self.scope)
         if any(_divides(n) for n in sources):
             return
+        if self._callers is not None and (self.function is None or self.function.name.value not in self._callers
+                                          or self.function.name.value not in self.file.fact(ProjectIndex).own.functions
+                                          or len(self._functions) > 1):
+            return  # another module samples: only a function of this module that it calls computes its log-probs
         if any(isinstance(n, cst.Attribute) and n.attr.value == "logits" or isinstance(n, cst.Name)
                and "logits" in n.value.lower() for n in sources):
-            temperature = self.sampling_temperature()
+            number, origin = self.sampling_temperature()
             self.report(node, what=(
-                f"log-probs from logits not divided by the sampling temperature {temperature.number:g} "
-                f"({temperature.origin}): the ratio compares two different distributions"))
+                f"log-probs from logits not divided by the sampling temperature {number:g} "
+                f"({origin}): the ratio compares two different distributions"))
+
+    def _helper_at_default(self, call: cst.Call) -> None:
+        """A log-prob helper (of this module or another) that divides the logits by its `temperature`
+        parameter, whose default is 1, called without it while rollouts are sampled at another."""
+        key = dotted(call.func)
+        if key is None:
+            return
+        index = self.file.fact(ProjectIndex)
+        function = index.own.functions.get(key)
+        where = "this module"
+        if function is None:
+            found = index.function(key)
+            function, where = (found[1], os.path.basename(found[0])) if found is not None else (None, "")
+        if function is None or function.temperature != 1 or not function.divides or not function.logprobs:
+            return
+        position = function.params.index("temperature")
+        if keyword(call, "temperature") is not None or any(a.star for a in call.args) or \
+                len([a for a in call.args if a.keyword is None]) > position:
+            return
+        temperature = self.sampling_temperature()
+        if temperature is not None:
+            self.report(call, what=(
+                f"`{self.source(call)}` computes log-probs at its default temperature 1 ({where}) while rollouts "
+                f"are sampled at {temperature[0]:g} ({temperature[1]}): pass the sampling temperature"))
 
     def _sources(self, expr: cst.BaseExpression, scope: Scope) -> List[cst.CSTNode]:
         """The nodes of `expr` and, through the names in it, of what they were assigned."""

@@ -104,7 +104,8 @@ class ReferenceForwardWithGrad(CSTRule):
     ## What it does
     Reports a forward pass of the reference model, the old policy or the reward model
     (`ref_model(...)`, `self.ref_model.forward(...)`, `get_logps(ref_model, ...)` with a
-    helper of the same file that runs the model it is given, `reward_model(...)`) that runs
+    helper of this file or of another module of the project that runs the model it is given
+    with gradient, `reward_model(...)`) that runs
     outside `torch.no_grad()` / `torch.inference_mode()` / a `@torch.no_grad()` function
     (or a private or nested function only ever called from such places), and whose result is not
     `.detach()`ed right away. It is reported even when the model is frozen elsewhere:
@@ -118,7 +119,8 @@ class ReferenceForwardWithGrad(CSTRule):
     A helper that runs both the policy and the reference it is given (`pair_loss(batch, policy,
     ref)`) is reported at its own forward of the reference, where the fix goes: no_grad around
     the call would cut the policy's gradient too.
-    Not reported either: a helper that runs the model it is given under no_grad itself,
+    Not reported either: a helper that runs the model it is given under no_grad itself, a
+    helper's own forward of its model parameter when other modules call it (they are judged there),
     functions that every call site of this file runs under no_grad, reward models this file
     trains (their parameters reach an optimizer, or their output feeds a backward that is not
     a policy-gradient step), MLX and JAX code, and files that are not RL post-training code.
@@ -278,8 +280,9 @@ class PolicyForwardUnderNoGrad(CSTRule):
     function, gets no gradient from anything else: the
     old and reference log-probs of that step are named as such (`old_*`, `ref_*`,
     `rollout_*`...) and computed under no_grad as they should be, but the current ones
-    were too. Old and reference log-probs under no_grad are not reported, nor losses that
-    are handed a model this file does not show running.
+    were too, here or inside a helper of another module of the project (a log-prob helper
+    decorated with `@torch.no_grad()` in `utils.py`). Old and reference log-probs under
+    no_grad are not reported, nor losses that are handed a model this file does not show running.
 
     ## Why is this bad?
     The loss is then a constant with respect to the policy's weights: `backward()` raises

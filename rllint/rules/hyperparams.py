@@ -14,9 +14,9 @@ from rllint.analysis.hparams import (
     is_rl_hyperparameter, is_sequence_level, is_std_switch, last_part,
 )
 from rllint.analysis.imports import Imports
-from rllint.analysis.reads import read_elsewhere
 from rllint.analysis.rates import RateSinks, optimizer_name
 from rllint.analysis.values import Declaration, Value, Values, format_number
+from rllint.index import ProjectIndex
 from rllint.diagnostic import Severity, Tier
 from rllint.registry import CSTRule, Option
 
@@ -911,16 +911,16 @@ class UnusedHyperparameter(CSTRule):
 
     Parameters forwarded as a whole (`GRPOConfig(**vars(args))`, `Config(**cfg)`,
     `asdict(config)`), fields of classes that extend another class (a `GRPOConfig` or
-    `TrainingArguments` subclass: the framework reads them), and declarations of a
-    command line or class of which this file reads nothing (a config module whose
-    readers are elsewhere) are not reported.
+    `TrainingArguments` subclass: the framework reads them) are not reported.
 
     Scope: reads are looked for in the declaring file (attribute reads `args.x`,
-    `config.x`, string keys `cfg["x"]`, `getattr(args, "x")`) and then in every other
-    Python file of the project (`self.args.x` in a trainer that was handed `args`
-    whole, `self.config.training.x`): a field read anywhere is read. A command line or
-    class that this file does not consume at all is left alone, since its readers are
-    in other modules.
+    `config.x`, string keys `cfg["x"]`, `getattr(args, "x")`) and then, through the
+    project index, in every other Python file of the project (`self.args.x` in a trainer
+    that was handed `args` whole, `self.config.training.x`): a field read anywhere is
+    read. A command line or class that this file does not consume itself (a config
+    module) is judged when a module it imports, or that imports it, reads some of its
+    other fields, and no such module hands an object over whole (`launch(**vars(cfg))`),
+    since its fields are then read where the index cannot follow.
 
     ## Why is this bad?
     The run silently uses another value than the one on the command line or in the
@@ -1050,19 +1050,26 @@ class UnusedHyperparameter(CSTRule):
         watched = {d.name for d in declarations if is_rl_hyperparameter(d.name)
                    and not set(tokens(d.owner or "")) & EVALUATION}  # an evaluation config's are not the run's
         read = self._attributes | self._strings
-        unread = []
+        unread, consumed_elsewhere = [], {}
         for declaration in declarations:
             if declaration.name not in watched or _read_name(declaration) in read or self._exempt(declaration):
                 continue
-            group = [d for d in declarations if self._same_group(d, declaration) and d is not declaration]
-            if not any(_read_name(d) in read for d in group):
-                continue  # this file consumes nothing of that command line or class: its readers are elsewhere
+            group = {_read_name(d) for d in declarations if self._same_group(d, declaration) and d is not declaration}
+            if not group & read:
+                consumed_elsewhere[declaration] = group  # this file consumes nothing of it: do other modules?
             unread.append(declaration)
+        index = self.file.fact(ProjectIndex)
+        if consumed_elsewhere and _escapes(index, {n for group in consumed_elsewhere.values() for n in group}):
+            unread = [d for d in unread if d not in consumed_elsewhere]
         # `self.args.beta` in a trainer handed `args` whole, `cfg.training.lr` in another module: read there.
-        elsewhere = read_elsewhere(self.file, {_read_name(d) for d in unread}) if unread else set()
+        elsewhere = index.read_elsewhere({_read_name(d) for d in unread}) if unread else set()
+        # Consumed elsewhere: a module this one imports, or that imports it, reads some of the group.
+        nearby = {n for _, summary in index.neighbours() for n in summary.reads} if consumed_elsewhere else set()
         for declaration in unread:
             if _read_name(declaration) in elsewhere:
                 continue
+            if declaration in consumed_elsewhere and not consumed_elsewhere[declaration] & nearby:
+                continue  # no module around it reads anything of that command line or class
             self.report(declaration.node, detail="`{}` ({}) is declared but never read".format(
                 declaration.name, declaration.origin))
         for literal, name, source in self._overwrites:
@@ -1082,6 +1089,13 @@ class UnusedHyperparameter(CSTRule):
         if declaration.kind == "field":
             return self._extends.get(declaration.owner or "", True) or self._instance_forwarded
         return self._declared_in.get(id(declaration.node), "?") in self._forwarded
+
+
+def _escapes(index: ProjectIndex, names: Set[str]) -> bool:
+    """Whether a module that reads some of `names` also hands an object over whole (`launch(**vars(cfg))`,
+    `asdict(cfg)`): the fields are then read where the index cannot follow. Without the index, always."""
+    return not index.enabled or any(summary.whole and summary.reads & names and index.consulted(path)
+                                    for path, summary in index.others(names))
 
 
 def _read_name(declaration: Declaration) -> str:

@@ -1,0 +1,445 @@
+"""The project index: small per-module summaries for the facts that cross files (DESIGN.md, "A project index").
+
+A rule that needs to know what another module of the project does asks here instead of guessing:
+whether a helper imported from `utils.py` runs the model it is given under `no_grad`, whether it
+returns log-probs, what its `temperature` defaults to and whether it divides by it; at which
+temperatures the modules around a file sample; which attributes any module reads.
+
+- Files are the project's Python files as a run discovers them (`rllint.files.discover`: excludes,
+  `.gitignore`), the project being the working folder when the file is under it (as `rllint .` is
+  run), else the folder of the nearest project marker above the file.
+- A summary is computed with CPython's `ast` (ten times cheaper than libcst) only when a rule asks a
+  question that crosses files, once per content per process (keyed by content hash, like results);
+  the linted file's own summary comes from the `ast` tree the run already has. No text is kept.
+- Every file whose summary an answer used is recorded in the linted file's `dependencies` with its
+  content hash, and every file an import was looked for in but not found as "" (`rllint.cache`):
+  a cached result is stale when one of them changes or appears.
+- `cross-module-values = false` turns the index off: only the linted file is seen.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import re
+from dataclasses import dataclass
+from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
+
+from rllint.cache import content_hash
+from rllint.source import SourceError, decode_source, read_source
+
+_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+_MAX_FILES = 5000
+_MAX_IMPORTERS = 8  # importers linted for a file of a run that they import
+_NO_GRAD = ("no_grad", "inference_mode")
+_LOG_SOFTMAX = ("log_softmax", "selective_log_softmax")
+_TOKEN_KEYWORDS = {"input_ids", "attention_mask", "inputs_embeds", "position_ids", "labels", "logits_to_keep",
+                   "num_logits_to_keep", "past_key_values"}
+# Calls that sample with a `temperature` keyword (as RL309 reads them in one file).
+SAMPLER_CALLS = frozenset({"generate", "GenerationConfig", "SamplingParams", "sample", "sample_async",
+                           "generate_sequences", "GRPOConfig", "RLOOConfig", "OnlineDPOConfig", "PPOConfig",
+                           "PPOv2Config", "XPOConfig", "NashMDConfig", "GKDConfig"})
+# Calls that hand a configuration object over as a whole: its fields are read by whoever receives it.
+_WHOLE = frozenset({"vars", "asdict", "astuple", "fields", "to_dict", "model_dump", "dict", "to_container",
+                    "replace", "to_yaml", "save", "update"})
+
+
+@dataclass(frozen=True)
+class Function:
+    """What a module-level function does with its parameters."""
+
+    params: Tuple[str, ...]  # positional parameters in order, then keyword-only ones
+    runs: Tuple[str, ...]  # parameters it calls as a model (`model(ids)`, `model.forward(...)`)
+    no_grad: bool  # it runs them, and every run is under `no_grad` / `inference_mode` (or it is decorated so)
+    on_tokens: bool  # a run is given token tensors (`input_ids=`) or its `.logits` are read
+    logprobs: bool  # it computes log-probs (`log_softmax`, `-cross_entropy(reduction="none")`) and returns a value
+    temperature: Optional[float]  # the default of its `temperature` parameter, when a number is written
+    divides: bool  # it divides by its `temperature` parameter
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One module's facts; small, and no text."""
+
+    functions: Dict[str, Function]
+    imports: Tuple[Tuple[str, str, int, str], ...]  # (local name, module, level, imported name or "")
+    reads: FrozenSet[str]  # attribute names read and short string constants (`cfg["lr"]`, getattr)
+    whole: FrozenSet[str]  # objects handed over whole (`**vars(args)`, `asdict(cfg)`, `Config(**cfg)`), not `**kwargs`
+    samples: Tuple[Optional[float], ...]  # temperatures passed to samplers (None: not a written number)
+    called: FrozenSet[str]  # names called as functions (`f(...)`, `mod.f(...)`: "f")
+
+
+def summarize(tree: ast.Module) -> Summary:
+    """The summary of a module's `ast` tree."""
+    functions: Dict[str, Function] = {}
+    imports: List[Tuple[str, str, int, str]] = []
+    reads: Set[str] = set()
+    whole: Set[str] = set()
+    samples: List[Optional[float]] = []
+    called: Set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions[node.name] = _function(node)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imports.extend((a.asname or a.name.split(".")[0], a.name, 0, "") for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            imports.extend((a.asname or a.name, node.module or "", node.level, a.name) for a in node.names
+                           if a.name != "*")
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            reads.add(node.attr)
+            if node.attr == "__dict__":
+                whole.add(_tail(node.value))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+            reads.add(node.value)
+        elif isinstance(node, ast.Call):
+            tail = _tail(node.func)
+            called.add(tail)
+            if tail in _WHOLE and node.args:
+                whole.add(_tail(node.args[0]))
+            whole.update(_tail(k.value) for k in node.keywords if k.arg is None)
+            if tail in SAMPLER_CALLS:
+                samples.extend(_number(k.value) for k in node.keywords if k.arg == "temperature")
+    # `**kwargs` passed on by a function that takes them is no configuration object handed over.
+    whole -= {n.args.kwarg.arg for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+              and n.args.kwarg is not None} | {""}
+    return Summary(functions, tuple(imports), frozenset(reads), frozenset(whole), tuple(samples),
+                   frozenset(called))
+
+
+def _function(node: ast.FunctionDef) -> Function:
+    arguments = node.args
+    positional = [a.arg for a in arguments.posonlyargs + arguments.args]
+    defaults = dict(zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults))
+    defaults.update((a.arg, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None)
+    params = tuple(positional + [a.arg for a in arguments.kwonlyargs])
+    candidates = {p for p in params if p not in ("self", "cls")}
+    decorated = any(_tail(d.func if isinstance(d, ast.Call) else d) in _NO_GRAD for d in node.decorator_list)
+    runs: Dict[str, bool] = {}  # parameter -> every run of it is under no_grad
+    on_tokens = logprobs = divides = returns = False
+    for inner, no_grad in _walk(node.body, decorated):
+        if isinstance(inner, ast.Call):
+            model = _run(inner, candidates)
+            if model is not None:
+                runs[model] = runs.get(model, True) and no_grad
+                on_tokens |= any(k.arg in _TOKEN_KEYWORDS for k in inner.keywords)
+            logprobs |= _tail(inner.func) in _LOG_SOFTMAX
+            divides |= _tail(inner.func) in ("div", "div_", "true_divide") and any(
+                _is_name(a, "temperature") for a in inner.args)
+        elif isinstance(inner, ast.UnaryOp) and isinstance(inner.op, ast.USub):
+            logprobs |= _token_cross_entropy(inner.operand)
+        elif isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.Div):
+            divides |= _is_name(inner.right, "temperature")
+        elif isinstance(inner, ast.AugAssign) and isinstance(inner.op, ast.Div):
+            divides |= _is_name(inner.value, "temperature")
+        elif isinstance(inner, ast.Attribute) and inner.attr == "logits":
+            on_tokens = True
+        elif isinstance(inner, ast.Return) and inner.value is not None:
+            returns = True
+    temperature = _number(defaults["temperature"]) if "temperature" in defaults else None
+    return Function(params, tuple(p for p in params if p in runs), bool(runs) and all(runs.values()),
+                    on_tokens and bool(runs), logprobs and returns, temperature,
+                    divides and "temperature" in params)
+
+
+def _walk(body: List[ast.stmt], no_grad: bool) -> Iterator[Tuple[ast.AST, bool]]:
+    """The nodes of a function body with whether gradient is off there; nested functions are their own."""
+    pending = [(statement, no_grad) for statement in body]
+    while pending:
+        node, off = pending.pop()
+        yield node, off
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            inner = off or any(_tail(i.context_expr.func if isinstance(i.context_expr, ast.Call) else i.context_expr)
+                               in _NO_GRAD for i in node.items)
+            pending.extend((child, off) for child in node.items)
+            pending.extend((child, inner) for child in node.body)
+            continue
+        pending.extend((child, off) for child in ast.iter_child_nodes(node))
+
+
+def _run(call: ast.Call, candidates: Set[str]) -> Optional[str]:
+    """The parameter a call runs as a model: `model(...)`, `model.forward(...)`, `model.module(...)`."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr in ("forward", "module"):
+        func = func.value
+    return func.id if isinstance(func, ast.Name) and func.id in candidates else None
+
+
+def _token_cross_entropy(node: ast.AST) -> bool:
+    """`cross_entropy(logits, ids, reduction="none")`: per-token negative log-likelihood."""
+    return isinstance(node, ast.Call) and _tail(node.func) == "cross_entropy" and any(
+        k.arg == "reduction" and isinstance(k.value, ast.Constant) and k.value.value == "none" for k in node.keywords)
+
+
+def _tail(node: ast.AST) -> str:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def _is_name(node: ast.AST, name: str) -> bool:
+    return _tail(node) == name and isinstance(node, (ast.Name, ast.Attribute))
+
+
+def _number(node: ast.AST) -> Optional[float]:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        value = _number(node.operand)
+        return None if value is None else -value
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return float(node.value)
+    return None
+
+
+# ---- the project, per process ---------------------------------------------------------------------------
+
+# (project root, id of the run's settings) -> (those settings, kept so that the id stays theirs, and the
+# project's Python files): one discovery per run and worker, a fresh one for a run with other settings.
+_FILES: Dict[Tuple[str, int], Tuple[object, Tuple[str, ...]]] = {}
+_SUMMARIES: Dict[str, Optional[Summary]] = {}  # content hash -> summary (None: not Python this interpreter parses)
+_READ: Dict[str, Tuple[Tuple[int, int], str]] = {}  # path -> (size and time, content hash) of summarised files
+
+
+def clear_cache() -> None:
+    """Forget the files and summaries of this process (tests that change a project between runs)."""
+    _FILES.clear()
+    _SUMMARIES.clear()
+    _READ.clear()
+    _WORDS.clear()
+
+
+def _summary_of(path: str, needles: Tuple[bytes, ...] = ()) -> Tuple[str, Optional[Summary]]:
+    """A file's content hash ("" when it cannot be read) and summary (None when it does not parse, or
+    when its text holds none of `needles`, a cheap test before a parse). A file is read again only when
+    its size or time changed."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return "", None
+    stamp = (stat.st_size, stat.st_mtime_ns)
+    known = _READ.get(path)
+    if known is None or known[0] != stamp:
+        try:
+            data = read_source(path)
+        except (OSError, SourceError):
+            return "", None
+        digest = content_hash(data)
+        if needles and not any(n in data for n in needles):
+            return digest, None
+        if digest not in _SUMMARIES:
+            try:
+                _SUMMARIES[digest] = summarize(ast.parse(decode_source(data)))
+            except (SourceError, SyntaxError, ValueError, RecursionError, MemoryError):
+                _SUMMARIES[digest] = None
+        known = _READ[path] = (stamp, digest)
+    return known[1], _SUMMARIES[known[1]]
+
+
+def project_files(root: str, settings) -> Tuple[str, ...]:
+    """The Python files of the project at `root` (absolute), as a run with `settings` discovers them."""
+    key = (root, id(settings))
+    if key not in _FILES:
+        from rllint.files import discover, file_kind
+
+        found, _ = discover([root], settings)
+        _FILES[key] = (settings, tuple(os.path.abspath(p) for p in found if file_kind(p) == "python")[:_MAX_FILES])
+    return _FILES[key][1]
+
+
+def importers_outside(paths: Sequence[str], settings) -> List[str]:
+    """Project files that import a Python file of the run but are not in it (a pre-commit of `hparams.py`
+    alone), at most `_MAX_IMPORTERS` per imported file: linting them places the findings on values written
+    in the run's files, as linting the whole project would. None without `cross-module-values`."""
+    from rllint.analysis.values import CROSS_MODULE_VALUES
+
+    run = {os.path.abspath(p) for p in paths if p.endswith((".py", ".pyi"))}
+    if not run or not settings.option(CROSS_MODULE_VALUES):
+        return []
+    found: Dict[str, List[str]] = {}
+    for project in sorted({project_root(p) for p in run}):
+        names = {_module_name(p).encode() for p in run if project_root(p) == project}
+        for candidate in project_files(project, settings):
+            summary = None if candidate in run or not names & _import_words(candidate) else _summary_of(candidate)[1]
+            for target in _imported_files(candidate, summary) & run:
+                if candidate not in found.setdefault(target, []) and len(found[target]) < _MAX_IMPORTERS:
+                    found[target].append(candidate)
+    return sorted({p for importers in found.values() for p in importers})
+
+
+def _imported_files(path: str, summary: Optional[Summary]) -> Set[str]:
+    """The project files the imports of the module at `path` name (`from pkg import sub` names `pkg/sub.py`
+    and `pkg/__init__.py`)."""
+    from rllint.analysis.modules import search_module
+
+    found = set()
+    for _, module, level, imported in summary.imports if summary is not None else ():
+        for name in (module, f"{module}.{imported}" if module and imported else imported):
+            target = search_module(path, name, level)[0] if name else None
+            if target is not None:
+                found.add(target)
+    return found
+
+
+_IMPORT = re.compile(rb"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[ \t]+(?:\([^)]*\)|[^\n]*)|import[ \t]+[^\n]*)", re.M)
+_WORDS: Dict[str, Tuple[Tuple[int, int], FrozenSet[bytes]]] = {}  # path -> (size and time, words of its imports)
+
+
+def _import_words(path: str) -> FrozenSet[bytes]:
+    """The words of a file's import statements, read from its text without a parse (once per change):
+    a file whose imports lack a module's name does not import it."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return frozenset()
+    stamp = (stat.st_size, stat.st_mtime_ns)
+    if path not in _WORDS or _WORDS[path][0] != stamp:
+        try:
+            data = read_source(path)
+        except (OSError, SourceError):
+            data = b""
+        _WORDS[path] = (stamp, frozenset(w for m in _IMPORT.finditer(data) for w in re.findall(rb"\w+", m.group())))
+    return _WORDS[path][1]
+
+
+def _module_name(path: str) -> str:
+    """The name an import spells a file with: its stem, or its package's for an `__init__.py`."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    return os.path.basename(os.path.dirname(path)) if stem == "__init__" else stem
+
+
+def project_root(path: str) -> str:
+    cwd = os.getcwd()
+    if path.startswith(cwd.rstrip(os.sep) + os.sep):
+        return cwd
+    folder = candidate = os.path.dirname(path)
+    for _ in range(8):
+        if any(os.path.exists(os.path.join(candidate, marker)) for marker in _MARKERS):
+            return candidate
+        parent = os.path.dirname(candidate)
+        if parent == candidate:
+            break
+        candidate = parent
+    return folder
+
+
+class ProjectIndex:
+    """The index as one linted file sees it (`file.fact(ProjectIndex)`); answers record dependencies."""
+
+    def __init__(self, file) -> None:
+        from rllint.analysis.values import CROSS_MODULE_VALUES
+
+        self._file = file
+        self.path = os.path.abspath(file.path)
+        self.enabled = file.settings.option(CROSS_MODULE_VALUES) and os.path.isfile(self.path)
+        self._own: Optional[Summary] = None
+        self._importers: Optional[List[Tuple[str, Summary]]] = None
+
+    @property
+    def own(self) -> Summary:
+        """This file's summary, from the tree the run parsed."""
+        if self._own is None:
+            self._own = summarize(self._file.tree)
+        return self._own
+
+    def files(self) -> Tuple[str, ...]:
+        """The project's other Python files."""
+        if not self.enabled:
+            return ()
+        return tuple(p for p in project_files(project_root(self.path), self._file.settings) if p != self.path)
+
+    def summary(self, path: str) -> Optional[Summary]:
+        """Another project file's summary (None when it cannot be read or parsed), recorded as a dependency."""
+        digest, summary = _summary_of(path)
+        self._file.dependencies[path] = digest
+        return summary
+
+    def module_of(self, name: str) -> Optional[Tuple[str, str]]:
+        """For a local name bound by an import of a project module: (that module's file, the name imported
+        from it, "" for the module itself). Files an import was looked for in are dependencies."""
+        if not self.enabled:
+            return None
+        from rllint.analysis.modules import search_module
+
+        for local, module, level, imported in self.own.imports:
+            if local != name:
+                continue
+            if imported:
+                submodule, absent = search_module(self.path, f"{module}.{imported}" if module else imported, level)
+                self._file.dependencies.update((p, "") for p in absent)
+                if submodule is not None:
+                    return submodule, ""
+            if not imported and not level and local == module.split(".")[0]:
+                module = local  # `import pkg.sub` binds `pkg`
+            path, absent = search_module(self.path, module, level)
+            self._file.dependencies.update((p, "") for p in absent)
+            return (path, imported) if path is not None else None
+        return None
+
+    def function(self, dotted: str) -> Optional[Tuple[str, Function]]:
+        """The project function a call's dotted callee names (`helper` imported from a project module,
+        `utils.helper`) and the file it is in; None for anything else."""
+        parts = dotted.split(".")
+        if len(parts) > 2 or parts[0] in self.own.functions:
+            return None
+        found = self.module_of(parts[0])
+        if found is None:
+            return None
+        path, imported = found
+        name = imported if len(parts) == 1 else (parts[1] if not imported else "")
+        summary = self.summary(path) if name else None
+        function = summary.functions.get(name) if summary is not None else None
+        return (path, function) if function is not None else None
+
+    def importers(self) -> List[Tuple[str, Summary]]:
+        """The project files that import this one, with their summaries. Only files whose import statements
+        name this module are parsed (`_import_words`), so that asking costs no parse of the whole project."""
+        if self._importers is None:
+            name = _module_name(self.path).encode()
+            candidates = [p for p in self.files() if name in _import_words(p)]
+            self._importers = [(path, summary) for path, summary in self._summaries(candidates)
+                               if self.path in _imported_files(path, summary) and self.consulted(path)]
+        return self._importers
+
+    def neighbours(self) -> Iterator[Tuple[str, Summary]]:
+        """The project files this one imports, then those that import it."""
+        seen = {self.path}
+        for local, *_ in self.own.imports:
+            found = self.module_of(local)
+            if found is not None and found[0] not in seen:
+                seen.add(found[0])
+                summary = self.summary(found[0])
+                if summary is not None:
+                    yield found[0], summary
+        for path, summary in self.importers():
+            if path not in seen:
+                seen.add(path)
+                yield path, summary
+
+    def others(self, names: Set[str]) -> Iterator[Tuple[str, Summary]]:
+        """The other Python files of the project whose text mentions one of `names`, with their summaries
+        (the others are not parsed). Not recorded as dependencies: a caller records the files its answer
+        came from (`consulted`), so that a result does not depend on every file of a large project (a file
+        that starts reading a setting later is not seen by a cached result until one of those changes)."""
+        needles = tuple(name.encode() for name in names)
+        return self._summaries(self.files(), needles) if needles else iter(())
+
+    @staticmethod
+    def _summaries(paths, needles: Tuple[bytes, ...] = ()) -> Iterator[Tuple[str, Summary]]:
+        for path in paths:
+            summary = _summary_of(path, needles)[1]
+            if summary is not None:
+                yield path, summary
+
+    def consulted(self, path: str) -> bool:
+        """Record that an answer depends on the file at `path` (True, for use in filters)."""
+        self._file.dependencies[path] = _summary_of(path)[0]
+        return True
+
+    def read_elsewhere(self, names: Set[str]) -> Set[str]:
+        """The `names` that another Python file of the project reads (`.name`, `"name"`)."""
+        return {name for path, summary in self.others(names) if names & summary.reads and self.consulted(path)
+                for name in names & summary.reads}
+
+    def called_elsewhere(self, name: str) -> bool:
+        """Whether a project file that imports this one calls a function named `name`."""
+        return any(name in summary.called for _, summary in self.importers())

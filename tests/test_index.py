@@ -1,0 +1,443 @@
+"""The project index (rllint/index.py): per-module summaries, and the rules that ask it across files."""
+import ast
+import textwrap
+
+from rllint import index
+from rllint.cache import ResultCache
+from rllint.index import summarize
+from rllint.runner import lint_files
+from rllint.settings import Settings
+
+
+def build(root, files):
+    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    for relative, source in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(source))
+    index.clear_cache()
+
+
+def found(root, select, *paths, settings=None, cache=None):
+    settings = settings or Settings(select=select, root=root)
+    result = lint_files([str(root / p) for p in paths], settings, isolated=False, cache=cache)
+    return sorted((str(d.path).rsplit("/", 1)[-1], d.line, d.code) for d in result.diagnostics)
+
+
+# ---- summaries ------------------------------------------------------------------------------------------
+
+def test_function_facts():
+    tree = ast.parse(textwrap.dedent("""
+        import torch
+        from torch.nn import functional as nnf
+
+        @torch.no_grad()
+        def frozen_scores(lm, seq, temperature=1.0):
+            h = lm.forward(input_ids=seq).logits
+            h /= temperature
+            return nnf.log_softmax(h, -1)
+
+        def partly(lm, seq, *, temperature=0.8):
+            with torch.inference_mode():
+                lm(seq)
+            out = lm(seq)
+            return -nnf.cross_entropy(out.logits.div(temperature), seq, reduction="none")
+
+        def summed(lm, seq):
+            return nnf.cross_entropy(lm(seq).logits, seq)
+
+        def plain(x, temperature=None):
+            return x * temperature
+    """))
+    functions = summarize(tree).functions
+    frozen = functions["frozen_scores"]
+    assert (frozen.runs, frozen.no_grad, frozen.on_tokens, frozen.logprobs, frozen.temperature, frozen.divides) == \
+        (("lm",), True, True, True, 1.0, True)
+    partly = functions["partly"]
+    assert (partly.params, partly.runs, partly.no_grad, partly.logprobs, partly.temperature, partly.divides) == \
+        (("lm", "seq", "temperature"), ("lm",), False, True, 0.8, True)
+    summed = functions["summed"]
+    assert (summed.runs, summed.no_grad, summed.logprobs) == (("lm",), False, False)  # a mean loss, not log-probs
+    plain = functions["plain"]
+    assert (plain.runs, plain.temperature, plain.divides, plain.logprobs) == ((), None, False, False)
+
+
+def test_module_facts():
+    summary = summarize(ast.parse(textwrap.dedent("""
+        from .settings import Knobs as K
+        import pkg.tools as tools
+        from vllm import SamplingParams
+
+        def launch(opts, extra):
+            SamplingParams(temperature=0.9, top_p=1.0)
+            SamplingParams(temperature=opts.temp)
+            run(**vars(opts))
+            return extra["warmup"], tools.go(extra)
+    """)))
+    assert ("K", "settings", 1, "Knobs") in summary.imports and ("tools", "pkg.tools", 0, "") in summary.imports
+    assert summary.samples == (0.9, None)
+    assert summary.whole == {"opts"}
+    assert {"temp", "warmup", "go"} <= summary.reads and "opts" not in summary.reads
+    assert {"run", "go", "SamplingParams", "vars"} <= summary.called
+
+
+# ---- RL505 and RL502 through a helper of another module ---------------------------------------------------
+
+SCORING = """\
+    import torch
+    import torch.nn.functional as F
+
+
+    @torch.inference_mode()
+    def frozen_token_logps(lm, seq, attn):
+        out = lm(input_ids=seq, attention_mask=attn).logits[:, :-1]
+        return F.log_softmax(out, dim=-1).gather(-1, seq[:, 1:, None]).squeeze(-1)
+
+
+    def token_logps(lm, seq, attn):
+        out = lm(input_ids=seq, attention_mask=attn).logits[:, :-1]
+        return F.log_softmax(out, dim=-1).gather(-1, seq[:, 1:, None]).squeeze(-1)
+"""
+
+STEP = """\
+    import copy
+    import torch
+    from transformers import AutoModelForCausalLM
+    from lib import scoring
+    from lib.scoring import token_logps
+
+    actor = AutoModelForCausalLM.from_pretrained("gpt2")
+    ref_model = copy.deepcopy(actor)
+    ref_model.requires_grad_(False)
+    optimizer = torch.optim.AdamW(actor.parameters(), lr=1e-6)
+
+
+    def update(seq, attn, adv, old):
+        new = {policy_call}
+        ref = {ref_call}
+        ratio = torch.exp(new - old)
+        objective = -(ratio * adv).mean() + 0.05 * (new - ref).mean()
+        objective.backward()
+        optimizer.step()
+"""
+
+
+def step(policy_call, ref_call):
+    return {"lib/__init__.py": "", "lib/scoring.py": SCORING,
+            "step.py": STEP.format(policy_call=policy_call, ref_call=ref_call)}
+
+
+def test_rl505_sees_a_policy_helper_of_another_module_that_runs_under_no_grad(tmp_path):
+    build(tmp_path, step("scoring.frozen_token_logps(actor, seq, attn)",
+                         "scoring.frozen_token_logps(ref_model, seq, attn)"))
+    assert found(tmp_path, ["RL505", "RL502"], "step.py") == [("step.py", 14, "RL505")]
+
+
+def test_rl505_silent_when_the_helper_keeps_gradient(tmp_path):
+    build(tmp_path, step("token_logps(actor, seq, attn)", "scoring.frozen_token_logps(ref_model, seq, attn)"))
+    assert found(tmp_path, ["RL505", "RL502"], "step.py", "lib/scoring.py") == []
+
+
+def test_rl502_follows_a_reference_forward_into_a_helper_of_another_module(tmp_path):
+    build(tmp_path, step("token_logps(actor, seq, attn)", "token_logps(ref_model, seq, attn)"))
+    assert found(tmp_path, ["RL505", "RL502"], "step.py") == [("step.py", 15, "RL502")]
+    with_no_grad = STEP.format(policy_call="token_logps(actor, seq, attn)", ref_call="old").replace(
+        "        ref = old\n", "        with torch.no_grad():\n            ref = token_logps(ref_model, seq, attn)\n")
+    build(tmp_path, {"step.py": with_no_grad})
+    assert found(tmp_path, ["RL505", "RL502"], "step.py") == []
+
+
+def test_rl502_leaves_a_helper_to_the_modules_that_call_it(tmp_path):
+    """A helper whose model parameter is named as a reference: its callers elsewhere decide."""
+    helper = """\
+        import torch.nn.functional as F
+
+        def reference_logps(ref_model, seq):
+            return F.log_softmax(ref_model(input_ids=seq).logits, dim=-1)
+    """
+    caller = """\
+        import torch
+        from lib.refs import reference_logps
+
+        def kl_term(frozen, seq):
+            with torch.no_grad():
+                return reference_logps(frozen, seq)
+    """
+    build(tmp_path, {"lib/__init__.py": "", "lib/refs.py": helper})
+    alone = found(tmp_path, ["RL502"], "lib/refs.py", settings=_always(tmp_path, "RL502"))
+    assert alone == [("refs.py", 4, "RL502")]
+    build(tmp_path, {"kl.py": caller})
+    assert found(tmp_path, ["RL502"], "lib/refs.py", settings=_always(tmp_path, "RL502")) == []
+
+
+def _always(root, code):
+    return Settings(select=[code], root=root, options={"rl-context": "always"})
+
+
+# ---- RL309 across modules ------------------------------------------------------------------------------
+
+LOGPS = """\
+    import torch
+    import torch.nn.functional as F
+
+
+    def scaled_logps(net, seq, temperature=1.0):
+        z = net(seq).logits
+        z = z / temperature
+        return F.log_softmax(z, dim=-1)
+
+
+    def raw_logps(net, seq):
+        z = net(seq).logits
+        return -F.cross_entropy(z.transpose(1, 2), seq, reduction="none")
+"""
+
+ROLLOUT = """\
+    from vllm import SamplingParams
+    from shared.logps import scaled_logps, raw_logps
+
+    SAMPLING = SamplingParams(temperature={temperature}, max_tokens=256)
+
+
+    def rescore(net, seq):
+        return {call}
+"""
+
+
+def rl309(tmp_path, temperature, call, *paths):
+    build(tmp_path, {"shared/__init__.py": "", "shared/logps.py": LOGPS,
+                     "rollout.py": ROLLOUT.format(temperature=temperature, call=call)})
+    return found(tmp_path, ["RL309"], *paths)
+
+
+def test_rl309_helper_with_temperature_one_called_without_it(tmp_path):
+    assert rl309(tmp_path, 0.7, "scaled_logps(net, seq)", "rollout.py") == [("rollout.py", 8, "RL309")]
+
+
+def test_rl309_helper_given_the_temperature_is_silent(tmp_path):
+    assert rl309(tmp_path, 0.7, "scaled_logps(net, seq, temperature=0.7)", "rollout.py") == []
+    assert rl309(tmp_path, 0.7, "scaled_logps(net, seq, 0.7)", "rollout.py") == []
+    assert rl309(tmp_path, 1.0, "scaled_logps(net, seq)", "rollout.py") == []  # sampled at 1: nothing to match
+
+
+def test_rl309_log_probs_at_one_in_the_module_a_sampler_at_another_temperature_imports(tmp_path):
+    assert rl309(tmp_path, 0.7, "raw_logps(net, seq)", "shared/logps.py") == [("logps.py", 13, "RL309")]
+
+
+def test_rl309_across_modules_silent_when_the_evidence_is_mixed(tmp_path):
+    mixed = ROLLOUT + "\n\nEVAL = SamplingParams(temperature=1.0)\n"
+    build(tmp_path, {"shared/__init__.py": "", "shared/logps.py": LOGPS,
+                     "rollout.py": mixed.format(temperature=0.7, call="raw_logps(net, seq)")})
+    assert found(tmp_path, ["RL309"], "shared/logps.py") == []
+    unknown = ROLLOUT.format(temperature="args.temperature", call="raw_logps(net, seq)")
+    build(tmp_path, {"rollout.py": unknown})
+    assert found(tmp_path, ["RL309"], "shared/logps.py") == []
+    # a module that samples nowhere near: not imported by, nor importing, the log-prob module
+    build(tmp_path, {"rollout.py": "from vllm import SamplingParams\nP = SamplingParams(temperature=0.7)\n"})
+    assert found(tmp_path, ["RL309"], "shared/logps.py") == []
+
+
+def test_rl309_negated_token_cross_entropy_in_one_file():
+    from rllint.runner import lint_text
+    source = textwrap.dedent("""
+        import torch.nn.functional as F
+
+        def rollout_and_score(model, prompt_ids):
+            seq = model.generate(prompt_ids, do_sample=True, temperature=0.8)
+            logits = model(seq).logits
+            per_token = -F.cross_entropy(logits.transpose(1, 2), seq, reduction="none")
+            scaled = -F.cross_entropy((logits / 0.8).transpose(1, 2), seq, reduction="none")
+            mean_nll = F.cross_entropy(logits.transpose(1, 2), seq)
+            return per_token, scaled, mean_nll
+    """)
+    result = lint_text(source, "sampler.py", Settings(select=["RL309"]))
+    assert [(d.line, d.code) for d in result.diagnostics] == [(7, "RL309")]
+
+
+# ---- RL606 project-wide ----------------------------------------------------------------------------------
+
+KNOBS = """\
+    from dataclasses import dataclass
+
+
+    @dataclass
+    class Knobs:
+        actor_lr: float = 1e-6
+        kl_weight: float = 0.02
+        rollouts_per_prompt: int = 8
+"""
+
+
+def rl606(tmp_path, trainer):
+    build(tmp_path, {"knobs.py": KNOBS, "trainer.py": trainer})
+    return found(tmp_path, ["RL606"], "knobs.py", settings=_always(tmp_path, "RL606"))
+
+
+def test_rl606_a_field_no_module_reads(tmp_path):
+    trainer = """\
+        from knobs import Knobs
+
+        def fit(k: Knobs):
+            return k.actor_lr, k.rollouts_per_prompt
+    """
+    assert rl606(tmp_path, trainer) == [("knobs.py", 7, "RL606")]
+
+
+def test_rl606_project_wide_look_alikes(tmp_path):
+    chained = """\
+        class Runner:
+            def __init__(self, setup):
+                self.setup = setup
+
+            def fit(self):
+                return self.setup.knobs.actor_lr, self.setup.knobs.kl_weight, self.setup.knobs.rollouts_per_prompt
+    """
+    assert rl606(tmp_path, chained) == []
+    forwarded = """\
+        from knobs import Knobs
+
+        def fit(k: Knobs):
+            launch(k.actor_lr, **vars(k))
+    """
+    assert rl606(tmp_path, forwarded) == []  # handed over whole: read where the index cannot follow
+    by_key = """\
+        def fit(cfg):
+            return cfg["actor_lr"], getattr(cfg, "kl_weight"), cfg.rollouts_per_prompt
+    """
+    assert rl606(tmp_path, by_key) == []
+    unused_class = """\
+        def fit(model):
+            return model.train()
+    """
+    assert rl606(tmp_path, unused_class) == []  # nothing of it is read anywhere: not consumed, not judged
+
+
+def test_rl606_no_index_without_cross_module_values(tmp_path):
+    build(tmp_path, {"knobs.py": KNOBS, "trainer.py": "def fit(k):\n    return k.actor_lr\n"})
+    settings = Settings(select=["RL606"], root=tmp_path, options={"rl-context": "always", "cross-module-values": False})
+    assert found(tmp_path, ["RL606"], "knobs.py", settings=settings) == []
+
+
+# ---- the cache -----------------------------------------------------------------------------------------
+
+def test_a_cached_result_depends_on_the_summaries_it_consulted(tmp_path):
+    build(tmp_path, step("scoring.frozen_token_logps(actor, seq, attn)", "old"))
+    cache_dir = tmp_path / ".cache"
+    settings = Settings(select=["RL505"], root=tmp_path)
+    assert found(tmp_path, None, "step.py", settings=settings, cache=ResultCache(settings, cache_dir)) == \
+        [("step.py", 14, "RL505")]
+    (tmp_path / "lib" / "scoring.py").write_text(textwrap.dedent(SCORING).replace("@torch.inference_mode()\n", ""))
+    index.clear_cache()
+    assert found(tmp_path, None, "step.py", settings=settings, cache=ResultCache(settings, cache_dir)) == []
+
+
+def test_rl606_readers_that_do_not_import_the_declaring_module_are_no_evidence(tmp_path):
+    unrelated = """\
+        def fit(k):
+            return k.actor_lr, k.rollouts_per_prompt
+    """
+    assert rl606(tmp_path, unrelated) == []
+
+
+# ---- a pre-commit of the hyperparameter module alone -----------------------------------------------------
+
+SETTINGS_MODULE = """\
+    \"\"\"Numbers of the run.\"\"\"
+    STEP_SIZE = 4e-5
+    KL_PENALTY = 0.8
+    RATIO_CLIP = 0.02
+    SAMPLES = 1
+"""
+
+LAUNCH = """\
+    import torch
+    from trl import {config}, {trainer}
+    from conf import numbers as n
+
+    torch.optim.SGD([torch.zeros(1)], lr=0.5)  # a finding of this file, not of numbers.py
+    args = {config}(output_dir="out", learning_rate=n.STEP_SIZE, beta=n.KL_PENALTY, epsilon=n.RATIO_CLIP,
+                    num_generations=n.SAMPLES)
+    {trainer}(model="m", args=args, reward_funcs=[len], train_dataset=[]).train()
+"""
+
+
+def launch(tmp_path, config="GRPOConfig", trainer="GRPOTrainer"):
+    build(tmp_path, {"conf/__init__.py": "", "conf/numbers.py": SETTINGS_MODULE,
+                     "launch.py": LAUNCH.format(config=config, trainer=trainer)})
+
+
+def test_linting_the_hyperparameter_module_alone_reports_what_its_importers_use(tmp_path):
+    launch(tmp_path)
+    select = ["RL601", "RL602", "RL603", "RL604"]
+    expected = [("numbers.py", 2, "RL601"), ("numbers.py", 3, "RL602"), ("numbers.py", 4, "RL603"),
+                ("numbers.py", 5, "RL604")]
+    assert found(tmp_path, select, "conf/numbers.py") == expected
+    assert found(tmp_path, select, "conf/numbers.py", "launch.py") == expected  # once, from launch.py itself
+    result = lint_files([str(tmp_path / "conf" / "numbers.py")], Settings(select=["RL601"], root=tmp_path),
+                        isolated=False)
+    assert "line 6 of" in result.diagnostics[0].message and "launch.py" in result.diagnostics[0].message
+
+
+def test_the_hyperparameter_module_alone_look_alikes(tmp_path):
+    select = ["RL601", "RL602", "RL603", "RL604"]
+    launch(tmp_path, config="SFTConfig", trainer="SFTTrainer")  # an SFT run: its numbers are not RL's
+    assert found(tmp_path, select, "conf/numbers.py") == []
+    launch(tmp_path)
+    off = Settings(select=select, root=tmp_path, options={"cross-module-values": False})
+    assert found(tmp_path, select, "conf/numbers.py", settings=off) == []
+    (tmp_path / "launch.py").write_text(textwrap.dedent(LAUNCH.format(config="GRPOConfig", trainer="GRPOTrainer"))
+                                        .replace("from conf import numbers as n", "import numbers as n"))
+    index.clear_cache()
+    assert found(tmp_path, select, "conf/numbers.py") == []  # the standard library's `numbers`, not ours
+
+
+def test_a_result_depends_only_on_the_files_its_answers_came_from(tmp_path):
+    from rllint.runner import lint_bytes
+    build(tmp_path, {"knobs.py": KNOBS, "trainer.py": "from knobs import Knobs\n\ndef fit(k: Knobs):\n"
+                                                      "    return k.actor_lr, k.rollouts_per_prompt\n",
+                     "unrelated.py": "def helper(x):\n    return x.shape\n"})
+    path = tmp_path / "knobs.py"
+    result = lint_bytes(path.read_bytes(), str(path), _always(tmp_path, "RL606"))
+    assert [d.line for d in result.diagnostics] == [7]
+    assert str(tmp_path / "trainer.py") in result.dependencies
+    assert str(tmp_path / "unrelated.py") not in result.dependencies
+
+
+def test_rl309_helper_of_the_same_module_at_its_default_temperature():
+    from rllint.runner import lint_text
+    source = textwrap.dedent("""
+        import torch
+
+        def token_logprobs(lm, seq, temperature=1.0):
+            return torch.log_softmax(lm(seq).logits / temperature, dim=-1)
+
+        def sample_then_score(lm, prompt):
+            seq = lm.generate(prompt, do_sample=True, temperature=1.2)
+            return token_logprobs(lm, seq), token_logprobs(lm, seq, temperature=1.2), token_logprobs(lm, seq, 1.2)
+    """)
+    result = lint_text(source, "loop.py", Settings(select=["RL309"]))
+    assert [(d.line, d.column, d.code) for d in result.diagnostics] == [(9, 12, "RL309")]
+    no_divide = source.replace("lm(seq).logits / temperature", "lm(seq).logits")
+    assert [d.line for d in lint_text(no_divide, "loop.py", Settings(select=["RL309"])).diagnostics] == [5]
+
+
+def test_rl309_across_modules_only_functions_the_sampling_module_calls(tmp_path):
+    """A reference server next to the sampler: its log-probs, in a `__main__` block, are not the rollouts'."""
+    server = """\
+        import torch
+
+        if __name__ == "__main__":
+            ref = torch.load("ref.pt")
+
+            def raw_logps(seq):
+                return ref(seq).logits.log_softmax(-1)
+    """
+    sampler = """\
+        from vllm import SamplingParams
+        from server import raw_logps
+
+        PARAMS = SamplingParams(temperature=0.8)
+        GREEDY = SamplingParams(temperature=0)
+    """
+    build(tmp_path, {"server.py": server, "sampler.py": sampler})
+    assert found(tmp_path, ["RL309"], "server.py") == []
