@@ -428,13 +428,16 @@ class GroupLayoutMismatch(TensorRule):
         if len(dims) != 2:
             return
         rows, cols = dims
-        if int_value(rows) == -1 and tensors.is_batch_size(cols):
+        reshape = tensors.group_reshape(node)
+        axis = reshape.axis if reshape is not None else None
+        if int_value(rows) == -1 and tensors.is_batch_size(cols) and not tensors.is_group_size(cols) and \
+                tensors.layout(node, any_count=True) != "tiled" and 0 not in tensors.centred_axes(node):
+            # with tiled prompts `view(-1, B)` has one group per column, and is centred along dim 0
             problem = f"cuts the batch into rows of `{tensors.code(cols)}`, the batch size, not the group size"
-        elif tensors.is_group_size(rows) and not tensors.is_group_size(cols) and \
-                tensors.layout(node) == "contiguous":
+        elif axis == 0 and not tensors.is_group_size(cols) and tensors.layout(node, rows) == "contiguous":
             problem = (f"puts `{tensors.code(rows)}` rows first, but the completions of one prompt are contiguous "
                        f"here (use `.view(-1, {tensors.code(rows)})`)")
-        elif tensors.is_group_size(cols) and not tensors.is_group_size(rows) and tensors.layout(node) == "tiled":
+        elif axis == 1 and not tensors.is_group_size(rows) and tensors.layout(node, cols) == "tiled":
             problem = (f"groups consecutive completions, but the prompts were tiled here "
                        f"(use `.view({tensors.code(cols)}, -1)` and reduce over dim 0)")
         else:
@@ -487,14 +490,15 @@ class GroupStatsNotBroadcast(TensorRule):
             return
         tensors = self.tensors()
         for values, stats in ((node.left, node.right), (node.right, node.left)):
-            stat = tensors.group_stat(stats)
-            if stat is None or stat.expanded in ("broadcast", "keepdim"):
+            stat = tensors.group_stat(stats, source=values)
+            if stat is None or stat.reshape is None or stat.expanded in ("broadcast", "keepdim"):
                 continue
             if not _per_completion(tensors, values):
                 continue
-            layout = tensors.layout(node)
+            size = stat.reshape.cols if stat.reshape.axis == 1 else stat.reshape.rows
+            layout = tensors.layout(node, size)
             if stat.expanded is None:
-                group = tensors.code(stat.reshape.cols if stat.reshape.axis == 1 else stat.reshape.rows)
+                group = tensors.code(size)
                 problem = (f"one value per prompt against one per completion: expand it first "
                            f"(`.repeat_interleave({group})`)")
             elif stat.expanded == "tiled" and layout == "contiguous":
@@ -693,13 +697,17 @@ class MeanOverPadding(RLCodeOnly, TensorRule):
         if operand is None or node.args[1 if tensors.is_function(node.func) else 0:]:
             return
         if isinstance(operand, cst.BinaryOperation) and isinstance(operand.operator, cst.Multiply):
-            for values, mask in ((operand.left, operand.right), (operand.right, operand.left)):
-                kind = tensors.kind(mask)
+            factors = (operand.left, operand.right)
+            kinds = [tensors.kind(f) for f in factors]
+            for (values, mask), kind in zip((factors, factors[::-1]), kinds[::-1]):
                 if kind is not None and kind.kind == MASK and _is_loss(tensors, values):
                     self.report(node, expr=tensors.code(node), why="", mask=tensors.code(mask, 40))
                     return
-            return
-        if not isinstance(operand, cst.Name) or not _is_loss(tensors, operand):
+            # `(loss * weights).mean()`: weights that are not the mask, while the mask goes unused
+            if any(k is not None and k.kind == MASK for k in kinds) or \
+                    not any(isinstance(f, cst.Name) and _is_loss(tensors, f) for f in factors):
+                return
+        elif not isinstance(operand, cst.Name) or not _is_loss(tensors, operand):
             return
         scope = tensors.scope(node)
         while scope is not None and not isinstance(scope.node, cst.FunctionDef):

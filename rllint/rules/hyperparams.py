@@ -16,6 +16,7 @@ from rllint.analysis.hparams import (
 from rllint.analysis.imports import Imports
 from rllint.analysis.reads import read_elsewhere
 from rllint.analysis.rates import RateSinks, optimizer_name
+from rllint.analysis.tensors import GroupBaselines
 from rllint.analysis.values import Declaration, Value, Values, format_number
 from rllint.diagnostic import Severity, Tier
 from rllint.registry import CSTRule, Option
@@ -720,6 +721,8 @@ class GroupSizeTooSmall(_Threshold):
         if number not in (1, 2) or isinstance(number, float) and not number.is_integer():
             return None
         baseline, verl = grouped if grouped is not None else (_baseline_in_code(owner, siblings), False)
+        if baseline is None and grouped is None:  # a hand-written loop that groups rewards by this size
+            baseline = self.file.fact(GroupBaselines).of(name)
         if baseline is None:
             return None
         if number == 1:

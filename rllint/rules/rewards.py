@@ -1,7 +1,7 @@
 """RL4xx: reward functions (their return shape, value range, result lists, zips and error handling)."""
 from __future__ import annotations
 
-from typing import FrozenSet, List, Optional, Set, Tuple
+from typing import FrozenSet, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -40,19 +40,26 @@ class _RewardRule(FunctionRule):
         return None
 
 
-def _scalar(expr: cst.BaseExpression, imports: Imports) -> bool:
-    """One number: a literal, `float(...)`, `sum(list)`, `x.item()`, `np.mean(x)`, and arithmetic of them."""
+def _scalar(expr: cst.BaseExpression, imports: Imports, scope: Optional[Scope] = None, depth: int = 0) -> bool:
+    """One number: a literal, `float(...)`, `sum(list)`, `max(scores)`, `x.item()`, `np.mean(x)`, arithmetic of
+    them, and a local name every assignment of which is one (`avg = total / len(completions)`)."""
     if number(expr) is not None and not (isinstance(expr, cst.Name)):
         return True
+    if isinstance(expr, cst.Name) and scope is not None and depth < 4:
+        values = scope.assigned.get(expr.value, ())
+        return bool(values) and expr.value not in scope.params and expr.value not in scope.iterated and \
+            expr.value not in scope.unpacked and all(_scalar(v, imports, scope, depth + 1) for v in values)
     if isinstance(expr, cst.BinaryOperation):
-        return _scalar(expr.left, imports) and (_scalar(expr.right, imports) or call_tail(expr.right) == "len")
+        return _scalar(expr.left, imports, scope, depth) and _scalar(expr.right, imports, scope, depth)
     if isinstance(expr, cst.Call):
         tail = call_tail(expr)
         if isinstance(expr.func, cst.Name):
-            if tail in ("float", "int") and expr.args:
+            if tail in ("float", "int", "len") and expr.args:
                 return True
             if tail == "sum" and len(expr.args) == 1 and not isinstance(expr.args[0].value, cst.GeneratorExp):
                 return True
+            if tail in ("max", "min", "sum") and keyword(expr, "key") is None:
+                return _of_numbers(expr, imports, scope, depth)
             return False
         if tail == "item" and not expr.args:
             return True
@@ -63,6 +70,25 @@ def _scalar(expr: cst.BaseExpression, imports: Imports) -> bool:
                          "math.fsum") and keyword(expr, "axis") is None and len(expr.args) == 1:
             return True
     return False
+
+
+def _of_numbers(call: cst.Call, imports: Imports, scope: Optional[Scope], depth: int) -> bool:
+    """`max(scores)` of a list of numbers, `min(len(c) for c in completions)`, `sum(1.0 for c in cs if c)`,
+    `max(0.0, total)`: builtin `max` / `min` / `sum` of numbers is one number (of lists or tensors it would not
+    be, so the items must show numbers)."""
+    args = [a.value for a in call.args if a.keyword is None and not a.star]
+    if len(args) == 1:
+        items = args[0]
+        if isinstance(items, cst.Name) and scope is not None:
+            built = scope.assigned.get(items.value, ())
+            if len(built) != 1:
+                return False
+            items = built[0]
+        if isinstance(items, (cst.ListComp, cst.GeneratorExp)):
+            element = items.elt
+            return _scalar(element, imports, scope, depth + 1) or isinstance(element, cst.Comparison)
+        return False
+    return call_tail(call) != "sum" and len(args) >= 2 and all(_scalar(a, imports, scope, depth + 1) for a in args)
 
 
 class RewardReturnsScalar(_RewardRule):
@@ -108,8 +134,18 @@ class RewardReturnsScalar(_RewardRule):
         function = self.in_reward()
         if function is None or node.value is None or not self.file.fact(RewardFunctions).takes_batch(function):
             return
-        if _scalar(node.value, self.file.fact(Imports)):
+        if _scalar(node.value, self.file.fact(Imports), self.scope) or (
+                _declares_number(function) and not isinstance(node.value, _COLLECTIONS)):
             self.report(node, function=function.name.value, expr=self.source(node.value))
+
+
+_COLLECTIONS = (cst.List, cst.ListComp, cst.Tuple, cst.GeneratorExp, cst.Dict, cst.DictComp)
+
+
+def _declares_number(function: cst.FunctionDef) -> bool:
+    """`def f(completions, **kwargs) -> float`: the function says itself that it returns one number."""
+    returns = function.returns.annotation if function.returns is not None else None
+    return isinstance(returns, cst.Name) and returns.value in ("float", "int")
 
 
 
@@ -200,6 +236,13 @@ def _format(value: float) -> str:
 State = Tuple[int, Optional[cst.CSTNode]]  # appends so far (capped at 2), the node to blame
 
 
+def _statements(body) -> Sequence[cst.CSTNode]:
+    """The statements of a suite; a one-line suite (`except ValueError: out.append(0.0)`) is one statement."""
+    if isinstance(body, cst.SimpleStatementSuite):
+        return [body]
+    return body.body if isinstance(body, cst.BaseSuite) else getattr(body, "body", body)
+
+
 class _Unknown(Exception):
     """The loop body does something the path count does not model (a nested loop that appends)."""
 
@@ -220,8 +263,7 @@ class _Paths:
 
     def block(self, body, states: FrozenSet[State]) -> Tuple[Set[State], Set[State]]:
         """(states reaching the end of `body`, states leaving the iteration by `continue`)."""
-        statements = body.body if isinstance(body, cst.BaseSuite) and not isinstance(body, cst.SimpleStatementSuite) \
-            else getattr(body, "body", body)
+        statements = _statements(body)
         normal, continued = set(states), set()
         for statement in statements:
             normal, more = self.statement(statement, frozenset(normal))
@@ -285,7 +327,7 @@ class _Paths:
     def try_(self, node: cst.Try, states: FrozenSet[State]) -> Tuple[Set[State], Set[State]]:
         raising: Set[State] = set()
         normal, continued = set(states), set()
-        for statement in node.body.body:
+        for statement in _statements(node.body):
             raising |= normal  # an exception before this statement completes
             normal, more = self.statement(statement, frozenset(normal))
             continued |= more
