@@ -898,6 +898,10 @@ class Tensors:
             scope = scope.parent
         yield self._layouts.get(None, set())
 
+    def same_value(self, a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
+        """The same code, or a name and what it holds."""
+        return bool(self._codes(a) & self._codes(b))
+
     def _codes(self, expr: cst.BaseExpression) -> Set[str]:
         """The code of an expression and of what a name holds (`k` and `cfg.samples_per_q`)."""
         return {" ".join(self.module.code_for_node(e).split()) for e in (expr, self.resolve(expr))}
@@ -945,7 +949,7 @@ class Tensors:
             return None
         # whatever the size is called: the rows are centred by their own mean, or their statistic is
         # combined with the very vector that was cut (`x - x.view(-1, k).mean(1)`)
-        if axis in self.centred_axes(expr) or (source is not None and self._codes(operand) & self._codes(source)):
+        if axis in self.centred_axes(expr) or (source is not None and self.same_value(operand, source)):
             return GroupReshape(expr, operand, dims[0], dims[1], axis)
         return None
 
@@ -1086,7 +1090,9 @@ class Tensors:
         else:
             return None
         found = {}
-        for value in values:
+        branches = [part for value in values for part in (
+            (value.body, value.orelse) if isinstance(value, cst.IfExp) else (value,))]
+        for value in branches:
             call = self._stat_call(value)
             if call is not None:
                 found.setdefault(call[1], call[0])
@@ -1444,6 +1450,7 @@ def _layouts(tree: ast.Module) -> Dict[Optional[tuple], Set[Evidence]]:
     calls: Dict[tuple, Set[str]] = {}
     keys_by_name: Dict[str, List[tuple]] = {}
     class_of: Dict[tuple, str] = {}
+    aliases: Dict[Tuple[Optional[tuple], str], ast.expr] = {}  # (function, name) -> what it was last assigned
 
     def visit(node: ast.AST, key: Optional[tuple], cls: Optional[str]) -> None:
         for child in ast.iter_child_nodes(node):
@@ -1459,12 +1466,17 @@ def _layouts(tree: ast.Module) -> Dict[Optional[tuple], Set[Evidence]]:
             if isinstance(child, ast.ClassDef):
                 visit(child, key, child.name)
                 continue
+            if isinstance(child, ast.Assign) and len(child.targets) == 1 and isinstance(child.targets[0], ast.Name):
+                aliases[(key, child.targets[0].id)] = child.value
             layout = _layout_of(child)
             if layout:
-                evidence = _evidence(layout)
-                own[None].add(evidence)
+                evidence = {_evidence(layout)}
+                count = layout[1]
+                if isinstance(count, ast.Name) and (key, count.id) in aliases:  # `k = cfg.per_q`: `cfg.per_q` too
+                    evidence.add(_evidence((layout[0], aliases[(key, count.id)])))
+                own[None].update(evidence)
                 if key is not None:
-                    own[key].add(evidence)
+                    own[key].update(evidence)
             if key is not None and isinstance(child, ast.Call):
                 func = child.func
                 if isinstance(func, ast.Name):

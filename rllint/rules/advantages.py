@@ -385,6 +385,13 @@ class GroupLayoutMismatch(TensorRule):
     method, its class), then from the whole file; when the evidence shows both layouts,
     or none, only the batch-size reshape is reported.
 
+    Sizes are known by what they are, not by their names: the group size is a group-size
+    setting, a local alias of one (`n = cfg.num_generations`), the count the prompts were
+    repeated by (`k` of `prompt_ids.repeat_interleave(k)`), or the size of rows that are
+    then centred by their own mean; a batch size is one by its name, the first axis of a
+    tensor (`B, T = ids.shape`, `x.size(0)`) or a length (`len(prompts)`). With tiled
+    prompts, `view(-1, B)` (one group per column) is fine.
+
     ## Why is this bad?
     Each row of the reshaped tensor is supposed to hold the completions of one prompt. With
     the wrong orientation every "group" mixes prompts, so group baselines compare answers to
@@ -420,7 +427,8 @@ class GroupLayoutMismatch(TensorRule):
             return
         tensors = self.tensors()
         op, operand = tensors.call_name(node)
-        if operand is None or not _per_completion(tensors, operand):
+        if operand is None or not (_per_completion(tensors, operand) or (
+                tensors.kind(operand) is None and tensors.centred_axes(node))):  # cut into rows centred by their mean
             return
         dims = [arg.value for arg in node.args if arg.keyword is None]
         if tensors.is_function(node.func):
@@ -453,7 +461,9 @@ class GroupStatsNotBroadcast(TensorRule):
     back to the completion axis, and statistics expanded in the wrong layout: `.repeat(G)`
     against contiguous completions, `repeat_interleave(G)` against tiled ones. Statistics
     kept with `keepdim=True` (numpy's `keepdims=True`), `unsqueeze`d or `repeat_interleave`d
-    correctly are fine; numpy's `axis=` counts as `dim=`.
+    correctly are fine; numpy's `axis=` counts as `dim=`. A statistic of `x.view(-1, k)` met
+    with `x` itself is per-group whatever `k` is called; statistics looked up per group key
+    (a per-uid dict, a pandas `groupby(...).transform`) are already per completion.
 
     ## Why is this bad?
     `[B*G] - [B]` either raises a shape error or, when `B` happens to divide evenly or be 1,
@@ -493,8 +503,9 @@ class GroupStatsNotBroadcast(TensorRule):
             stat = tensors.group_stat(stats, source=values)
             if stat is None or stat.reshape is None or stat.expanded in ("broadcast", "keepdim"):
                 continue
-            if not _per_completion(tensors, values):
-                continue
+            if not (_per_completion(tensors, values) or (
+                    tensors.kind(values) is None and tensors.same_value(values, stat.reshape.source))):
+                continue  # neither scores by their kind nor the very vector that was cut
             size = stat.reshape.cols if stat.reshape.axis == 1 else stat.reshape.rows
             layout = tensors.layout(node, size)
             if stat.expanded is None:
@@ -533,7 +544,9 @@ class StdNormalizedAdvantages(TensorRule):
     Reports advantages divided by the per-group standard deviation of the rewards, as in
     the original GRPO: `(r - mean_g) / (std_g + eps)` where `std_g` is the std of each group
     (`rewards.view(-1, G).std(dim=1)`, possibly `repeat_interleave`d, or
-    `grouped.std(dim=-1, keepdim=True)`). Batch-level whitening
+    `grouped.std(dim=-1, keepdim=True)`), or looked up per group key: verl's per-uid dicts
+    (`id2std[idx] = torch.std(...)`, then `/ (id2std[index[i]] + eps)`), a dict comprehension of
+    stds, a pandas `groupby(...).transform("std")`. Batch-level whitening
     (`(adv - adv.mean()) / (adv.std() + eps)`) is not per-group and is not reported, and
     neither are config keys that choose the division (`norm_adv_by_std_in_grpo`,
     `scale_rewards`).
@@ -638,9 +651,10 @@ class MeanOverPadding(RLCodeOnly, TensorRule):
     ## What it does
     Reports a masked per-token loss reduced with `.mean()`: `(per_token_loss * mask).mean()`,
     or `per_token_loss.mean()` in a function that has a completion / response / loss /
-    action mask (a parameter or a local) and never uses it, in RL post-training code. A masked
-    sum over `mask.sum()`, a `masked_mean(x, mask)` helper and the mean of values already
-    selected with `x[mask]` are fine.
+    action mask (a parameter or a local) and never uses it, in RL post-training code; also
+    `(per_token_loss * weights).mean()` with such an unused mask, when the weights are not the
+    mask. A masked sum over `mask.sum()`, a `masked_mean(x, mask)` helper and the mean of values
+    already selected with `x[mask]` are fine.
 
     ## Why is this bad?
     `.mean()` divides by every position, padding included. The padding zeros dilute the

@@ -97,7 +97,9 @@ class RewardReturnsScalar(_RewardRule):
     Reports a reward function that receives a batch (TRL's `completions` with
     `**kwargs`, or a `*reward*` function taking `completions`, `responses`, `batch`...)
     and returns one number: `return 1.0`, `return sum(scores) / len(scores)`,
-    `return float(...)`, `return x.mean().item()`.
+    `return float(...)`, `return x.mean().item()`, `return max(scores)`, a local name
+    every assignment of which is one number, or anything from a function annotated
+    `-> float` / `-> int`.
 
     ## Why is this bad?
     The trainer needs one reward per completion. A single number is broadcast to (or
@@ -154,7 +156,8 @@ class BinaryRewardSmallGroup(_RewardRule):
     """
     ## What it does
     Reports a reward function that only ever returns two distinct values (0/1,
-    True/False, -1/1, 2.0/0.0) in a file whose group size (`num_generations`,
+    True/False, -1/1, 2.0/0.0, a comparison, a string test such as `text.isdigit()`, or
+    `and` / `or` of them) in a file whose group size (`num_generations`,
     `group_size`, `n_samples_per_prompt`, `num_samples`, vLLM's `n`) is below
     `min-binary-group-size`. A function whose score is added to another one
     (`format_reward + accuracy_reward`) is not reported: the reward is shaped.
