@@ -174,3 +174,30 @@ def test_rl206_weights_that_are_not_the_mask_while_the_mask_goes_unused():
             return (values * importance).mean()
     """
     assert lines(source, ["RL206"], **{"rl-context": "always"}) == [(5, "RL206")]
+
+
+def test_rl203_scattered_group_statistics_must_be_indexed_back_by_the_group_ids():
+    source = """
+        import torch
+        from torch_scatter import scatter_mean, scatter_std
+
+        def scattered(scores, qids, nq):
+            qmean = torch.zeros(nq).scatter_reduce(0, qids, scores, reduce="mean", include_self=False)
+            return scores - qmean
+
+        def library(scores, qids):
+            return scores - scatter_mean(scores, qids, dim=0)
+
+        def indexed(scores, qids, nq):
+            qmean = torch.zeros(nq).scatter_reduce(0, qids, scores, reduce="mean", include_self=False)
+            return scores - qmean[qids]
+
+        def looped(scores, G):
+            qmean = scores.view(-1, G).mean(1)
+            return [scores[j] - qmean[j // G] for j in range(len(scores))]
+
+        def normalised(scores, qids):
+            return (scores - scatter_mean(scores, qids)[qids]) / (scatter_std(scores, qids)[qids] + 1e-6)
+    """
+    assert lines(source, ["RL203"]) == [(7, "RL203"), (10, "RL203")]
+    assert lines(source, ["RL204"]) == [(21, "RL204")]

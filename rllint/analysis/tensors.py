@@ -192,8 +192,9 @@ class GroupStat:
 
     call: cst.Call
     stat: str
-    reshape: Optional[GroupReshape]  # None: grouped by key (a per-uid dict, a pandas `groupby`)
+    reshape: Optional[GroupReshape]  # None: grouped by key (a per-uid dict, a pandas `groupby`, a scatter)
     expanded: Optional[str]
+    by: str = "reshape"  # or "key", "groupby", "scatter"
 
 
 # The `if` statements a node sits in, each with the branch taken (0: body, 1: else / elif).
@@ -1016,23 +1017,30 @@ class Tensors:
             elif isinstance(expr, cst.Subscript):
                 table = self._per_key_stat(expr)
                 if table is not None:
-                    return GroupStat(table[0], table[1], None, "indexed")
+                    return GroupStat(table[0], table[1], None, "indexed", "key")
                 if any(isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Name)
                        and e.slice.value.value == "None" for e in expr.slice):
                     expanded = expanded or "broadcast"
+                elif len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) and \
+                        not isinstance(expr.slice[0].slice.value, cst.Ellipsis):
+                    expanded = expanded or "indexed"  # `group_mean[group_ids]`, `means[i // G]`: picked per completion
                 expr = expr.value
             elif isinstance(expr, cst.Call):
                 op, operand = self.call_name(expr)
                 if operand is None and op in _GROUP_STATS:  # a local helper: `nanstd(x, dim=1)`
                     operand = argument(expr, 0)
+                scattered = _scatter_stat(expr, op)
+                if scattered is not None:  # `zeros(n).scatter_reduce(0, gid, r, "mean")`, `scatter_std(r, gid)`
+                    return GroupStat(expr, scattered, None, expanded, "scatter")
                 if operand is None:
                     return None
                 if op == "transform" and self._grouped_by(operand):  # pandas: `df.groupby(k)[c].transform("std")`
                     name = argument(expr, 0, "func")
                     stat = name.evaluated_value if isinstance(name, cst.SimpleString) else None
-                    return GroupStat(expr, stat, None, expanded or "broadcast") if stat in _GROUP_STATS else None
+                    return GroupStat(expr, stat, None, expanded or "broadcast", "groupby") if stat in _GROUP_STATS \
+                        else None
                 if op in _GROUP_STATS and self._grouped_by(operand):  # `df.groupby(k)[c].std()`: one per group
-                    return GroupStat(expr, op, None, expanded)
+                    return GroupStat(expr, op, None, expanded, "groupby")
                 if op in _GROUP_STATS:
                     reshape = self.group_reshape(operand, source)
                     if reshape is None:
@@ -1210,6 +1218,22 @@ class Tensors:
 
     def scope(self, node: cst.CSTNode) -> Optional[Scope]:
         return self.scope_of.get(id(node))
+
+
+_SCATTER_FUNCTIONS = {"scatter_mean": "mean", "scatter_std": "std", "scatter_max": "max", "scatter_min": "min"}
+
+
+def _scatter_stat(call: cst.Call, op: Optional[str]) -> Optional[str]:
+    """The statistic a scatter computes per index: torch's `scatter_reduce` / `index_reduce` with
+    `reduce="mean"`, torch_scatter's `scatter_mean` / `scatter_std`."""
+    if op in _SCATTER_FUNCTIONS:
+        return _SCATTER_FUNCTIONS[op]
+    if op in ("scatter_reduce", "scatter_reduce_", "index_reduce", "index_reduce_"):
+        strings = [a.value for a in call.args if a.keyword is None and isinstance(a.value, cst.SimpleString)]
+        reduce = argument(call, None, "reduce") or (strings[0] if strings else None)
+        if isinstance(reduce, cst.SimpleString) and reduce.evaluated_value in ("mean", "amax", "amin"):
+            return {"amax": "max", "amin": "min"}.get(reduce.evaluated_value, reduce.evaluated_value)
+    return None
 
 
 def _literal_key(expr: cst.BaseExpression) -> bool:

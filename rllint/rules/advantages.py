@@ -501,11 +501,18 @@ class GroupStatsNotBroadcast(TensorRule):
         tensors = self.tensors()
         for values, stats in ((node.left, node.right), (node.right, node.left)):
             stat = tensors.group_stat(stats, source=values)
-            if stat is None or stat.reshape is None or stat.expanded in ("broadcast", "keepdim"):
+            if stat is None or stat.expanded in ("broadcast", "keepdim", "indexed") or \
+                    (stat.reshape is None and stat.by != "scatter"):
                 continue
+            source = stat.reshape.source if stat.reshape is not None else None
             if not (_per_completion(tensors, values) or (
-                    tensors.kind(values) is None and tensors.same_value(values, stat.reshape.source))):
+                    source is not None and tensors.kind(values) is None and tensors.same_value(values, source))):
                 continue  # neither scores by their kind nor the very vector that was cut
+            if stat.reshape is None:  # scattered into one slot per group id
+                self.report(node, expr=tensors.code(node), stat=stat.stat, stats=tensors.code(stat.call, 50),
+                            problem="one value per group against one per completion: index it by the group ids "
+                                    "first (`stats[group_ids]`)")
+                return
             size = stat.reshape.cols if stat.reshape.axis == 1 else stat.reshape.rows
             layout = tensors.layout(node, size)
             if stat.expanded is None:
