@@ -463,7 +463,9 @@ class GroupStatsNotBroadcast(TensorRule):
     kept with `keepdim=True` (numpy's `keepdims=True`), `unsqueeze`d or `repeat_interleave`d
     correctly are fine; numpy's `axis=` counts as `dim=`. A statistic of `x.view(-1, k)` met
     with `x` itself is per-group whatever `k` is called; statistics looked up per group key
-    (a per-uid dict, a pandas `groupby(...).transform`) are already per completion.
+    (a per-uid dict, a pandas `groupby(...).transform`) are already per completion. Statistics
+    scattered into one slot per group id (`scatter_reduce(..., reduce="mean")`, torch_scatter's
+    `scatter_mean`) are reported unless indexed back by the ids (`group_mean[group_ids]`).
 
     ## Why is this bad?
     `[B*G] - [B]` either raises a shape error or, when `B` happens to divide evenly or be 1,
