@@ -368,3 +368,10 @@ def exact_reward(completions, answer, **kwargs):
 """
     result = lint_text(source, "train.py", Settings(select=["RL402"]))
     assert [(d.line, d.code) for d in result.diagnostics] == [(7, "RL402")]
+
+
+def test_hyperparameter_keys_match_whatever_their_case():
+    from rllint.analysis.hparams import is_estimator_key, is_std_switch
+    assert is_group_size("NUM_GENERATIONS") and is_group_size("cfg.GROUP_SIZE")
+    assert is_estimator_key("ADV_ESTIMATOR") and is_std_switch("SCALE_REWARDS")
+    assert not is_group_size("VAL_KWARGS.N") and not is_estimator_key("ESTIMATOR_NAME")
