@@ -468,8 +468,8 @@ class UncheckedParallelZip(_RewardRule):
 
     ## Options
     None. Off by default; turn it on with `extend-select = ["RL404"]`. `strict=` needs
-    Python 3.10 or later: projects whose `pyproject.toml` says `requires-python` admits
-    an older Python are not told to use it.
+    Python 3.10 or later: projects whose nearest `pyproject.toml` says `requires-python` (or
+    Poetry's `python` dependency) admits an older Python are not told to use it.
     """
 
     code = "RL404"
