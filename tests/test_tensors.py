@@ -567,3 +567,10 @@ def f(scores, cfg):
     baselines = source.file.fact(GroupBaselines)
     assert (baselines.of("GROUP"), baselines.of("cfg.samples_k"), baselines.of("samples_k"), baselines.of("K")) == \
         ("std", "mean", "mean", None)
+
+
+def test_the_length_of_a_list_of_functions_is_not_a_batch_size():
+    source = Source("def f(self, rewards):\n    return len(self.reward_funcs), len(self.prompts)\n")
+    t = source.tensors
+    assert not t.is_batch_size(source.find("len(self.reward_funcs)"))
+    assert t.is_batch_size(source.find("len(self.prompts)"))

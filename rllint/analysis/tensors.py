@@ -850,11 +850,11 @@ class Tensors:
         return bool(name and _BATCH_SIZE.search(name.lower()))
 
     def _measures_first_axis(self, expr: cst.BaseExpression) -> bool:
-        """`x.size(0)`, `x.shape[0]`, `len(xs)`."""
+        """`x.size(0)`, `x.shape[0]`, `len(prompts)` (of a batch's inputs: not `len(reward_funcs)`)."""
         if isinstance(expr, cst.Call):
             func = expr.func
             if isinstance(func, cst.Name) and func.value == "len" and len(expr.args) == 1:
-                return True
+                return bool(_BATCH_INPUT.search(last_part(expr.args[0].value) or ""))
             return isinstance(func, cst.Attribute) and func.attr.value == "size" and len(expr.args) == 1 and \
                 int_value(expr.args[0].value) == 0
         return isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute) and \
