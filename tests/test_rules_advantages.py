@@ -43,13 +43,13 @@ def test_rl202_group_size_under_another_name_and_batch_sizes_measured_from_shape
             table = pts.view(per_q, -1)
             return stacked, table - table.mean(dim=0, keepdim=True)
 
-        def from_shape(seqs, pts):
+        def from_shape(seqs, scores):
             N, L = seqs.shape
-            table = pts.reshape(-1, N)
+            table = scores.reshape(-1, N)
             return table - table.mean(dim=1, keepdim=True)
 
-        def from_len(questions, pts):
-            table = pts.view(-1, len(questions))
+        def from_len(questions, scores):
+            table = scores.view(-1, len(questions))
             return table - table.mean(dim=1, keepdim=True)
 
         def tiled(question_ids, pts, reps):
@@ -58,34 +58,36 @@ def test_rl202_group_size_under_another_name_and_batch_sizes_measured_from_shape
             return stacked, table - table.mean(dim=1, keepdim=True)
     """
     assert lines(source, ["RL202"]) == [(7, "RL202"), (12, "RL202"), (16, "RL202"), (21, "RL202")]
+    # a vector of unknown kind is scores by its use only when cut by a group size: `pts.view(-1, N)` is a table
+    assert lines(source.replace("scores", "pts"), ["RL202"]) == [(7, "RL202"), (21, "RL202")]
 
 
 def test_rl202_look_alikes_reshapes_that_match_the_layout_and_per_token_tables():
     source = """
         import torch
 
-        def rows_last(question_ids, pts, spec):
+        def rows_last(question_ids, scores, spec):
             per_q = spec.answers_each
             stacked = question_ids.repeat_interleave(per_q, dim=0)
-            table = pts.view(-1, per_q)
+            table = scores.view(-1, per_q)
             return stacked, table - table.mean(dim=1, keepdim=True)
 
-        def tiled_by_columns(questions, pts, reps):
+        def tiled_by_columns(questions, scores, reps):
             stacked = questions * reps
-            table = pts.view(-1, len(questions))
+            table = scores.view(-1, len(questions))
             return stacked, table - table.mean(dim=0, keepdim=True)
 
-        def centred_by_columns(seqs, pts):
+        def centred_by_columns(seqs, scores):
             N, L = seqs.shape
-            table = pts.view(-1, N)
+            table = scores.view(-1, N)
             return table - table.mean(0)
 
-        def per_token(pts, L):
-            return pts.view(-1, L).sum(1)
+        def per_token(scores, L):
+            return scores.view(-1, L).sum(1)
 
-        def rows_are_prompts(seqs, pts):
+        def rows_are_promscores(seqs, scores):
             N, L = seqs.shape
-            table = pts.view(N, -1)
+            table = scores.view(N, -1)
             return table - table.mean(dim=1, keepdim=True)
     """
     assert lines(source, ["RL202"]) == []

@@ -427,8 +427,7 @@ class GroupLayoutMismatch(TensorRule):
             return
         tensors = self.tensors()
         op, operand = tensors.call_name(node)
-        if operand is None or not (_per_completion(tensors, operand) or (
-                tensors.kind(operand) is None and tensors.centred_axes(node))):  # cut into rows centred by their mean
+        if operand is None:
             return
         dims = [arg.value for arg in node.args if arg.keyword is None]
         if tensors.is_function(node.func):
@@ -436,6 +435,10 @@ class GroupLayoutMismatch(TensorRule):
         if len(dims) != 2:
             return
         rows, cols = dims
+        if not (_per_completion(tensors, operand) or (  # scores by their kind, or by their use: a vector cut by
+                tensors.kind(operand) is None and tensors.centred_axes(node)  # a group size into rows that are
+                and (tensors.is_group_size(rows) or tensors.is_group_size(cols)))):  # centred by their mean
+            return
         reshape = tensors.group_reshape(node)
         axis = reshape.axis if reshape is not None else None
         if int_value(rows) == -1 and tensors.is_batch_size(cols) and not tensors.is_group_size(cols) and \
