@@ -354,6 +354,8 @@ def test_rl604_a_constant_that_groups_std_normalized_rewards_in_a_hand_written_l
     assert found(1, mean_only) == [(4, "RL604", Severity.ERROR)] and found(2, mean_only) == []
     unused = HAND_WRITTEN_LOOP.replace("view(-1, SAMPLES_PER_PROMPT)", "view(-1, 8)")
     assert found(1, unused) == []
+    per_call = HAND_WRITTEN_LOOP + "\n\ndef turn(engine, ids):\n    return engine.rollout(ids, SAMPLES_PER_PROMPT=1)\n"
+    assert found(4, per_call) == []  # one sample per call of a multi-turn loop is not the group size
 
 
 def test_rl402_reads_a_group_size_written_in_upper_case():

@@ -238,3 +238,16 @@ def test_rl405_one_line_handlers():
             return marks
     """
     assert codes(source, "RL405") == [(6, "RL405")]
+
+
+def test_rl401_a_float_annotation_on_a_function_that_builds_lists_is_the_annotation_s_mistake():
+    source = """
+        def spread_reward(completions, **kwargs) -> float:
+            if not completions:
+                return [0.0] * len(completions)
+            marks = []
+            for text in completions:
+                marks.append(len(text) / 512)
+            return marks
+    """
+    assert codes(source, "RL401") == []

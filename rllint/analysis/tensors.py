@@ -879,7 +879,10 @@ class Tensors:
         the same count (or about any reshape, with `any_count`)."""
         sizes = self._codes(size) if size is not None else set()
         for found in self._evidence(node):
-            layouts = {layout for layout, count, named in found if named or any_count or count in sizes}
+            # an unnamed count makes `repeat(k, 1)` tiled only for a batch of several prompts, which a
+            # single prompt repeated into a group is not: only the contiguous forms speak for themselves
+            layouts = {layout for layout, count, named in found
+                       if named or any_count or (count in sizes and layout == "contiguous")}
             if len(layouts) == 1:
                 return next(iter(layouts))
             if layouts:

@@ -137,11 +137,21 @@ class RewardReturnsScalar(_RewardRule):
         if function is None or node.value is None or not self.file.fact(RewardFunctions).takes_batch(function):
             return
         if _scalar(node.value, self.file.fact(Imports), self.scope) or (
-                _declares_number(function) and not isinstance(node.value, _COLLECTIONS)):
+                _declares_number(function) and not any(_collection(r.value, self.scope) for r in self.scope.returns)):
             self.report(node, function=function.name.value, expr=self.source(node.value))
 
 
 _COLLECTIONS = (cst.List, cst.ListComp, cst.Tuple, cst.GeneratorExp, cst.Dict, cst.DictComp)
+
+
+def _collection(value: Optional[cst.BaseExpression], scope: Scope) -> bool:
+    """A list built in sight: a literal or comprehension, `[0.0] * n`, a name assigned one. Where a function
+    returns one, its `-> float` annotation is wrong, not its value (open-r1's `len_reward`)."""
+    if isinstance(value, cst.BinaryOperation):
+        return _collection(value.left, scope) or _collection(value.right, scope)
+    if isinstance(value, cst.Name):
+        return any(isinstance(v, _COLLECTIONS) for v in scope.assigned.get(value.value, ()))
+    return isinstance(value, _COLLECTIONS)
 
 
 def _declares_number(function: cst.FunctionDef) -> bool:
