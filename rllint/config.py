@@ -162,17 +162,22 @@ def settings_table(settings: Settings) -> Dict[str, Any]:
     return {key: value for key, value in table.items() if value is not None}
 
 
-_LOWER_BOUND = re.compile(r"(?:>=|~=|==|>)\s*(\d+)\.(\d+)")
+_LOWER_BOUND = re.compile(r"(?:>=|~=|==|>|\^|~)\s*(\d+)\.(\d+)")
 
 
 def _requires_python(root: Path) -> Optional[Tuple[int, int]]:
-    """The oldest Python of `[project] requires-python` in the root's pyproject.toml (`>=3.9` -> (3, 9)),
-    as ruff infers its target version; None when there is no such bound."""
+    """The oldest Python of `[project] requires-python` (or Poetry's `python` dependency) in the root's
+    pyproject.toml (`>=3.9`, `^3.9` -> (3, 9)), as ruff infers its target version; None when there is no such bound."""
     pyproject = root / PYPROJECT
     if not pyproject.is_file():
         return None
-    project = _read(pyproject).get("project")
+    document = _read(pyproject)
+    project = document.get("project")
     spec = project.get("requires-python") if isinstance(project, dict) else None
+    if spec is None:  # Poetry: `[tool.poetry.dependencies] python = "^3.8"`
+        poetry = document.get("tool", {}).get("poetry", {}) if isinstance(document.get("tool"), dict) else {}
+        dependencies = poetry.get("dependencies") if isinstance(poetry, dict) else None
+        spec = dependencies.get("python") if isinstance(dependencies, dict) else None
     if not isinstance(spec, str):
         return None
     bounds = [(int(major), int(minor)) for major, minor in _LOWER_BOUND.findall(spec)]

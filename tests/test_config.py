@@ -314,6 +314,12 @@ def test_requires_python_gives_the_target_version(tmp_path, spec, expected):
     assert load_settings(start=tmp_path).target_version == expected
 
 
+@pytest.mark.parametrize("spec, expected", [("^3.8", (3, 8)), ("~3.9", (3, 9)), (">=3.10,<3.13", (3, 10))])
+def test_poetry_python_dependency_gives_the_target_version(tmp_path, spec, expected):
+    (tmp_path / "pyproject.toml").write_text(f'[tool.poetry]\nname = "x"\n[tool.poetry.dependencies]\npython = "{spec}"\n')
+    assert load_settings(start=tmp_path).target_version == expected
+
+
 def test_zip_without_strict_is_not_reported_to_projects_that_support_python_3_9(tmp_path):
     from rllint.runner import lint_text
 

@@ -72,3 +72,10 @@ def test_tokens_split_identifiers_and_keys():
     assert tokens("actorLR.optim_lr") == ("actor", "lr", "optim", "lr")
     assert tokens("GRPOConfig") == ("grpo", "config")
     assert tokens("--learning-rate") == ("learning", "rate")
+
+
+def test_tokens_split_a_digit_between_words():
+    assert tokens("q2sd") == ("q2sd",)  # one letter-pair short: not a word
+    assert tokens("qid2sd") == ("qid", "sd")
+    assert tokens("prompt2score_table") == ("prompt", "score", "table")
+    assert tokens("l2norm") == ("l2norm",) and tokens("fp16") == ("fp16",) and tokens("gpt2_model") == ("gpt2", "model")

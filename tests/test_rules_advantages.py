@@ -24,3 +24,183 @@ def test_a_positive_exponent_is_named_as_a_likely_typo():
     assert findings(SOURCE.replace("1e-2", "1e4")) == [
         (3, 55, "epsilon 10000.0 added to the std; it dominates the std in the denominator and advantages shrink "
                 "toward zero (use 1e-6 to 1e-4); a positive exponent: did you mean 1e-4?")]
+
+
+# ---- RL202-RL206: groups, sizes and statistics known by structure, not by their names ----
+
+def lines(text, select, **options):
+    result = lint_text(textwrap.dedent(text), "adv.py", Settings(select=select, options=options))
+    return sorted((d.line, d.code) for d in result.diagnostics)
+
+
+def test_rl202_group_size_under_another_name_and_batch_sizes_measured_from_shapes():
+    source = """
+        import torch
+
+        def rows_first(question_ids, pts, spec):
+            per_q = spec.answers_each
+            stacked = question_ids.repeat_interleave(per_q, dim=0)
+            table = pts.view(per_q, -1)
+            return stacked, table - table.mean(dim=0, keepdim=True)
+
+        def from_shape(seqs, scores):
+            N, L = seqs.shape
+            table = scores.reshape(-1, N)
+            return table - table.mean(dim=1, keepdim=True)
+
+        def from_len(questions, scores):
+            table = scores.view(-1, len(questions))
+            return table - table.mean(dim=1, keepdim=True)
+
+        def tiled(question_ids, pts, reps):
+            stacked = question_ids.repeat(reps, 1)
+            table = pts.view(-1, reps)
+            return stacked, table - table.mean(dim=1, keepdim=True)
+    """
+    # `question_ids.repeat(reps, 1)` by an unnamed count may be one prompt repeated into its group: not tiled
+    assert lines(source, ["RL202"]) == [(7, "RL202"), (12, "RL202"), (16, "RL202")]
+    # a vector of unknown kind is scores by its use only when cut by a group size: `pts.view(-1, N)` is a table
+    assert lines(source.replace("scores", "pts"), ["RL202"]) == [(7, "RL202")]
+
+
+def test_rl202_look_alikes_reshapes_that_match_the_layout_and_per_token_tables():
+    source = """
+        import torch
+
+        def rows_last(question_ids, scores, spec):
+            per_q = spec.answers_each
+            stacked = question_ids.repeat_interleave(per_q, dim=0)
+            table = scores.view(-1, per_q)
+            return stacked, table - table.mean(dim=1, keepdim=True)
+
+        def tiled_by_columns(questions, scores, reps):
+            stacked = questions * reps
+            table = scores.view(-1, len(questions))
+            return stacked, table - table.mean(dim=0, keepdim=True)
+
+        def centred_by_columns(seqs, scores):
+            N, L = seqs.shape
+            table = scores.view(-1, N)
+            return table - table.mean(0)
+
+        def per_token(scores, L):
+            return scores.view(-1, L).sum(1)
+
+        def rows_are_promscores(seqs, scores):
+            N, L = seqs.shape
+            table = scores.view(N, -1)
+            return table - table.mean(dim=1, keepdim=True)
+    """
+    assert lines(source, ["RL202"]) == []
+
+
+def test_rl203_a_statistic_of_the_cut_vector_met_with_the_vector_itself():
+    source = """
+        import torch
+
+        def baseline(pts, spec):
+            w = spec.answers_each
+            mu = pts.view(-1, w).mean(dim=1)
+            return pts - mu
+
+        def aliased(pts, spec):
+            n = spec.num_generations
+            return pts - pts.reshape(-1, n).mean(1)
+
+        def expanded(pts, spec):
+            w = spec.answers_each
+            mu = pts.view(-1, w).mean(dim=1).repeat_interleave(w)
+            return pts - mu
+
+        def other_vector(pts, lengths, w):
+            return lengths - pts.view(-1, w).mean(1)
+
+        def per_token(pts, L):
+            return pts.view(-1, L).sum(1) - 1.0
+    """
+    assert lines(source, ["RL203"]) == [(7, "RL203"), (11, "RL203")]
+
+
+def test_rl204_per_key_statistics_in_dicts_and_dataframes():
+    source = """
+        import numpy as np
+        import torch
+        from collections import defaultdict
+
+        def loop_dicts(pts, qids, eps=1e-6):
+            q2pts = defaultdict(list)
+            q2mu, q2sd = {}, {}
+            for j in range(len(pts)):
+                q2pts[qids[j]].append(pts[j])
+            for q, vals in q2pts.items():
+                q2mu[q] = torch.tensor(vals).mean()
+                q2sd[q] = torch.std(torch.tensor(vals)) if len(vals) > 1 else torch.tensor(1.0)
+            return [(pts[j] - q2mu[qids[j]]) / (q2sd[qids[j]] + eps) for j in range(len(pts))]
+
+        def comprehension(pts, qids, groups):
+            sd = {q: float(np.std(v)) for q, v in groups.items()}
+            return [p / (sd[q] + 1e-6) for p, q in zip(pts, qids)]
+
+        def frame(df):
+            g = df.groupby("question")["points"]
+            return (df["points"] - g.transform("mean")) / g.transform("std")
+
+        def batch_level(pts, stats):
+            stats["std"] = pts.std()
+            return (pts - pts.mean()) / (stats["std"] + 1e-6)
+
+        def mean_only(pts, qids, groups):
+            mu = {q: float(np.mean(v)) for q, v in groups.items()}
+            return [p - mu[q] for p, q in zip(pts, qids)]
+    """
+    assert lines(source, ["RL204"]) == [(14, "RL204"), (18, "RL204"), (22, "RL204")]
+
+
+def test_rl206_weights_that_are_not_the_mask_while_the_mask_goes_unused():
+    source = """
+        import torch
+
+        def weighted(token_losses, importance, response_mask):
+            return (token_losses * importance).mean()
+
+        def weighted_and_masked(token_losses, importance, response_mask):
+            return (token_losses * importance * response_mask).sum() / response_mask.sum()
+
+        def weighted_without_a_mask(token_losses, importance):
+            return (token_losses * importance).mean()
+
+        def mask_used_before(token_losses, importance, response_mask):
+            kept_losses = token_losses * response_mask
+            return (kept_losses * importance).mean()
+
+        def not_a_loss(values, importance, response_mask):
+            return (values * importance).mean()
+    """
+    assert lines(source, ["RL206"], **{"rl-context": "always"}) == [(5, "RL206")]
+
+
+def test_rl203_scattered_group_statistics_must_be_indexed_back_by_the_group_ids():
+    source = """
+        import torch
+        from torch_scatter import scatter_mean, scatter_std
+
+        def scattered(scores, qids, nq):
+            qmean = torch.zeros(nq).scatter_reduce(0, qids, scores, reduce="mean", include_self=False)
+            return scores - qmean
+
+        def library(scores, qids):
+            return scores - scatter_mean(scores, qids, dim=0)
+
+        def indexed(scores, qids, nq):
+            qmean = torch.zeros(nq).scatter_reduce(0, qids, scores, reduce="mean", include_self=False)
+            return scores - qmean[qids]
+
+        def looped(scores, G):
+            qmean = scores.view(-1, G).mean(1)
+            return [scores[j] - qmean[j // G] for j in range(len(scores))]
+
+        def normalised(scores, qids):
+            return (scores - scatter_mean(scores, qids)[qids]) / (scatter_std(scores, qids)[qids] + 1e-6)
+    """
+    assert lines(source, ["RL203"]) == [(7, "RL203"), (10, "RL203")]
+    assert lines(source, ["RL204"]) == [(21, "RL204")]

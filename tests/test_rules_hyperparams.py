@@ -321,3 +321,59 @@ def test_rl606_counts_reads_in_other_modules_of_the_project(tmp_path):
     assert lines() == [(8, "clip_range")]  # `beta` is read as `self.args.beta` in trainer.py
     (tmp_path / "loss.py").write_text("def loss(cfg):\n    return cfg.training.clip_range\n")
     assert lines() == []
+
+
+HAND_WRITTEN_LOOP = """
+import torch
+
+SAMPLES_PER_PROMPT = {size}
+
+
+def advantages(scores):
+    table = scores.view(-1, SAMPLES_PER_PROMPT)
+    return ((table - table.mean(1, keepdim=True)) / (table.std(1, keepdim=True) + 1e-6)).flatten()
+
+
+def step(policy, optimizer, scores, logps, mask):
+    adv = advantages(scores)
+    loss = -((logps * adv[:, None]) * mask).sum() / mask.sum()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_rl604_a_constant_that_groups_std_normalized_rewards_in_a_hand_written_loop():
+    def found(size, body=HAND_WRITTEN_LOOP):
+        result = lint_text(body.format(size=size), "train.py", Settings(select=["RL604"]))
+        return [(d.line, d.code, d.severity) for d in result.diagnostics]
+
+    assert found(1) == [(4, "RL604", Severity.ERROR)]
+    assert found(2) == [(4, "RL604", Severity.WARNING)]
+    assert found(4) == []
+    mean_only = HAND_WRITTEN_LOOP.replace(" / (table.std(1, keepdim=True) + 1e-6)", "")
+    assert found(1, mean_only) == [(4, "RL604", Severity.ERROR)] and found(2, mean_only) == []
+    unused = HAND_WRITTEN_LOOP.replace("view(-1, SAMPLES_PER_PROMPT)", "view(-1, 8)")
+    assert found(1, unused) == []
+    per_call = HAND_WRITTEN_LOOP + "\n\ndef turn(engine, ids):\n    return engine.rollout(ids, SAMPLES_PER_PROMPT=1)\n"
+    assert found(4, per_call) == []  # one sample per call of a multi-turn loop is not the group size
+
+
+def test_rl402_reads_a_group_size_written_in_upper_case():
+    source = """
+import torch
+
+NUM_GENERATIONS = 4
+
+
+def exact_reward(completions, answer, **kwargs):
+    return [float(c.strip() == a) for c, a in zip(completions, answer, strict=True)]
+"""
+    result = lint_text(source, "train.py", Settings(select=["RL402"]))
+    assert [(d.line, d.code) for d in result.diagnostics] == [(7, "RL402")]
+
+
+def test_hyperparameter_keys_match_whatever_their_case():
+    from rllint.analysis.hparams import is_estimator_key, is_std_switch
+    assert is_group_size("NUM_GENERATIONS") and is_group_size("cfg.GROUP_SIZE")
+    assert is_estimator_key("ADV_ESTIMATOR") and is_std_switch("SCALE_REWARDS")
+    assert not is_group_size("VAL_KWARGS.N") and not is_estimator_key("ESTIMATOR_NAME")

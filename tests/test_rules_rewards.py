@@ -117,3 +117,137 @@ def test_one_sample_per_call_is_not_the_group_size():
     params = SamplingParams(n=1, temperature=0.9)
     """
     assert codes(source, "RL402") == []
+
+
+# ---- reward shapes in other styles ------------------------------------------------------
+
+def test_rl401_one_number_through_max_min_a_scalar_name_or_a_float_annotation():
+    source = """
+        def best_len_reward(completions, **kwargs):
+            lens = [len(text) / 512 for text in completions]
+            return max(lens)
+
+        def shortest_reward(completions, **kwargs):
+            return min(len(text) for text in completions)
+
+        def share_reward(completions, **kwargs):
+            hits = sum(1.0 for text in completions if "</answer>" in text)
+            share = hits / len(completions)
+            return share
+
+        def declared_reward(completions, **kwargs) -> float:
+            return grade_all(completions)
+    """
+    assert codes(source, "RL401") == [(4, "RL401"), (7, "RL401"), (12, "RL401"), (15, "RL401")]
+
+
+def test_rl401_look_alikes_per_completion_lists_and_single_completion_scores():
+    source = """
+        def clipped_reward(completions, **kwargs):
+            return [min(1.0, len(text) / 512) for text in completions]
+
+        def named_list_reward(completions, **kwargs):
+            out = [float("</answer>" in text) for text in completions]
+            return out
+
+        def single_reward(completion: str) -> float:
+            return max(0.0, 1.0 - len(completion) / 512)
+
+        def longest_reward(completions, **kwargs):
+            return max(completions, key=len)
+
+        def declared_list_reward(completions, **kwargs) -> float:
+            return [1.0 for _ in completions]
+    """
+    assert codes(source, "RL401") == []
+
+
+GROUP_OF_FOUR = """
+    from trl import GRPOConfig
+
+    args = GRPOConfig(output_dir="runs", num_generations=4)
+"""
+
+
+def test_rl402_two_values_written_with_and_or_a_string_test():
+    source = GROUP_OF_FOUR + """
+    def closed_tags_reward(completions, **kwargs):
+        return [text.lstrip().startswith("<plan>") and text.rstrip().endswith("</plan>") for text in completions]
+
+    def numeric_reward(completions, **kwargs):
+        return [text.strip().isnumeric() for text in completions]
+
+    def bounded_prefix_reward(completion, prefix):
+        short = len(completion) < 4096
+        return completion.startswith(prefix) and short
+
+    def partial_reward(completions, **kwargs):
+        return [len(text) > 8 and len(text) / 64 for text in completions]
+    """
+    assert codes(source, "RL402") == [(6, "RL402"), (9, "RL402"), (12, "RL402")]
+
+
+def test_rl403_one_line_suites_are_paths_like_indented_ones():
+    source = """
+        def parse_reward(completions, golds, **kwargs):
+            marks = []
+            for text, gold in zip(completions, golds, strict=True):
+                try:
+                    marks.append(float(text) == float(gold))
+                    audit(text)
+                except ValueError: marks.append(0.0)
+            return marks
+
+        def tagged_reward(completions, **kwargs):
+            marks = []
+            for text in completions:
+                if "<plan>" in text: marks.append(1.0)
+            return marks
+
+        def both_reward(completions, **kwargs):
+            marks = []
+            for text in completions:
+                if "<plan>" in text: marks.append(1.0)
+                else: marks.append(0.0)
+            return marks
+
+        def guarded_reward(completions, **kwargs):
+            marks = []
+            for text in completions:
+                try: marks.append(float(text))
+                except ValueError: marks.append(0.0)
+            return marks
+    """
+    assert codes(source, "RL403") == [(8, "RL403"), (14, "RL403")]
+
+
+def test_rl405_one_line_handlers():
+    source = """
+        def graded_reward(completions, **kwargs):
+            marks = []
+            for text in completions:
+                try: marks.append(grade(text))
+                except Exception: marks.append(0.0)
+            return marks
+
+        def narrow_reward(completions, **kwargs):
+            marks = []
+            for text in completions:
+                try: marks.append(grade(text))
+                except KeyError: marks.append(0.0)
+            return marks
+    """
+    assert codes(source, "RL405") == [(6, "RL405")]
+
+
+def test_rl401_a_float_annotation_on_a_function_that_builds_lists_is_the_annotation_s_mistake():
+    source = """
+        def spread_reward(completions, **kwargs) -> float:
+            if not completions:
+                return [0.0] * len(completions)
+            marks = []
+            for text in completions:
+                marks.append(len(text) / 512)
+            return marks
+    """
+    assert codes(source, "RL401") == []

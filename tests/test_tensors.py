@@ -451,3 +451,126 @@ def f(model, ids, mask, tau):
     assert gather is not None and source.module.code_for_node(gather).startswith("logits.log_softmax(-1).gather(")
     assert tensors.token_gather(source.find("seq", 1)) is None
     assert tensors.token_gather(source.find("vals", 1)) is None  # a gather of a tensor without vocabulary axis
+# ---- group sizes and statistics by structure ----------------------------------------------
+
+def test_a_group_size_by_alias_or_by_the_count_the_prompts_were_repeated_by():
+    source = Source(IMPORTS + """
+def f(question_ids, scores, opts, width):
+    per_q = opts.answers_each
+    m = opts.num_generations
+    question_ids.repeat_interleave(per_q, dim=0)
+    return per_q, m, width, opts.answers_each
+""")
+    t = source.tensors
+    per_q, m, width, attr = (source.find(c, n) for c, n in (("per_q", 2), ("m", 1), ("width", 1),
+                                                             ("opts.answers_each", 1)))
+    assert t.is_group_size(per_q) and t.is_group_size(m) and t.is_group_size(attr)
+    assert not t.is_group_size(width)
+
+
+def test_a_repeat_count_is_local_to_its_function_unless_it_is_an_attribute():
+    source = Source(IMPORTS + """
+def expand(question_ids, reps, self):
+    question_ids.repeat_interleave(reps, dim=0)
+    question_ids.repeat_interleave(self.per_q, dim=0)
+
+def other(scores, reps, self):
+    return reps, self.per_q
+""")
+    t = source.tensors
+    assert not t.is_group_size(source.find("reps", 3))
+    assert t.is_group_size(source.find("self.per_q", 1))
+
+
+def test_batch_sizes_measured_from_shapes_and_lengths():
+    source = Source(IMPORTS + """
+def f(tokens, xs, questions, scores):
+    N, L = tokens.shape
+    nb = xs.size(0)
+    rows = xs.shape[0]
+    width = xs.size(1)
+    return N, L, nb, rows, width, len(questions)
+""")
+    t = source.tensors
+    found = [t.is_batch_size(source.find(c, n)) for c, n in (("N", 1), ("L", 1), ("nb", 1), ("rows", 1),
+                                                            ("width", 1), ("len(questions)", 0))]
+    assert found == [True, False, True, True, False, True]
+
+
+def test_a_reshape_whose_rows_are_centred_is_a_group_reshape_whatever_the_size_is_called():
+    source = Source(IMPORTS + """
+def f(scores, w, t):
+    table = scores.view(w, -1)
+    centred = table - table.mean(dim=0, keepdim=True)
+    rows = scores.view(-1, t)
+    totals = rows.sum(1)
+    return table, rows
+""")
+    t = source.tensors
+    table = t.group_reshape(source.find("table", 2))
+    assert table is not None and table.axis == 0
+    assert t.centred_axes(source.find("scores.view(w, -1)")) == {0}
+    assert t.group_reshape(source.find("rows", 1)) is None  # summed, not centred: a per-token table
+
+
+def test_a_statistic_met_with_the_vector_that_was_cut_is_a_group_statistic():
+    source = Source(IMPORTS + """
+def f(scores, w):
+    base = scores.view(-1, w).mean(dim=1)
+    return scores - base
+""")
+    t = source.tensors
+    base = source.find("base", 1)
+    assert t.group_stat(base) is None  # `w` alone says nothing
+    stat = t.group_stat(base, source=source.find("scores", 2))
+    assert (stat.stat, stat.reshape.axis, stat.expanded) == ("mean", 1, None)
+
+
+def test_per_key_statistics_in_dicts_and_pandas_groupby():
+    source = Source(IMPORTS + """
+import numpy as np
+import statistics
+from collections import defaultdict
+
+def f(scores, keys, frame):
+    q2sd = {}
+    q2sd_named = {}
+    table = defaultdict(list)
+    for k in table:
+        q2sd[k] = float(np.std(table[k]))
+    q2sd_named["spread"] = scores.std()
+    by_q = {k: statistics.stdev(v) for k, v in table.items()}
+    per_q = frame.groupby("qid")["score"]
+    return q2sd[keys[0]], q2sd_named["spread"], by_q[keys[1]], per_q.transform("std"), per_q.mean(), q2sd["a"]
+""")
+    t = source.tensors
+    found = [t.group_stat(source.find(c)) for c in ('q2sd[keys[0]]', 'q2sd_named["spread"]', "by_q[keys[1]]",
+                                                      'per_q.transform("std")', "per_q.mean()", 'q2sd["a"]')]
+    assert [(s.stat, s.expanded, s.reshape) if s else None for s in found] == [
+        ("std", "indexed", None), None, ("std", "indexed", None), ("std", "broadcast", None), ("mean", None, None),
+        None]
+
+
+def test_group_baselines_by_the_size_they_use():
+    from rllint.analysis.tensors import GroupBaselines
+    source = Source(IMPORTS + """
+GROUP = 2
+K = 3
+
+def f(scores, cfg):
+    g = scores.view(-1, GROUP)
+    a = (g - g.mean(1, keepdim=True)) / g.std(1, keepdim=True)
+    b = scores.reshape(cfg.samples_k, -1).mean(0)
+    c = scores.view(K, 5).std(0)
+    return a, b, c
+""")
+    baselines = source.file.fact(GroupBaselines)
+    assert (baselines.of("GROUP"), baselines.of("cfg.samples_k"), baselines.of("samples_k"), baselines.of("K")) == \
+        ("std", "mean", "mean", None)
+
+
+def test_the_length_of_a_list_of_functions_is_not_a_batch_size():
+    source = Source("def f(self, rewards):\n    return len(self.reward_funcs), len(self.prompts)\n")
+    t = source.tensors
+    assert not t.is_batch_size(source.find("len(self.reward_funcs)"))
+    assert t.is_batch_size(source.find("len(self.prompts)"))

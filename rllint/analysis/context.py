@@ -65,6 +65,8 @@ _TOKEN = {token: concept for concept, (_, tokens) in _CONCEPTS.items() for token
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _IDENTIFIER_LIKE = re.compile(r"-{0,2}[A-Za-z_][A-Za-z0-9_.\-]*")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+# A single digit between words reads "to" / "for": `id2std`, `uid2mean`, `word2vec` (not `l2norm`, `fp16`).
+_DIGIT_INFIX = re.compile(r"(?<=[a-z]{2})\d(?=[a-z]{2})")
 
 
 class RLContext:
@@ -146,8 +148,9 @@ def _identifiers(nodes: AstNodes) -> Iterator[str]:
 
 @functools.lru_cache(maxsize=65536)
 def tokens(name: str) -> Tuple[str, ...]:
-    """The lower-case words of an identifier or dotted key: `actorLR.optim_lr` -> actor, lr, optim, lr."""
-    return tuple(t for t in re.split(r"[_.\-\s]+", _CAMEL.sub("_", name).lower()) if t)
+    """The lower-case words of an identifier or dotted key: `actorLR.optim_lr` -> actor, lr, optim, lr;
+    `id2std` -> id, std."""
+    return tuple(t for t in re.split(r"[_.\-\s]+", _DIGIT_INFIX.sub("_", _CAMEL.sub("_", name).lower())) if t)
 
 
 def _vocabulary_weight(words: Set[str]) -> int:

@@ -67,7 +67,9 @@ _NOT_THE_CLIP_RANGE = frozenset({
 _GROUP_NAMES = frozenset({"num_generations", "n_samples_per_prompt", "group_size", "rloo_k",
                           "num_generations_per_prompt", "samples_per_prompt", "n_samples"})
 # Words a file must contain to set a group size (file prefilter of RL402 and RL604).
-GROUP_SIZE_TRIGGERS = tuple(sorted(_GROUP_NAMES)) + ("num_samples", "rollout")
+# Upper case too: module constants (`NUM_GENERATIONS = 4`); the runner's prefilter matches case-sensitively.
+GROUP_SIZE_TRIGGERS = tuple(sorted(_GROUP_NAMES)) + ("num_samples", "rollout") + tuple(
+    sorted(n.upper() for n in _GROUP_NAMES | {"num_samples"}))
 # Advantage estimators (verl `algorithm.adv_estimator`, OpenRLHF `--advantage_estimator`).
 _NOT_GROUPED = frozenset({"gae", "reinforce", "reinforce_plus_plus", "remax", "ppo", "vtrace"})
 _GROUPED_WORDS = frozenset({"grpo", "rloo", "group", "baseline", "opo", "gpg", "passk", "gspo", "dapo", "drgrpo",
@@ -87,6 +89,11 @@ _LENGTH = re.compile(r"max_(?:new_)?(?:completion_|response_|prompt_|generation_
 def last_part(key: str) -> str:
     """`actor_rollout_ref.actor.optim.lr` -> `lr`; `--actor.adam.lr` -> `lr`."""
     return key.lstrip("-+").rsplit(".", 1)[-1]
+
+
+def _key(name: str) -> str:
+    """The last part in lower case: keys match whatever their case (`NUM_GENERATIONS`, `ADV_ESTIMATOR`)."""
+    return last_part(name).lower()
 
 
 def is_learning_rate(name: str) -> bool:
@@ -133,7 +140,7 @@ def is_group_size(name: str, owner: Optional[str] = None) -> bool:
     key = name.lstrip("-+")
     if set(tokens(key)) & EVALUATION:
         return False
-    part = last_part(key).lower()
+    part = _key(key)
     if part in _GROUP_NAMES:
         return True
     if part == "num_samples":
@@ -179,7 +186,7 @@ def group_baseline(estimator: str, std_switch: object = None) -> Optional[str]:
 
 
 def is_std_switch(name: str) -> bool:
-    return last_part(name) in _STD_SWITCHES
+    return _key(name) in _STD_SWITCHES
 
 
 _SEQUENCE_LEVEL = re.compile(r"\bsequence\b|\bseq\b|gspo", re.I)
@@ -195,7 +202,7 @@ def is_sequence_level(key: str, value: object) -> bool:
 
 
 def is_estimator_key(name: str) -> bool:
-    return last_part(name) in _ESTIMATOR_KEYS
+    return _key(name) in _ESTIMATOR_KEYS
 
 
 def is_rl_hyperparameter(name: str) -> bool:
@@ -246,12 +253,12 @@ class Run:
             return False
         if self._words & {"grpo", "rloo"} and not self.dpo_family:
             return True
-        return any(last_part(k) in ("num_generations", "rloo_k") for k in self.keys)
+        return any(_key(k) in ("num_generations", "rloo_k") for k in self.keys)
 
     @functools.cached_property
     def dpo_family(self) -> bool:
         """A DPO-family run, whose `beta` is a temperature: its command or (for YAML) its text says so."""
-        return bool(self._words & DPO_FAMILY) and not any(last_part(k) in ("num_generations", "rloo_k")
+        return bool(self._words & DPO_FAMILY) and not any(_key(k) in ("num_generations", "rloo_k")
                                                            for k in self.keys)
 
     @functools.cached_property
@@ -272,7 +279,7 @@ class Run:
         if estimator is not None and isinstance(estimator.value, str):
             text = estimator.value
         else:
-            rloo = "rloo" in tokens(self.command or "") or any(last_part(k) == "rloo_k" for k in self.keys)
+            rloo = "rloo" in tokens(self.command or "") or any(_key(k) == "rloo_k" for k in self.keys)
             text = "rloo" if rloo else "grpo"
         switch = self.last(is_std_switch)
         return group_baseline(text, None if switch is None else switch.value)
@@ -296,7 +303,7 @@ class Run:
     @functools.cached_property
     def evaluation(self) -> bool:
         """An evaluation run of a training entry point (verl's `trainer.val_only=True`)."""
-        only = self.last(lambda key: last_part(key) == "val_only")
+        only = self.last(lambda key: _key(key) == "val_only")
         return only is not None and only.value is True
 
     @functools.cached_property
@@ -311,7 +318,7 @@ class Run:
         launched script that builds LoRA adapters itself, unless the run sets a rank of 0 or switches it off."""
         for key, entry in self.keys.items():
             words = tokens(key)
-            switch = ("lora" in words and words[-1] in ("rank", "r")) or last_part(key) in (
+            switch = ("lora" in words and words[-1] in ("rank", "r")) or _key(key) in (
                 "lora_rank", "lora_r", "use_peft", "use_lora")
             if switch and entry.value in (0, False):
                 return False
@@ -319,10 +326,10 @@ class Run:
             return True
         for key, entry in self.keys.items():
             words = tokens(key)
-            if ("lora" in words and words[-1] in ("rank", "r")) or last_part(key) in ("lora_rank", "lora_r"):
+            if ("lora" in words and words[-1] in ("rank", "r")) or _key(key) in ("lora_rank", "lora_r"):
                 if isinstance(entry.value, (int, float)) and not isinstance(entry.value, bool) and entry.value > 0:
                     return True
-            if last_part(key) in ("use_peft", "use_lora") and entry.value is True:
+            if _key(key) in ("use_peft", "use_lora") and entry.value is True:
                 return True
         return False
 

@@ -84,6 +84,19 @@ def _registered_names(nodes: AstNodes) -> Set[str]:
     return names
 
 
+# Calls that answer yes or no: string tests and the boolean builtins.
+_STR_PREDICATES = {"startswith", "endswith", "isdigit", "isnumeric", "isdecimal", "isalpha", "isalnum", "isspace",
+                   "islower", "isupper", "istitle", "isidentifier", "isascii"}
+_BOOL_BUILTINS = {"bool", "isinstance", "callable", "any", "all"}
+
+
+def _predicate(call: cst.Call) -> bool:
+    """`text.isdigit()`, `s.startswith(x)`, `bool(x)`, `any(...)`: a call whose value is True or False."""
+    if isinstance(call.func, cst.Attribute):
+        return call.func.attr.value in _STR_PREDICATES
+    return isinstance(call.func, cst.Name) and call.func.value in _BOOL_BUILTINS and len(call.args) >= 1
+
+
 def param_names(fn: cst.FunctionDef) -> List[str]:
     p = fn.params
     return [param.name.value for param in list(p.posonly_params) + list(p.params) + list(p.kwonly_params)]
@@ -210,13 +223,15 @@ class RewardFunctions:
         if isinstance(expr, (cst.Comparison, cst.UnaryOperation)) and (
                 isinstance(expr, cst.Comparison) or isinstance(expr.operator, cst.Not)):
             return {0.0, 1.0}
-        if isinstance(expr, cst.Call) and call_tail(expr) in ("float", "int", "bool") and isinstance(
+        if isinstance(expr, cst.BooleanOperation):  # `a and b` is one of its operands
+            left = self._leaves(expr.left, scope, depth + 1, seen)
+            right = self._leaves(expr.right, scope, depth + 1, seen)
+            return None if left is None or right is None else left | right
+        if isinstance(expr, cst.Call) and _predicate(expr):
+            return {0.0, 1.0}
+        if isinstance(expr, cst.Call) and call_tail(expr) in ("float", "int") and isinstance(
                 expr.func, cst.Name) and len(expr.args) == 1:
-            inner = expr.args[0].value
-            if isinstance(inner, cst.Comparison) or (
-                    isinstance(inner, cst.UnaryOperation) and isinstance(inner.operator, cst.Not)):
-                return {0.0, 1.0}
-            return self._leaves(inner, scope, depth + 1, seen)
+            return self._leaves(expr.args[0].value, scope, depth + 1, seen)
         if isinstance(expr, cst.Name) and expr.value not in seen:
             return self._name_leaves(expr.value, scope, depth, seen | {expr.value})
         return None

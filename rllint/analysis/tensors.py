@@ -74,7 +74,7 @@ CHOSEN = re.compile(r"(^|_)(chosen|preferred|win|winner|winning|w|yw|pos|positiv
 REJECTED = re.compile(r"(^|_)(rejected|dispreferred|lose|loser|losing|l|yl|neg|negative|bad|worse)(_|$)")
 _POSITIVE_SCALE = re.compile(r"^(beta|scale|scaling|temperature|temp|tau|alpha|coef|\w+_coef|\w+_scale|inv_\w+|gamma|lam|lambda_?)$")
 _GROUP_SIZE = re.compile(
-    r"^(G|num_generations|group_size|n_samples_per_prompt|num_samples_per_prompt|samples_per_prompt|"
+    r"^(num_generations|group_size|n_samples_per_prompt|num_samples_per_prompt|samples_per_prompt|"
     r"n_generations|generations_per_prompt|num_completions|n_completions|num_rollouts_per_prompt|"
     r"rollout_n|n_rollouts|num_return_sequences|rloo_k|n_samples|num_samples|n_responses|num_responses|"
     r"responses_per_prompt)$"
@@ -187,12 +187,14 @@ class GroupReshape:
 
 @dataclass
 class GroupStat:
-    """A per-group statistic and how it was expanded back (None: still one value per group)."""
+    """A per-group statistic and how it was expanded back (None: still one value per group; "indexed": looked
+    up by each completion's group key)."""
 
     call: cst.Call
     stat: str
-    reshape: GroupReshape
+    reshape: Optional[GroupReshape]  # None: grouped by key (a per-uid dict, a pandas `groupby`, a scatter)
     expanded: Optional[str]
+    by: str = "reshape"  # or "key", "groupby", "scatter"
 
 
 # The `if` statements a node sits in, each with the branch taken (0: body, 1: else / elif).
@@ -215,6 +217,8 @@ class Scope:
         self.assignments: Dict[str, List[Tuple[int, Optional[cst.BaseExpression]]]] = {}
         self.occurrences: Dict[str, int] = {}  # Name nodes in the body, targets included
         self.branches: Dict[int, Branch] = {}  # the `if` branches an assignment (by its order) sits in
+        self.dims: Dict[str, int] = {}  # names unpacked from a shape: `B, T = ids.shape` -> B: 0, T: 1
+        self.items: Dict[str, List[Tuple[cst.BaseExpression, cst.BaseExpression]]] = {}  # `d[key] = value`
 
     def assign(self, name: str, order: int, value: Optional[cst.BaseExpression], branch: "Branch" = ()) -> None:
         self.assignments.setdefault(name, []).append((order, value))
@@ -294,6 +298,10 @@ class _Walker:
         if cls is cst.Assign:
             for target in node.targets:
                 self._bind(scope, target.target, node.value)
+                target = target.target
+                if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) and \
+                        len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
+                    scope.items.setdefault(target.value.value, []).append((target.slice[0].slice.value, node.value))
         elif cls is cst.AnnAssign and node.value is not None:
             self._bind(scope, node.target, node.value)
         elif cls is cst.AugAssign or cls is cst.For or cls is cst.CompFor:
@@ -316,6 +324,18 @@ class _Walker:
             else:
                 for name in bound_names(target):
                     scope.assign(name, self.counter, None)
+                if _is_shape(value):
+                    for axis, element in enumerate(target.elements):
+                        if isinstance(element.value, cst.Name):
+                            scope.dims[element.value.value] = axis
+
+
+def _is_shape(value: cst.BaseExpression) -> bool:
+    """`x.shape`, `x.size()`: the sizes of a tensor's axes."""
+    if isinstance(value, cst.Call) and not value.args:
+        value = value.func
+        return isinstance(value, cst.Attribute) and value.attr.value == "size"
+    return isinstance(value, cst.Attribute) and value.attr.value == "shape"
 
 
 class Tensors:
@@ -330,8 +350,9 @@ class Tensors:
         self.scope_of: Dict[int, Scope] = {}
         self.autocast: Set[int] = set()
         self.branch_of: Dict[int, Branch] = {}  # Name nodes inside `if` branches
-        self._layouts: Optional[Dict[Optional[tuple], Set[str]]] = None
+        self._layouts: Optional[Dict[Optional[tuple], Set[Evidence]]] = None
         self._shifted_names: Optional[Set[str]] = None
+        self._centred: Dict[int, Dict[int, Set[int]]] = {}
 
     def enter(self, nesting: Sequence[cst.CSTNode]) -> None:
         """Make the facts of a node's scopes available: `nesting` is the module, then each
@@ -799,41 +820,115 @@ class Tensors:
 
     # ---- batch layout -----------------------------------------------------------------
     def is_group_size(self, expr: Optional[cst.BaseExpression]) -> bool:
-        if isinstance(expr, cst.Attribute):
-            return _group_size_name(expr.attr.value, last_part(expr.value))
-        return isinstance(expr, cst.Name) and _group_size_name(expr.value, None)
+        """A group size by its name (`num_generations`, `G`, `cfg.rollout.n`), through a local alias
+        (`n = args.num_generations`), or by its use: the count the prompts were repeated by here
+        (`k` of `prompt_ids.repeat_interleave(k)`)."""
+        if expr is None:
+            return False
+        for candidate in (expr, self.resolve(expr)):
+            if isinstance(candidate, cst.Attribute) and _group_size_name(candidate.attr.value,
+                                                                         last_part(candidate.value)):
+                return True
+            if isinstance(candidate, cst.Name) and _group_size_name(candidate.value, None):
+                return True
+        return self._repeat_count(expr)
 
     def is_batch_size(self, expr: Optional[cst.BaseExpression]) -> bool:
+        """A batch size by its name (`per_device_batch_size`), or by how it is measured: the first
+        axis of a tensor (`B, T = ids.shape`, `bsz = x.size(0)`, `x.shape[0]`) or a list's length
+        (`len(prompts)`)."""
+        if isinstance(expr, cst.Name):
+            value = self.value_of(expr)
+            if value is None:
+                return self._unpacked_dim(expr) == 0 or self._name_is_batch_size(expr)
+            return self._measures_first_axis(value) or self._name_is_batch_size(expr)
+        return self._measures_first_axis(expr) or self._name_is_batch_size(expr)
+
+    @staticmethod
+    def _name_is_batch_size(expr: Optional[cst.BaseExpression]) -> bool:
         name = last_part(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
         return bool(name and _BATCH_SIZE.search(name.lower()))
 
-    def layout(self, node: cst.CSTNode) -> Optional[str]:
+    def _measures_first_axis(self, expr: cst.BaseExpression) -> bool:
+        """`x.size(0)`, `x.shape[0]`, `len(prompts)` (of a batch's inputs: not `len(reward_funcs)`)."""
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if isinstance(func, cst.Name) and func.value == "len" and len(expr.args) == 1:
+                return bool(_BATCH_INPUT.search(last_part(expr.args[0].value) or ""))
+            return isinstance(func, cst.Attribute) and func.attr.value == "size" and len(expr.args) == 1 and \
+                int_value(expr.args[0].value) == 0
+        return isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute) and \
+            expr.value.attr.value == "shape" and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) \
+            and int_value(expr.slice[0].slice.value) == 0
+
+    def _unpacked_dim(self, name: cst.Name) -> Optional[int]:
+        """The axis a name was unpacked from (`B, T = ids.shape`: B is axis 0), in its scope or an enclosing one."""
+        scope = self.scope_of.get(id(name))
+        while scope is not None:
+            if name.value in scope.dims:
+                return scope.dims[name.value]
+            scope = scope.parent
+        return None
+
+    def layout(self, node: cst.CSTNode, size: Optional[cst.BaseExpression] = None, any_count: bool = False
+               ) -> Optional[str]:
         """"contiguous" or "tiled": how the completions of one prompt are arranged, from the
         evidence in the enclosing functions, else in the whole file, else the framework (TRL,
-        verl and OpenRLHF keep them contiguous); None when unknown or contradictory."""
+        verl and OpenRLHF keep them contiguous); None when unknown or contradictory. A repeat by a
+        count that is not a group size by its name is evidence only about the reshapes by `size`,
+        the same count (or about any reshape, with `any_count`)."""
+        sizes = self._codes(size) if size is not None else set()
+        for found in self._evidence(node):
+            # an unnamed count makes `repeat(k, 1)` tiled only for a batch of several prompts, which a
+            # single prompt repeated into a group is not: only the contiguous forms speak for themselves
+            layouts = {layout for layout, count, named in found
+                       if named or any_count or (count in sizes and layout == "contiguous")}
+            if len(layouts) == 1:
+                return next(iter(layouts))
+            if layouts:
+                return None
+        if self.imports.imports_from("trl", "verl", "openrlhf"):
+            return "contiguous"
+        return None
+
+    def _evidence(self, node: cst.CSTNode) -> Iterator[Set[Evidence]]:
+        """The layout evidence of each function around `node`, innermost first, then of the file."""
         if self._layouts is None:
             self._layouts = _layouts(self.tree)
         scope = self.scope_of.get(id(node))
         while scope is not None:
-            key = _function_key_cst(scope.node) if isinstance(scope.node, cst.FunctionDef) else None
-            found = self._layouts.get(key, set()) if key else set()
-            if len(found) == 1:
-                return next(iter(found))
-            if found:
-                return None
+            if isinstance(scope.node, cst.FunctionDef):
+                yield self._layouts.get(_function_key_cst(scope.node), set())
             scope = scope.parent
-        found = self._layouts.get(None, set())
-        if len(found) == 1:
-            return next(iter(found))
-        if not found and self.imports.imports_from("trl", "verl", "openrlhf"):
-            return "contiguous"
-        return None
+        yield self._layouts.get(None, set())
+
+    def same_value(self, a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
+        """The same code, or a name and what it holds."""
+        return bool(self._codes(a) & self._codes(b))
+
+    def _codes(self, expr: cst.BaseExpression) -> Set[str]:
+        """The code of an expression and of what a name holds (`k` and `cfg.samples_per_q`)."""
+        return {" ".join(self.module.code_for_node(e).split()) for e in (expr, self.resolve(expr))}
+
+    def _repeat_count(self, expr: cst.BaseExpression) -> bool:
+        """Whether the prompts were repeated by `expr` in the function it is in (names are local) or, for an
+        attribute (`self.k`, `cfg.samples_per_q`), anywhere in the file."""
+        codes = self._codes(expr)
+        attribute = any(isinstance(e, cst.Attribute) for e in (expr, self.resolve(expr)))
+        for found in self._evidence(expr):
+            if any(count in codes for _, count, _ in found):
+                return True
+            if not attribute:
+                return False
+        return False
 
     # ---- groups -----------------------------------------------------------------------
-    def group_reshape(self, expr: cst.BaseExpression) -> Optional[GroupReshape]:
+    def group_reshape(self, expr: cst.BaseExpression, source: Optional[cst.BaseExpression] = None
+                      ) -> Optional[GroupReshape]:
         """`x.view(-1, G)`, `x.reshape(G, -1)`, `torch.reshape(x, (-1, G))` (through names): a
-        per-completion vector cut into groups. The group axis is the one sized by a group-size
-        name (`num_generations`, `group_size`, `G`, `rollout.n`...)."""
+        per-completion vector cut into groups. The group axis is the one sized by a group size
+        (`is_group_size`), else, for `view(-1, k)` / `view(k, -1)`, the axis of `k` when the rows are
+        centred by their mean, or when their statistic meets `source`, the vector that was cut."""
         expr = self.resolve(expr)
         if not isinstance(expr, cst.Call):
             return None
@@ -850,9 +945,63 @@ class Tensors:
         for axis in (1, 0):
             if self.is_group_size(dims[axis]):
                 return GroupReshape(expr, operand, dims[0], dims[1], axis)
+        free = [axis for axis, size in enumerate(dims) if int_value(size) == -1]
+        if len(free) != 1:
+            return None
+        axis = 1 - free[0]
+        if not isinstance(dims[axis], (cst.Name, cst.Attribute)) or self.is_batch_size(dims[axis]):
+            return None
+        # whatever the size is called: the rows are centred by their own mean, or their statistic is
+        # combined with the very vector that was cut (`x - x.view(-1, k).mean(1)`)
+        if axis in self.centred_axes(expr) or (source is not None and self.same_value(operand, source)):
+            return GroupReshape(expr, operand, dims[0], dims[1], axis)
         return None
 
-    def group_stat(self, expr: cst.BaseExpression, depth: int = 8) -> Optional[GroupStat]:
+    def centred_axes(self, reshape: cst.Call) -> Set[int]:
+        """The axes along which the value a reshape is bound to is centred by its own mean in its
+        function: `g = x.view(k, -1)` then `g - g.mean(dim=0, keepdim=True)` gives {0}."""
+        scope = self.scope_of.get(id(reshape))
+        if scope is None:
+            return set()
+        if id(scope) not in self._centred:
+            self._centred[id(scope)] = self._centring(scope)
+        return self._centred[id(scope)].get(id(reshape), set())
+
+    def _centring(self, scope: Scope) -> Dict[int, Set[int]]:
+        """id(reshape call) -> the axes `name - name.mean(axis)` centres it along, for the names of a scope."""
+        found: Dict[int, Set[int]] = {}
+        body = scope.node.body if isinstance(scope.node, cst.FunctionDef) else scope.node
+        stack: List[cst.CSTNode] = [body]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+                continue
+            stack.extend(node.children)
+            if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract)
+                    and isinstance(node.left, cst.Name)):
+                continue
+            mean = node.right
+            while True:
+                if isinstance(mean, cst.Subscript):
+                    mean = mean.value
+                elif isinstance(mean, cst.Call) and self.call_name(mean)[0] in ("unsqueeze", "detach"):
+                    mean = self.call_name(mean)[1]
+                else:
+                    break
+            if not isinstance(mean, cst.Call):
+                continue
+            op, operand = self.call_name(mean)
+            if op not in ("mean", "nanmean") or not isinstance(operand, cst.Name) or operand.value != node.left.value:
+                continue
+            method = isinstance(mean.func, cst.Attribute) and not self.is_function(mean.func)
+            dim = int_value(argument(mean, 0 if method else 1, "dim") or argument(mean, None, "axis"))
+            bound = self.resolve(node.left)
+            if dim is not None and isinstance(bound, cst.Call):
+                found.setdefault(id(bound), set()).add(dim % 2)
+        return found
+
+    def group_stat(self, expr: cst.BaseExpression, depth: int = 8, source: Optional[cst.BaseExpression] = None
+                   ) -> Optional[GroupStat]:
         """A statistic of each group (`grouped.mean(dim=1)`, `x.view(-1, G).std(-1)`), seen through
         names, `+ eps`, casts and clamps, with how it was brought back to the completion axis:
         `repeat_interleave` ("contiguous"), `.repeat` ("tiled"), `unsqueeze` / `[:, None]` /
@@ -869,18 +1018,34 @@ class Tensors:
                     number_value(expr.right) is not None or _is_epsilon_name(expr.right)):
                 expr = expr.left
             elif isinstance(expr, cst.Subscript):
+                table = self._per_key_stat(expr)
+                if table is not None:
+                    return GroupStat(table[0], table[1], None, "indexed", "key")
                 if any(isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Name)
                        and e.slice.value.value == "None" for e in expr.slice):
                     expanded = expanded or "broadcast"
+                elif len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) and \
+                        not isinstance(expr.slice[0].slice.value, cst.Ellipsis):
+                    expanded = expanded or "indexed"  # `group_mean[group_ids]`, `means[i // G]`: picked per completion
                 expr = expr.value
             elif isinstance(expr, cst.Call):
                 op, operand = self.call_name(expr)
                 if operand is None and op in _GROUP_STATS:  # a local helper: `nanstd(x, dim=1)`
                     operand = argument(expr, 0)
+                scattered = _scatter_stat(expr, op)
+                if scattered is not None:  # `zeros(n).scatter_reduce(0, gid, r, "mean")`, `scatter_std(r, gid)`
+                    return GroupStat(expr, scattered, None, expanded, "scatter")
                 if operand is None:
                     return None
+                if op == "transform" and self._grouped_by(operand):  # pandas: `df.groupby(k)[c].transform("std")`
+                    name = argument(expr, 0, "func")
+                    stat = name.evaluated_value if isinstance(name, cst.SimpleString) else None
+                    return GroupStat(expr, stat, None, expanded or "broadcast", "groupby") if stat in _GROUP_STATS \
+                        else None
+                if op in _GROUP_STATS and self._grouped_by(operand):  # `df.groupby(k)[c].std()`: one per group
+                    return GroupStat(expr, op, None, expanded, "groupby")
                 if op in _GROUP_STATS:
-                    reshape = self.group_reshape(operand)
+                    reshape = self.group_reshape(operand, source)
                     if reshape is None:
                         return None
                     method = isinstance(expr.func, cst.Attribute) and not self.is_function(expr.func)
@@ -902,6 +1067,71 @@ class Tensors:
                 expr = operand
             else:
                 return None
+        return None
+
+    def _grouped_by(self, expr: cst.BaseExpression, depth: int = 8) -> bool:
+        """A pandas (or polars) selection made from a `groupby`: `df.groupby("uid")["reward"]`."""
+        while depth > 0:
+            depth -= 1
+            if isinstance(expr, cst.Name):
+                expr = self.value_of(expr)
+            elif isinstance(expr, (cst.Attribute, cst.Subscript)):
+                expr = expr.value
+            elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+                if expr.func.attr.value in ("groupby", "group_by"):
+                    return True
+                expr = expr.func.value
+            else:
+                return False
+        return False
+
+    def _per_key_stat(self, lookup: cst.Subscript) -> Optional[Tuple[cst.Call, str]]:
+        """`id2std[index[i]]`, `uid2mean[u]`: a lookup, by a computed key, in a table of per-key statistics
+        (verl's form): `{u: np.std(v) for u, v in groups.items()}`, or a dict filled in a loop with
+        `id2std[idx] = torch.std(...)`. (stat call, statistic); string keys (`stats["std"]`) are not per group."""
+        if len(lookup.slice) != 1 or not isinstance(lookup.slice[0].slice, cst.Index) or \
+                not isinstance(lookup.value, cst.Name) or _literal_key(lookup.slice[0].slice.value):
+            return None
+        table = self.value_of(lookup.value)
+        if isinstance(table, cst.DictComp):
+            values = [] if _literal_key(table.key) else [table.value]
+        elif (isinstance(table, cst.Dict) and not table.elements) or (isinstance(table, cst.Call) and (
+                last_part(table.func) == "defaultdict" or (last_part(table.func) == "dict" and not table.args))):
+            values = [value for key, value in self._items(lookup.value) if not _literal_key(key)]
+        else:
+            return None
+        found = {}
+        branches = [part for value in values for part in (
+            (value.body, value.orelse) if isinstance(value, cst.IfExp) else (value,))]
+        for value in branches:
+            call = self._stat_call(value)
+            if call is not None:
+                found.setdefault(call[1], call[0])
+        if len(found) != 1:
+            return None
+        stat, call = next(iter(found.items()))
+        return call, stat
+
+    def _items(self, name: cst.Name) -> List[Tuple[cst.BaseExpression, cst.BaseExpression]]:
+        """The `name[key] = value` assignments of the scope that binds `name`."""
+        scope = self.scope_of.get(id(name))
+        while scope is not None and name.value not in scope.assignments and name.value not in scope.params:
+            scope = scope.parent
+        return scope.items.get(name.value, []) if scope is not None else []
+
+    def _stat_call(self, value: cst.BaseExpression) -> Optional[Tuple[cst.Call, str]]:
+        """The statistic a value is, through conversions: `float(np.std(v))`, `torch.std(t).item()`."""
+        for _ in range(6):
+            if not isinstance(value, cst.Call):
+                return None
+            op, operand = self.call_name(value)
+            if op in _GROUP_STATS or op in ("stdev", "pstdev", "fmean"):
+                return value, {"stdev": "std", "pstdev": "std", "fmean": "mean"}.get(op, op)
+            if operand is None and isinstance(value.func, cst.Name) and op in ("float", "tensor") and value.args:
+                operand = value.args[0].value
+            if operand is None or op not in ("item", "float", "tensor", "as_tensor", "to", "detach", "cpu"):
+                return None
+            value = operand
         return None
 
     def masked_sum(self, expr: cst.BaseExpression) -> Optional[Tuple[cst.BaseExpression, cst.BaseExpression, Optional[int]]]:
@@ -991,6 +1221,27 @@ class Tensors:
 
     def scope(self, node: cst.CSTNode) -> Optional[Scope]:
         return self.scope_of.get(id(node))
+
+
+_SCATTER_FUNCTIONS = {"scatter_mean": "mean", "scatter_std": "std", "scatter_max": "max", "scatter_min": "min"}
+
+
+def _scatter_stat(call: cst.Call, op: Optional[str]) -> Optional[str]:
+    """The statistic a scatter computes per index: torch's `scatter_reduce` / `index_reduce` with
+    `reduce="mean"`, torch_scatter's `scatter_mean` / `scatter_std`."""
+    if op in _SCATTER_FUNCTIONS:
+        return _SCATTER_FUNCTIONS[op]
+    if op in ("scatter_reduce", "scatter_reduce_", "index_reduce", "index_reduce_"):
+        strings = [a.value for a in call.args if a.keyword is None and isinstance(a.value, cst.SimpleString)]
+        reduce = argument(call, None, "reduce") or (strings[0] if strings else None)
+        if isinstance(reduce, cst.SimpleString) and reduce.evaluated_value in ("mean", "amax", "amin"):
+            return {"amax": "max", "amin": "min"}.get(reduce.evaluated_value, reduce.evaluated_value)
+    return None
+
+
+def _literal_key(expr: cst.BaseExpression) -> bool:
+    """A key written as a literal (`stats["std"]`, `row[0]`): a named slot, not one per group."""
+    return isinstance(expr, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Integer))
 
 
 def _is_scalar_like(expr: cst.BaseExpression) -> bool:
@@ -1102,8 +1353,8 @@ def _mentions(expr: cst.CSTNode, operand: Callable[[cst.BaseExpression], bool]) 
 
 
 def _group_size_name(name: str, owner: Optional[str]) -> bool:
-    """`num_generations`, `group_size`, `G`, `n_samples_per_prompt`, `rollout.n`..."""
-    return bool(_GROUP_SIZE.match(name)) or (name == "n" and owner == "rollout")
+    """`num_generations`, `group_size`, `G`, `NUM_GENERATIONS`, `n_samples_per_prompt`, `rollout.n`..."""
+    return name == "G" or bool(_GROUP_SIZE.match(name.lower())) or (name == "n" and (owner or "").lower() == "rollout")
 
 
 def _ast_group_size(node: Optional[ast.expr]) -> bool:
@@ -1141,8 +1392,9 @@ def _base_name(node: ast.AST) -> str:
     return node.id if isinstance(node, ast.Name) else ""
 
 
-def _layout_of(node: ast.AST) -> Optional[str]:
-    """The layout one expression shows: `prompt_ids.repeat_interleave(G)`, `np.repeat(ids, G)`,
+def _layout_of(node: ast.AST) -> Optional[Tuple[str, Optional[ast.expr]]]:
+    """The layout one expression shows, with the count it repeats by (the group size, whatever its
+    name; None when not written): `prompt_ids.repeat_interleave(G)`, `np.repeat(ids, G)`,
     verl's `batch.repeat(repeat_times=n, interleave=True)`, `[p for p in ps for _ in range(G)]`
     and TRL's `RepeatSampler` keep a prompt's completions contiguous; `prompt_ids.repeat(G)`,
     `np.tile(ids, G)`, `prompts * G` and `[p for _ in range(G) for p in ps]` tile them."""
@@ -1150,7 +1402,7 @@ def _layout_of(node: ast.AST) -> Optional[str]:
         func = node.func
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
         if name in ("RepeatSampler", "RepeatRandomSampler"):  # TRL: each prompt index repeated in a row
-            return "contiguous"
+            return "contiguous", None
         if name not in ("repeat_interleave", "repeat", "tile"):
             return None
         keywords = {k.arg: k.value for k in node.keywords}
@@ -1164,48 +1416,68 @@ def _layout_of(node: ast.AST) -> Optional[str]:
             first = node.args[0] if node.args else None
         if receiver is None or not _BATCH_INPUT.search(_base_name(receiver)):
             return None
-        if name == "repeat_interleave" and _ast_group_size(keywords.get("repeats", first)):
-            return "contiguous"
+        if name == "repeat_interleave":
+            return _counted("contiguous", keywords.get("repeats", first))
         if name == "repeat" and (module_call or "repeat_times" in keywords):
             # `np.repeat(x, G)` repeats each element in place; verl's `DataProto.repeat(repeat_times=G,
             # interleave=True)` too (interleave is its default)
             count = keywords.get("repeat_times", keywords.get("repeats", first))
             interleave = keywords.get("interleave")
-            if not _ast_group_size(count):
-                return None
             if isinstance(interleave, ast.Constant) and interleave.value is False:
-                return "tiled"
-            return "contiguous"
-        if name in ("repeat", "tile") and _ast_group_size(keywords.get("reps", first)):
-            return "tiled"
+                return _counted("tiled", count)
+            return _counted("contiguous", count)
+        if name in ("repeat", "tile"):
+            return _counted("tiled", keywords.get("reps", first))
     elif isinstance(node, (ast.ListComp, ast.GeneratorExp)) and len(node.generators) == 2:
-        def over_group(generator: ast.comprehension) -> bool:
-            it = generator.iter
-            return (isinstance(it, ast.Call) and getattr(it.func, "id", None) == "range" and len(it.args) == 1
-                    and _ast_group_size(it.args[0]))
-        outer, inner = (over_group(g) for g in node.generators)
-        if inner and not outer:
-            return "contiguous"
-        if outer and not inner:
-            return "tiled"
+        def repeats(generator: ast.comprehension) -> Optional[ast.expr]:
+            """The count of `for _ in range(count)`: a loop whose variable is not used."""
+            it, target = generator.iter, generator.target
+            if isinstance(it, ast.Call) and getattr(it.func, "id", None) == "range" and len(it.args) == 1 and (
+                    _ast_group_size(it.args[0]) or isinstance(target, ast.Name) and target.id.startswith("_")):
+                return it.args[0]
+            return None
+        outer, inner = (repeats(g) for g in node.generators)
+        if inner is not None and outer is None:
+            return _counted("contiguous", inner)
+        if outer is not None and inner is None:
+            return _counted("tiled", outer)
     elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
         for items, count in ((node.left, node.right), (node.right, node.left)):
             name = items.id if isinstance(items, ast.Name) else items.attr if isinstance(items, ast.Attribute) else ""
-            if "prompt" in name.lower() and name.endswith("s") and _ast_group_size(count):
-                return "tiled"
+            if "prompt" in name.lower() and name.endswith("s"):
+                return _counted("tiled", count)
     return None
 
 
-def _layouts(tree: ast.Module) -> Dict[Optional[tuple], Set[str]]:
+def _counted(layout: str, count: Optional[ast.expr]) -> Optional[Tuple[str, Optional[ast.expr]]]:
+    """A repeat by a group-size name, or by a name or attribute that the reshapes then have to use
+    to count as the group size; a literal count (`repeat(1, 2)`) or none is no layout evidence."""
+    if isinstance(count, (ast.Name, ast.Attribute)):
+        return layout, count
+    return None
+
+
+# One piece of layout evidence: the layout, the code of its count ("" when none is written) and
+# whether the count is a group size by its name.
+Evidence = Tuple[str, str, bool]
+
+
+def _evidence(found: Tuple[str, Optional[ast.expr]]) -> Evidence:
+    layout, count = found
+    return layout, ast.unparse(count) if count is not None else "", count is None or _ast_group_size(count)
+
+
+def _layouts(tree: ast.Module) -> Dict[Optional[tuple], Set[Evidence]]:
     """Layout evidence per function (keyed by name and parameters) and, under None, per file.
 
     A function also gets the evidence of the local functions it calls by name and, when it
     is a method, of the other methods of its class (a trainer generates in one method and
     groups rewards in another)."""
-    own: Dict[Optional[tuple], Set[str]] = {None: set()}
+    own: Dict[Optional[tuple], Set[Evidence]] = {None: set()}
     calls: Dict[tuple, Set[str]] = {}
     keys_by_name: Dict[str, List[tuple]] = {}
     class_of: Dict[tuple, str] = {}
+    aliases: Dict[Tuple[Optional[tuple], str], ast.expr] = {}  # (function, name) -> what it was last assigned
 
     def visit(node: ast.AST, key: Optional[tuple], cls: Optional[str]) -> None:
         for child in ast.iter_child_nodes(node):
@@ -1221,11 +1493,17 @@ def _layouts(tree: ast.Module) -> Dict[Optional[tuple], Set[str]]:
             if isinstance(child, ast.ClassDef):
                 visit(child, key, child.name)
                 continue
+            if isinstance(child, ast.Assign) and len(child.targets) == 1 and isinstance(child.targets[0], ast.Name):
+                aliases[(key, child.targets[0].id)] = child.value
             layout = _layout_of(child)
             if layout:
-                own[None].add(layout)
+                evidence = {_evidence(layout)}
+                count = layout[1]
+                if isinstance(count, ast.Name) and (key, count.id) in aliases:  # `k = cfg.per_q`: `cfg.per_q` too
+                    evidence.add(_evidence((layout[0], aliases[(key, count.id)])))
+                own[None].update(evidence)
                 if key is not None:
-                    own[key].add(layout)
+                    own[key].update(evidence)
             if key is not None and isinstance(child, ast.Call):
                 func = child.func
                 if isinstance(func, ast.Name):
@@ -1235,7 +1513,7 @@ def _layouts(tree: ast.Module) -> Dict[Optional[tuple], Set[str]]:
             visit(child, key, cls)
 
     visit(tree, None, None)
-    found: Dict[Optional[tuple], Set[str]] = {None: own[None]}
+    found: Dict[Optional[tuple], Set[Evidence]] = {None: own[None]}
     for key in calls:
         evidence = set(own[key])
         for name in calls[key]:
@@ -1247,6 +1525,48 @@ def _layouts(tree: ast.Module) -> Dict[Optional[tuple], Set[str]]:
                     evidence |= own[other]
         found[key] = evidence
     return found
+
+
+class GroupBaselines:
+    """The baseline each group size of a file feeds, by the size's name: `rewards.view(-1, NUM_GENERATIONS)`
+    whose rows are then averaged ("mean") or also divided by their std ("std"). A group size set in a
+    hand-written loop is known to be one by this use, whatever config holds it."""
+
+    def __init__(self, file) -> None:
+        reshaped: Dict[str, str] = {}  # a name bound to a reshape into groups -> the size's name
+        nodes = list(ast.walk(file.tree))
+        for node in nodes:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                size = _grouped_by_size(node.value)
+                if size:
+                    reshaped[node.targets[0].id] = size
+        self.by_size: Dict[str, str] = {}
+        for call in nodes:
+            func = call.func if isinstance(call, ast.Call) else None
+            if not isinstance(func, ast.Attribute) or func.attr not in ("mean", "std", "var", "nanmean", "nanstd"):
+                continue
+            size = reshaped.get(func.value.id) if isinstance(func.value, ast.Name) else _grouped_by_size(func.value)
+            if size:
+                stat = "std" if func.attr in ("std", "var", "nanstd") else "mean"
+                self.by_size[size] = "std" if "std" in (stat, self.by_size.get(size)) else "mean"
+
+    def of(self, name: str) -> Optional[str]:
+        """"std", "mean" or None for the size named `name` (the last part: `cfg.num_generations` is `num_generations`)."""
+        return self.by_size.get(name.rsplit(".", 1)[-1].lstrip("-"))
+
+
+def _grouped_by_size(node: ast.expr) -> Optional[str]:
+    """`x.view(-1, size)` / `x.reshape(size, -1)`: the name of `size` (its last part)."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("view", "reshape")
+            and len(node.args) == 2):
+        return None
+    first, second = node.args
+    minus_one = [isinstance(a, ast.UnaryOp) and isinstance(a.op, ast.USub) and isinstance(a.operand, ast.Constant)
+                 and a.operand.value == 1 for a in (first, second)]
+    if sum(minus_one) != 1:
+        return None
+    size = second if minus_one[0] else first
+    return size.id if isinstance(size, ast.Name) else size.attr if isinstance(size, ast.Attribute) else None
 
 
 def _is_epsilon_name(expr: cst.BaseExpression) -> bool:

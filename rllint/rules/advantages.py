@@ -385,6 +385,13 @@ class GroupLayoutMismatch(TensorRule):
     method, its class), then from the whole file; when the evidence shows both layouts,
     or none, only the batch-size reshape is reported.
 
+    Sizes are known by what they are, not by their names: the group size is a group-size
+    setting, a local alias of one (`n = cfg.num_generations`), the count the prompts were
+    repeated by (`k` of `prompt_ids.repeat_interleave(k)`), or the size of rows that are
+    then centred by their own mean; a batch size is one by its name, the first axis of a
+    tensor (`B, T = ids.shape`, `x.size(0)`) or a length (`len(prompts)`). With tiled
+    prompts, `view(-1, B)` (one group per column) is fine.
+
     ## Why is this bad?
     Each row of the reshaped tensor is supposed to hold the completions of one prompt. With
     the wrong orientation every "group" mixes prompts, so group baselines compare answers to
@@ -420,7 +427,7 @@ class GroupLayoutMismatch(TensorRule):
             return
         tensors = self.tensors()
         op, operand = tensors.call_name(node)
-        if operand is None or not _per_completion(tensors, operand):
+        if operand is None:
             return
         dims = [arg.value for arg in node.args if arg.keyword is None]
         if tensors.is_function(node.func):
@@ -428,13 +435,20 @@ class GroupLayoutMismatch(TensorRule):
         if len(dims) != 2:
             return
         rows, cols = dims
-        if int_value(rows) == -1 and tensors.is_batch_size(cols):
+        if not (_per_completion(tensors, operand) or (  # scores by their kind, or by their use: a vector cut by
+                tensors.kind(operand) is None and tensors.centred_axes(node)  # a group size into rows that are
+                and (tensors.is_group_size(rows) or tensors.is_group_size(cols)))):  # centred by their mean
+            return
+        reshape = tensors.group_reshape(node)
+        axis = reshape.axis if reshape is not None else None
+        if int_value(rows) == -1 and tensors.is_batch_size(cols) and not tensors.is_group_size(cols) and \
+                tensors.layout(node, any_count=True) != "tiled" and 0 not in tensors.centred_axes(node):
+            # with tiled prompts `view(-1, B)` has one group per column, and is centred along dim 0
             problem = f"cuts the batch into rows of `{tensors.code(cols)}`, the batch size, not the group size"
-        elif tensors.is_group_size(rows) and not tensors.is_group_size(cols) and \
-                tensors.layout(node) == "contiguous":
+        elif axis == 0 and not tensors.is_group_size(cols) and tensors.layout(node, rows) == "contiguous":
             problem = (f"puts `{tensors.code(rows)}` rows first, but the completions of one prompt are contiguous "
                        f"here (use `.view(-1, {tensors.code(rows)})`)")
-        elif tensors.is_group_size(cols) and not tensors.is_group_size(rows) and tensors.layout(node) == "tiled":
+        elif axis == 1 and not tensors.is_group_size(rows) and tensors.layout(node, cols) == "tiled":
             problem = (f"groups consecutive completions, but the prompts were tiled here "
                        f"(use `.view({tensors.code(cols)}, -1)` and reduce over dim 0)")
         else:
@@ -450,7 +464,11 @@ class GroupStatsNotBroadcast(TensorRule):
     back to the completion axis, and statistics expanded in the wrong layout: `.repeat(G)`
     against contiguous completions, `repeat_interleave(G)` against tiled ones. Statistics
     kept with `keepdim=True` (numpy's `keepdims=True`), `unsqueeze`d or `repeat_interleave`d
-    correctly are fine; numpy's `axis=` counts as `dim=`.
+    correctly are fine; numpy's `axis=` counts as `dim=`. A statistic of `x.view(-1, k)` met
+    with `x` itself is per-group whatever `k` is called; statistics looked up per group key
+    (a per-uid dict, a pandas `groupby(...).transform`) are already per completion. Statistics
+    scattered into one slot per group id (`scatter_reduce(..., reduce="mean")`, torch_scatter's
+    `scatter_mean`) are reported unless indexed back by the ids (`group_mean[group_ids]`).
 
     ## Why is this bad?
     `[B*G] - [B]` either raises a shape error or, when `B` happens to divide evenly or be 1,
@@ -487,14 +505,23 @@ class GroupStatsNotBroadcast(TensorRule):
             return
         tensors = self.tensors()
         for values, stats in ((node.left, node.right), (node.right, node.left)):
-            stat = tensors.group_stat(stats)
-            if stat is None or stat.expanded in ("broadcast", "keepdim"):
+            stat = tensors.group_stat(stats, source=values)
+            if stat is None or stat.expanded in ("broadcast", "keepdim", "indexed") or \
+                    (stat.reshape is None and stat.by != "scatter"):
                 continue
-            if not _per_completion(tensors, values):
-                continue
-            layout = tensors.layout(node)
+            source = stat.reshape.source if stat.reshape is not None else None
+            if not (_per_completion(tensors, values) or (
+                    source is not None and tensors.kind(values) is None and tensors.same_value(values, source))):
+                continue  # neither scores by their kind nor the very vector that was cut
+            if stat.reshape is None:  # scattered into one slot per group id
+                self.report(node, expr=tensors.code(node), stat=stat.stat, stats=tensors.code(stat.call, 50),
+                            problem="one value per group against one per completion: index it by the group ids "
+                                    "first (`stats[group_ids]`)")
+                return
+            size = stat.reshape.cols if stat.reshape.axis == 1 else stat.reshape.rows
+            layout = tensors.layout(node, size)
             if stat.expanded is None:
-                group = tensors.code(stat.reshape.cols if stat.reshape.axis == 1 else stat.reshape.rows)
+                group = tensors.code(size)
                 problem = (f"one value per prompt against one per completion: expand it first "
                            f"(`.repeat_interleave({group})`)")
             elif stat.expanded == "tiled" and layout == "contiguous":
@@ -529,7 +556,9 @@ class StdNormalizedAdvantages(TensorRule):
     Reports advantages divided by the per-group standard deviation of the rewards, as in
     the original GRPO: `(r - mean_g) / (std_g + eps)` where `std_g` is the std of each group
     (`rewards.view(-1, G).std(dim=1)`, possibly `repeat_interleave`d, or
-    `grouped.std(dim=-1, keepdim=True)`). Batch-level whitening
+    `grouped.std(dim=-1, keepdim=True)`), or looked up per group key: verl's per-uid dicts
+    (`id2std[idx] = torch.std(...)`, then `/ (id2std[index[i]] + eps)`), a dict comprehension of
+    stds, a pandas `groupby(...).transform("std")`. Batch-level whitening
     (`(adv - adv.mean()) / (adv.std() + eps)`) is not per-group and is not reported, and
     neither are config keys that choose the division (`norm_adv_by_std_in_grpo`,
     `scale_rewards`).
@@ -634,9 +663,10 @@ class MeanOverPadding(RLCodeOnly, TensorRule):
     ## What it does
     Reports a masked per-token loss reduced with `.mean()`: `(per_token_loss * mask).mean()`,
     or `per_token_loss.mean()` in a function that has a completion / response / loss /
-    action mask (a parameter or a local) and never uses it, in RL post-training code. A masked
-    sum over `mask.sum()`, a `masked_mean(x, mask)` helper and the mean of values already
-    selected with `x[mask]` are fine.
+    action mask (a parameter or a local) and never uses it, in RL post-training code; also
+    `(per_token_loss * weights).mean()` with such an unused mask, when the weights are not the
+    mask. A masked sum over `mask.sum()`, a `masked_mean(x, mask)` helper and the mean of values
+    already selected with `x[mask]` are fine.
 
     ## Why is this bad?
     `.mean()` divides by every position, padding included. The padding zeros dilute the
@@ -693,13 +723,17 @@ class MeanOverPadding(RLCodeOnly, TensorRule):
         if operand is None or node.args[1 if tensors.is_function(node.func) else 0:]:
             return
         if isinstance(operand, cst.BinaryOperation) and isinstance(operand.operator, cst.Multiply):
-            for values, mask in ((operand.left, operand.right), (operand.right, operand.left)):
-                kind = tensors.kind(mask)
+            factors = (operand.left, operand.right)
+            kinds = [tensors.kind(f) for f in factors]
+            for (values, mask), kind in zip((factors, factors[::-1]), kinds[::-1]):
                 if kind is not None and kind.kind == MASK and _is_loss(tensors, values):
                     self.report(node, expr=tensors.code(node), why="", mask=tensors.code(mask, 40))
                     return
-            return
-        if not isinstance(operand, cst.Name) or not _is_loss(tensors, operand):
+            # `(loss * weights).mean()`: weights that are not the mask, while the mask goes unused
+            if any(k is not None and k.kind == MASK for k in kinds) or \
+                    not any(isinstance(f, cst.Name) and _is_loss(tensors, f) for f in factors):
+                return
+        elif not isinstance(operand, cst.Name) or not _is_loss(tensors, operand):
             return
         scope = tensors.scope(node)
         while scope is not None and not isinstance(scope.node, cst.FunctionDef):

@@ -15,6 +15,7 @@ from rllint.analysis.hparams import (
 )
 from rllint.analysis.imports import Imports
 from rllint.analysis.rates import RateSinks, optimizer_name
+from rllint.analysis.tensors import GroupBaselines
 from rllint.analysis.values import Declaration, Value, Values, format_number
 from rllint.index import ProjectIndex
 from rllint.diagnostic import Severity, Tier
@@ -720,6 +721,10 @@ class GroupSizeTooSmall(_Threshold):
         if number not in (1, 2) or isinstance(number, float) and not number.is_integer():
             return None
         baseline, verl = grouped if grouped is not None else (_baseline_in_code(owner, siblings), False)
+        if baseline is None and grouped is None and owner is None:
+            # a setting (not a call's per-call count, `rollout(..., num_generations=1)` in a loop) that a
+            # hand-written loop groups rewards by
+            baseline = self.file.fact(GroupBaselines).of(name)
         if baseline is None:
             return None
         if number == 1:

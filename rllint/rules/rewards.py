@@ -1,7 +1,7 @@
 """RL4xx: reward functions (their return shape, value range, result lists, zips and error handling)."""
 from __future__ import annotations
 
-from typing import FrozenSet, List, Optional, Set, Tuple
+from typing import FrozenSet, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -40,19 +40,26 @@ class _RewardRule(FunctionRule):
         return None
 
 
-def _scalar(expr: cst.BaseExpression, imports: Imports) -> bool:
-    """One number: a literal, `float(...)`, `sum(list)`, `x.item()`, `np.mean(x)`, and arithmetic of them."""
+def _scalar(expr: cst.BaseExpression, imports: Imports, scope: Optional[Scope] = None, depth: int = 0) -> bool:
+    """One number: a literal, `float(...)`, `sum(list)`, `max(scores)`, `x.item()`, `np.mean(x)`, arithmetic of
+    them, and a local name every assignment of which is one (`avg = total / len(completions)`)."""
     if number(expr) is not None and not (isinstance(expr, cst.Name)):
         return True
+    if isinstance(expr, cst.Name) and scope is not None and depth < 4:
+        values = scope.assigned.get(expr.value, ())
+        return bool(values) and expr.value not in scope.params and expr.value not in scope.iterated and \
+            expr.value not in scope.unpacked and all(_scalar(v, imports, scope, depth + 1) for v in values)
     if isinstance(expr, cst.BinaryOperation):
-        return _scalar(expr.left, imports) and (_scalar(expr.right, imports) or call_tail(expr.right) == "len")
+        return _scalar(expr.left, imports, scope, depth) and _scalar(expr.right, imports, scope, depth)
     if isinstance(expr, cst.Call):
         tail = call_tail(expr)
         if isinstance(expr.func, cst.Name):
-            if tail in ("float", "int") and expr.args:
+            if tail in ("float", "int", "len") and expr.args:
                 return True
             if tail == "sum" and len(expr.args) == 1 and not isinstance(expr.args[0].value, cst.GeneratorExp):
                 return True
+            if tail in ("max", "min", "sum") and keyword(expr, "key") is None:
+                return _of_numbers(expr, imports, scope, depth)
             return False
         if tail == "item" and not expr.args:
             return True
@@ -65,13 +72,34 @@ def _scalar(expr: cst.BaseExpression, imports: Imports) -> bool:
     return False
 
 
+def _of_numbers(call: cst.Call, imports: Imports, scope: Optional[Scope], depth: int) -> bool:
+    """`max(scores)` of a list of numbers, `min(len(c) for c in completions)`, `sum(1.0 for c in cs if c)`,
+    `max(0.0, total)`: builtin `max` / `min` / `sum` of numbers is one number (of lists or tensors it would not
+    be, so the items must show numbers)."""
+    args = [a.value for a in call.args if a.keyword is None and not a.star]
+    if len(args) == 1:
+        items = args[0]
+        if isinstance(items, cst.Name) and scope is not None:
+            built = scope.assigned.get(items.value, ())
+            if len(built) != 1:
+                return False
+            items = built[0]
+        if isinstance(items, (cst.ListComp, cst.GeneratorExp)):
+            element = items.elt
+            return _scalar(element, imports, scope, depth + 1) or isinstance(element, cst.Comparison)
+        return False
+    return call_tail(call) != "sum" and len(args) >= 2 and all(_scalar(a, imports, scope, depth + 1) for a in args)
+
+
 class RewardReturnsScalar(_RewardRule):
     """
     ## What it does
     Reports a reward function that receives a batch (TRL's `completions` with
     `**kwargs`, or a `*reward*` function taking `completions`, `responses`, `batch`...)
     and returns one number: `return 1.0`, `return sum(scores) / len(scores)`,
-    `return float(...)`, `return x.mean().item()`.
+    `return float(...)`, `return x.mean().item()`, `return max(scores)`, a local name
+    every assignment of which is one number, or anything from a function annotated
+    `-> float` / `-> int`.
 
     ## Why is this bad?
     The trainer needs one reward per completion. A single number is broadcast to (or
@@ -108,8 +136,28 @@ class RewardReturnsScalar(_RewardRule):
         function = self.in_reward()
         if function is None or node.value is None or not self.file.fact(RewardFunctions).takes_batch(function):
             return
-        if _scalar(node.value, self.file.fact(Imports)):
+        if _scalar(node.value, self.file.fact(Imports), self.scope) or (
+                _declares_number(function) and not any(_collection(r.value, self.scope) for r in self.scope.returns)):
             self.report(node, function=function.name.value, expr=self.source(node.value))
+
+
+_COLLECTIONS = (cst.List, cst.ListComp, cst.Tuple, cst.GeneratorExp, cst.Dict, cst.DictComp)
+
+
+def _collection(value: Optional[cst.BaseExpression], scope: Scope) -> bool:
+    """A list built in sight: a literal or comprehension, `[0.0] * n`, a name assigned one. Where a function
+    returns one, its `-> float` annotation is wrong, not its value (open-r1's `len_reward`)."""
+    if isinstance(value, cst.BinaryOperation):
+        return _collection(value.left, scope) or _collection(value.right, scope)
+    if isinstance(value, cst.Name):
+        return any(isinstance(v, _COLLECTIONS) for v in scope.assigned.get(value.value, ()))
+    return isinstance(value, _COLLECTIONS)
+
+
+def _declares_number(function: cst.FunctionDef) -> bool:
+    """`def f(completions, **kwargs) -> float`: the function says itself that it returns one number."""
+    returns = function.returns.annotation if function.returns is not None else None
+    return isinstance(returns, cst.Name) and returns.value in ("float", "int")
 
 
 
@@ -118,7 +166,8 @@ class BinaryRewardSmallGroup(_RewardRule):
     """
     ## What it does
     Reports a reward function that only ever returns two distinct values (0/1,
-    True/False, -1/1, 2.0/0.0) in a file whose group size (`num_generations`,
+    True/False, -1/1, 2.0/0.0, a comparison, a string test such as `text.isdigit()`, or
+    `and` / `or` of them) in a file whose group size (`num_generations`,
     `group_size`, `n_samples_per_prompt`, `num_samples`, vLLM's `n`) is below
     `min-binary-group-size`. A function whose score is added to another one
     (`format_reward + accuracy_reward`) is not reported: the reward is shaped.
@@ -200,6 +249,13 @@ def _format(value: float) -> str:
 State = Tuple[int, Optional[cst.CSTNode]]  # appends so far (capped at 2), the node to blame
 
 
+def _statements(body) -> Sequence[cst.CSTNode]:
+    """The statements of a suite; a one-line suite (`except ValueError: out.append(0.0)`) is one statement."""
+    if isinstance(body, cst.SimpleStatementSuite):
+        return [body]
+    return body.body if isinstance(body, cst.BaseSuite) else getattr(body, "body", body)
+
+
 class _Unknown(Exception):
     """The loop body does something the path count does not model (a nested loop that appends)."""
 
@@ -220,8 +276,7 @@ class _Paths:
 
     def block(self, body, states: FrozenSet[State]) -> Tuple[Set[State], Set[State]]:
         """(states reaching the end of `body`, states leaving the iteration by `continue`)."""
-        statements = body.body if isinstance(body, cst.BaseSuite) and not isinstance(body, cst.SimpleStatementSuite) \
-            else getattr(body, "body", body)
+        statements = _statements(body)
         normal, continued = set(states), set()
         for statement in statements:
             normal, more = self.statement(statement, frozenset(normal))
@@ -285,7 +340,7 @@ class _Paths:
     def try_(self, node: cst.Try, states: FrozenSet[State]) -> Tuple[Set[State], Set[State]]:
         raising: Set[State] = set()
         normal, continued = set(states), set()
-        for statement in node.body.body:
+        for statement in _statements(node.body):
             raising |= normal  # an exception before this statement completes
             normal, more = self.statement(statement, frozenset(normal))
             continued |= more
@@ -423,8 +478,8 @@ class UncheckedParallelZip(_RewardRule):
 
     ## Options
     None. Off by default; turn it on with `extend-select = ["RL404"]`. `strict=` needs
-    Python 3.10 or later: projects whose `pyproject.toml` says `requires-python` admits
-    an older Python are not told to use it.
+    Python 3.10 or later: projects whose nearest `pyproject.toml` says `requires-python` (or
+    Poetry's `python` dependency) admits an older Python are not told to use it.
     """
 
     code = "RL404"
