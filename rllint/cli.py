@@ -16,21 +16,20 @@ import traceback
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import click
 
 from rllint import __version__
-from rllint.cache import ResultCache, clean, default_cache_dir
-from rllint.config import ConfigError, ConfigTree, find_config, load_settings, settings_table
 from rllint.diagnostic import Diagnostic, FileError
-from rllint.docs import render_page, toml_value
-from rllint.files import discover, file_kind
-from rllint.fix.apply import add_noqa_comments, applicable, fix_files
-from rllint.registry import UnknownSelector, find_rule, load_rules
 from rllint.report import FORMATS, MACHINE_FORMATS, ROOTED_FORMATS
-from rllint.runner import FileResult, lint_data, lint_files
-from rllint.settings import Settings
+
+# The rest of rllint (libcst above all) is imported by the commands that use it: `rllint --version`
+# and `rllint clean` need none of it.
+if TYPE_CHECKING:
+    from rllint.config import ConfigTree
+    from rllint.runner import FileResult
+    from rllint.settings import Settings
 
 STDIN = "-"
 
@@ -150,6 +149,9 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
 
     Each file is linted with the closest configuration file above it.
     """
+    from rllint.config import ConfigError, ConfigTree, load_settings
+    from rllint.fix.apply import add_noqa_comments, fix_files
+
     from_stdin = paths == (STDIN,) or (not paths and stdin_filename is not None)
     if STDIN in paths and not from_stdin:
         raise click.UsageError("`-` (standard input) cannot be combined with other paths")
@@ -251,6 +253,8 @@ def _discover(paths: List[str], configs: ConfigTree, say: _Console) -> Tuple[Lis
     """Files to lint, each path walked with the settings of its own closest config (so that a nested
     config's excludes hold for the files pre-commit names). A file named on the command line that
     rllint never lints is warned about, not skipped in silence."""
+    from rllint.files import discover, file_kind
+
     groups: Dict[int, Tuple[Settings, List[str]]] = {}
     for path in paths:
         settings = configs.for_path(path)
@@ -273,6 +277,9 @@ def _discover(paths: List[str], configs: ConfigTree, say: _Console) -> Tuple[Lis
 def _lint_groups(files: List[str], configs: ConfigTree, jobs: Optional[int], no_cache: bool,
                  cache_dir: Optional[Path], say: _Console) -> FileResult:
     """Lint files grouped by their settings (one result cache per settings; `cache_dir` as --cache-dir)."""
+    from rllint.cache import ResultCache
+    from rllint.runner import FileResult, lint_files
+
     groups: Dict[int, Tuple[Settings, List[str]]] = {}
     for path in files:
         settings = configs.for_path(path)
@@ -289,6 +296,9 @@ def _lint_groups(files: List[str], configs: ConfigTree, jobs: Optional[int], no_
 
 def _settings_text(path: str, settings: Settings) -> str:
     """`--show-settings`: every key with the value `path` is linted with, as TOML."""
+    from rllint.config import settings_table
+    from rllint.docs import toml_value
+
     lines = [f"# Settings for {_display(path)}",
              f"# config file: {_display(str(settings.config_path)) if settings.config_path else 'none (defaults)'}",
              f"# project root: {settings.root}",
@@ -318,6 +328,8 @@ def _config_start(paths: Sequence[str], stdin_filename: Optional[str]) -> Option
     """Where the search for the run's config file starts (the project root that output paths are
     relative to): the folder that holds every path linted, when a config file is found from there;
     else None, so that the working folder is the root, as in ruff."""
+    from rllint.config import find_config
+
     named = [p for p in paths if p != STDIN] or ([stdin_filename] if stdin_filename else [])
     if not named:
         return None
@@ -327,6 +339,8 @@ def _config_start(paths: Sequence[str], stdin_filename: Optional[str]) -> Option
 
 def _lint_stdin(name: Optional[str], settings: Settings) -> FileResult:
     """Lint standard input as the file `name`; with --force-exclude, an excluded name has no findings."""
+    from rllint.runner import FileResult, lint_data
+
     data = sys.stdin.buffer.read()
     if name is not None and _force_excluded(name, settings):
         return FileResult()
@@ -336,6 +350,8 @@ def _lint_stdin(name: Optional[str], settings: Settings) -> FileResult:
 def _force_excluded(name: str, settings: Settings) -> bool:
     """Whether discovery drops `name` under --force-exclude. A name that is not on disk cannot be
     checked by discovery and is linted."""
+    from rllint.files import discover
+
     if not settings.force_exclude or not os.path.exists(name):
         return False
     files, _ = discover([name], settings)
@@ -385,6 +401,8 @@ def _plural(count: int, word: str) -> str:
 def _summary(diagnostics: Sequence[Diagnostic], errors: Sequence[FileError], fixed: Optional[int] = None,
              unsafe: bool = False) -> str:
     """ruff's closing lines: what was found (and fixed), what could not be linted, what `--fix` would do."""
+    from rllint.fix.apply import applicable
+
     files = len({d.path for d in diagnostics})
     lines = []
     if fixed:
@@ -424,6 +442,9 @@ def server_command(ctx: click.Context) -> None:
               help="The cache folder to clean (default: the one `rllint check` uses).")
 def clean_command(cache_dir: Optional[Path]) -> None:
     """Remove the result cache (as `ruff clean`)."""
+    from rllint.cache import clean, default_cache_dir
+    from rllint.config import ConfigError, load_settings
+
     try:
         settings = load_settings()
     except ConfigError:
@@ -437,6 +458,9 @@ def clean_command(cache_dir: Optional[Path]) -> None:
 @click.argument("selector", metavar="CODE|NAME")
 def rule_command(selector: str) -> None:
     """Print the page of one rule (its code or its name)."""
+    from rllint.docs import render_page
+    from rllint.registry import UnknownSelector, find_rule
+
     try:
         rule = find_rule(selector)
     except UnknownSelector as error:
@@ -449,6 +473,8 @@ def rule_command(selector: str) -> None:
               show_default=True)
 def rules_command(output_format: str) -> None:
     """List every rule: code, name, severity, and whether it runs by default."""
+    from rllint.registry import load_rules
+
     rows: List[Dict[str, Any]] = [
         {"code": rule.code, "name": rule.name, "severity": getattr(rule.severity, "value", rule.severity),
          "tier": rule.tier.value, "default_enabled": rule.default_enabled, "options": [option.key for option in rule.options]}
@@ -493,6 +519,7 @@ def logs_command(ctx: click.Context, paths: Tuple[str, ...], output_format: str,
                  exit_zero: bool) -> None:
     """Lint training runs' logged metrics (RL7xx) in PATHS: TRL trainer_state.json (checkpoint folders too),
     JSON-lines, CSV and TensorBoard event files (with the `tensorboard` extra)."""
+    from rllint.config import ConfigError, load_settings
     from rllint.logs.lint import lint_logs  # the logs package costs `rllint check` nothing
     from rllint.logs.metrics import MappingError, parse_mapping
     from rllint.rules.runlogs import LOG_METRICS

@@ -52,7 +52,9 @@ class Rule:
     default_enabled: ClassVar[bool] = True  # set from `tier` for every subclass
     message: ClassVar[str] = ""  # str.format template of the one-line finding message
     options: ClassVar[Tuple[Option, ...]] = ()
-    # A file whose text contains none of these words cannot hold a finding; empty: always run.
+    # A file whose text contains none of these words cannot hold a finding, so the rule does not run on it and
+    # a file that triggers no selected rule is not parsed by libcst (README, "Developing"). Derive them from
+    # what the rule and its analyses match; empty: always run (and parse every file).
     triggers: ClassVar[Tuple[str, ...]] = ()
     # The kinds of file the rule judges (`rllint.files.file_kind`): Python sources are
     # visited; launch configs ("yaml", "shell") are handed to `check_config`.

@@ -21,6 +21,7 @@ import sys
 import threading
 import tokenize
 import io
+from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -29,6 +30,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from rllint import workers
 from rllint.analysis.configs import ConfigSyntaxError, ConfigTooLarge, LaunchConfig, mentions_rl
+from rllint.analysis.nodes import AstNodes
 from rllint.cache import ResultCache, content_hash
 from rllint.diagnostic import Diagnostic, FileError
 from rllint.files import file_kind
@@ -44,8 +46,14 @@ from rllint.traversal import visit_batched
 # libcst's visitors recurse once per nesting level: a 500-term `+` chain, which CPython
 # parses, needs more than the default limit of 1000 frames.
 RECURSION_LIMIT = 20000
-# libcst holds about 3.5 KB per `ast` node: 250,000 nodes are about 900 MB.
-MAX_NODES = 250_000
+# A process lints in at most about 200 MiB (issue 12): the interpreter with rllint is about 35 MB, and
+# libcst's tree with the analyses' facts holds about 2.7 KB per `ast` node (the largest primer file has
+# 45,000 nodes; a 2,500-line module about 12,000).
+MAX_NODES = 60_000
+# Python's own tree costs about 250 bytes per node and twice that while `ast.parse` builds it: source code
+# has about one node per 4 bytes (175 MiB at this bound), so larger texts are refused before it is built.
+# Denser text (`a=1` lines: a node per byte) can still cost Python's parser about 650 MB here.
+MAX_PYTHON_BYTES = 1024 * 1024
 # libcst's parse time grows with the square of the nesting depth (2,000 levels of `a[0][0]...` take
 # 7 s) and its native parser recurses once per level.
 MAX_NESTING = 2_000
@@ -81,10 +89,13 @@ class FileContext(_Facts):
 
     kind = "python"
 
-    def __init__(self, path: str, text: str, module: cst.Module, tree: ast.Module, settings: Settings) -> None:
+    def __init__(self, path: str, text: str, module: cst.Module, tree: ast.Module, settings: Settings,
+                 ast_nodes: Optional[AstNodes] = None) -> None:
         super().__init__(path, text, settings)
         self.module = module
         self.tree = tree
+        if ast_nodes is not None:  # the runner's walk of `tree` indexed its nodes already
+            self._facts[AstNodes] = ast_nodes
 
 
 class ConfigFile(_Facts):
@@ -192,6 +203,10 @@ def _lint_text(text: str, path: str, settings: Settings, kind: Optional[str], tr
     rules = [rule for rule in settings.rules_for(path) if kind in rule.file_kinds]
     if kind != "python":
         return _lint_config(text, path, kind, settings, rules)
+    if len(text) > MAX_PYTHON_BYTES:
+        size = len(text.encode("utf-8", "replace"))
+        return _error(path, f"too large to lint ({size / 2 ** 20:.1f} MiB of Python; rllint lints Python files "
+                            f"up to {MAX_PYTHON_BYTES // 2 ** 20} MiB)")
     try:
         tree = tree or ast.parse(text, filename=path)
     except SyntaxError as error:
@@ -227,41 +242,54 @@ class _NotAnalysed(Exception):
     """A file that is Python but that rllint cannot analyse; the message says why, in one line."""
 
 
-def _shape(tree: ast.AST) -> Tuple[int, int]:
-    """(nodes, nesting) of an `ast` tree, nesting counted as libcst nests: `a and b and c` is one
-    `BoolOp` in `ast` but a chain in libcst, and so are dotted import names and `for` clauses."""
-    count = deepest = 0
-    stack: List[Tuple[ast.AST, int]] = [(tree, 0)]
-    while stack:
-        node, depth = stack.pop()
-        count += 1
-        if isinstance(node, ast.BoolOp):
+def _shape(tree: ast.AST) -> Tuple[int, int, AstNodes]:
+    """(nodes, nesting, the nodes by type) of an `ast` tree, nesting counted as libcst nests: `a and b and c`
+    is one `BoolOp` in `ast` but a chain in libcst, and so are dotted import names and `for` clauses. The
+    walk is `ast.walk`'s (breadth first), so that its index is the one `AstNodes` would build."""
+    deepest = 0
+    by_type: Dict[type, List[ast.AST]] = {}
+    queue = deque([(tree, 0)])
+    children = ast.iter_child_nodes
+    while queue:
+        node, depth = queue.popleft()
+        kind = type(node)
+        same = by_type.get(kind)
+        if same is None:
+            by_type[kind] = [node]
+        else:
+            same.append(node)
+        if kind is ast.BoolOp:
             depth += len(node.values)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        elif kind is ast.Import or kind is ast.ImportFrom:
             depth += max([(getattr(node, "module", None) or "").count(".")]
                          + [alias.name.count(".") for alias in node.names])
-        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+        elif kind in _COMPREHENSIONS:
             depth += len(node.generators)
         if depth > deepest:
             deepest = depth
         depth += 1
-        stack.extend((child, depth) for child in ast.iter_child_nodes(node))
-    return count, deepest
+        queue.extend([(child, depth) for child in children(node)])
+    return sum(map(len, by_type.values())), deepest, AstNodes.indexed(by_type)
 
 
-def _parse_cst(text: str, tree: ast.Module) -> cst.Module:
-    """libcst's tree of a file Python parsed, within the node and nesting budgets."""
-    nodes, nesting = _shape(tree)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _parse_cst(text: str, tree: ast.Module) -> Tuple[cst.Module, AstNodes]:
+    """libcst's tree of a file Python parsed, within the node and nesting budgets, and the nodes of
+    Python's tree by type (the budget's walk found them)."""
+    nodes, nesting, ast_nodes = _shape(tree)
     if nodes > MAX_NODES:
         raise _NotAnalysed(f"too large to lint ({nodes:,} syntax nodes; rllint lints up to {MAX_NODES:,})")
     if nesting > MAX_NESTING:
         raise _NotAnalysed(f"too deeply nested to lint ({nesting:,} levels; rllint lints up to {MAX_NESTING:,})")
     try:
-        return cst.parse_module(text)
+        return cst.parse_module(text), ast_nodes
     except cst.ParserSyntaxError as error:
         raise _NotAnalysed(f"could not be analysed: Python parses it but libcst, rllint's parser, does not "
                            f"(line {error.raw_line}, column {error.raw_column + 1}: {error.message}); "
                            "not linted") from None
+
 
 
 def _not_parsed(text: str, path: str, error: SyntaxError, rules: Sequence[type]) -> FileResult:
@@ -351,9 +379,9 @@ def _run_cst_rules(
     triggered = [r for r in rules if issubclass(r, CSTRule) and (not r.triggers or any(w in text for w in r.triggers))]
     if not triggered:
         return [], None, None
-    module = _parse_cst(text, tree)
+    module, ast_nodes = _parse_cst(text, tree)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    file = FileContext(path, text, module, tree, settings)
+    file = FileContext(path, text, module, tree, settings, ast_nodes)
     visitors = [rule(file) for rule in triggered]
     visit_batched(module, visitors)
     return [finding for visitor in visitors for finding in visitor.findings], wrapper, file

@@ -16,6 +16,14 @@ class AstNodes:
         for node in ast.walk(file.tree):
             self._by_type.setdefault(type(node), []).append(node)
 
+    @classmethod
+    def indexed(cls, by_type: Dict[type, List[ast.AST]]) -> "AstNodes":
+        """The nodes as a walk that already went over the whole tree (the runner's size check) found them,
+        each type's in `ast.walk` order."""
+        nodes = cls.__new__(cls)
+        nodes._by_type = by_type
+        return nodes
+
     def of(self, *types: type) -> List[ast.AST]:
         """The nodes of these exact types, type by type."""
         if len(types) == 1:

@@ -12,7 +12,6 @@ from urllib.parse import quote
 
 from rllint import REPOSITORY, __version__, rule_page_url
 from rllint.diagnostic import Diagnostic, FileError, Severity
-from rllint.registry import load_rules
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -27,6 +26,7 @@ def _artifact(path: str) -> Dict[str, str]:
 
 def _rule_descriptor(code: str, name: str) -> dict:
     from rllint.docs import render_page, summary  # docs renders pages; imported only for this format
+    from rllint.registry import load_rules  # the catalogue (and libcst) only when a SARIF report is written
 
     rule = load_rules().get(code)
     if rule is None:  # a rule outside the catalogue (a plugin or a test probe): what the finding says

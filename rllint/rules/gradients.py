@@ -573,7 +573,9 @@ class OneValueTwoRoles(CSTRule):
     # Off by default: on the primer every finding was a deliberate `min_new_tokens == max_new_tokens`.
     tier = Tier.PEDANTIC
     message = "`{value}` is passed as both `{first}=` and `{second}=`: one of them is meant to be another value"
-    triggers = ("=",)
+    # The last word of every keyword `_ROLE_KEYWORD` matches (`log_prob` and `logprob` cover their plurals).
+    triggers = ("ids", "mask", "advantages", "returns", "values", "rewards", "scores", "log_prob", "logprob",
+                "logps", "logits", "labels", "length", "tokens")
 
     def visit_Call(self, node: cst.Call) -> None:
         seen = {}
