@@ -83,9 +83,24 @@ def rllint(*args: str) -> List[str]:
     return [sys.executable, "-m", "rllint", "--no-cache", "--exit-zero", "-q", *args]
 
 
+FLAKE8_PYTHON = sys.executable  # replaced in `main` by an environment without rllint's flake8 plugin
+
+
 def flake8(*args: str) -> List[str]:
     # Its default checks (pycodestyle, pyflakes, mccabe), as a project runs it; exit status ignored.
-    return [sys.executable, "-m", "flake8", "--exit-zero", *args]
+    return [FLAKE8_PYTHON, "-m", "flake8", "--exit-zero", *args]
+
+
+def plain_flake8(folder: Path) -> str:
+    """A Python with flake8 and without rllint, made once in `folder`: flake8 run from rllint's own environment
+    loads rllint as its `RL` plugin, and would be timed with rllint inside it."""
+    from importlib.metadata import version
+
+    python = folder / "flake8-venv" / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(python.parent.parent)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", f"flake8=={version('flake8')}"], check=True)
+    return str(python)
 
 
 def ruff(*args: str) -> Optional[List[str]]:
@@ -215,6 +230,8 @@ def main() -> int:
                         help="comma-separated cases")
     args = parser.parse_args()
     cases = set(args.only.split(","))
+    global FLAKE8_PYTHON
+    FLAKE8_PYTHON = plain_flake8(args.download_to)
     roots = args.corpus or [corpus_sources(args.download_to)]
     files = python_files(roots)
     corpus_lines = sum(line_count(p) for p in files)

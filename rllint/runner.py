@@ -291,7 +291,6 @@ def _parse_cst(text: str, tree: ast.Module) -> Tuple[cst.Module, AstNodes]:
                            "not linted") from None
 
 
-
 def _not_parsed(text: str, path: str, error: SyntaxError, rules: Sequence[type]) -> FileResult:
     """A file the running Python cannot parse: RL000 only when it is not Python in any version libcst
     knows either; newer syntax is a one-line error, since the analyses need Python's own tree."""
