@@ -296,8 +296,8 @@ def slow_project(tmp_path):
     """Files that take seconds each to lint with every rule selected (deep subscripts), so that workers are busy
     when signalled."""
     folder = project(tmp_path)
-    for index in range(12):
-        (folder / f"slow{index}.py").write_text("x = a" + "[0]" * 1500 + "\n")
+    for index in range(12):  # the comment's trigger word makes rules run, so that libcst parses the file
+        (folder / f"slow{index}.py").write_text("# reward\nx = a" + "[0]" * 1500 + "\n")
     return folder
 
 
