@@ -80,11 +80,8 @@ def summarize(tree: ast.Module) -> Summary:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             functions[node.name] = _function(node)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imports.extend((a.asname or a.name.split(".")[0], a.name, 0, "") for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            imports.extend((a.asname or a.name, node.module or "", node.level, a.name) for a in node.names
-                           if a.name != "*")
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            imports.extend(_import_entries(node))
         elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
             reads.add(node.attr)
             if node.attr == "__dict__":
@@ -104,6 +101,15 @@ def summarize(tree: ast.Module) -> Summary:
               and n.args.kwarg is not None} | {""}
     return Summary(functions, tuple(imports), frozenset(reads), frozenset(whole), tuple(samples),
                    frozenset(called))
+
+
+def _import_entries(node: ast.stmt) -> List[Tuple[str, str, int, str]]:
+    """(local name, module, level, imported name or "") of each name an import statement binds."""
+    if isinstance(node, ast.Import):
+        return [(a.asname or a.name.split(".")[0], a.name, 0, "") for a in node.names]
+    if isinstance(node, ast.ImportFrom):
+        return [(a.asname or a.name, node.module or "", node.level, a.name) for a in node.names if a.name != "*"]
+    return []
 
 
 def _function(node: ast.FunctionDef) -> Function:
@@ -256,23 +262,40 @@ def importers_outside(paths: Sequence[str], settings) -> List[str]:
     if not run or not settings.option(CROSS_MODULE_VALUES):
         return []
     found: Dict[str, List[str]] = {}
-    for project in sorted({project_root(p) for p in run}):
-        names = {_module_name(p).encode() for p in run if project_root(p) == project}
+    holders = {p for p in run if _writes_settings(p)}
+    for project in sorted({project_root(p) for p in holders}):
+        targets = [p for p in holders if project_root(p) == project]
         for candidate in project_files(project, settings):
-            summary = None if candidate in run or not names & _import_words(candidate) else _summary_of(candidate)[1]
-            for target in _imported_files(candidate, summary) & run:
-                if candidate not in found.setdefault(target, []) and len(found[target]) < _MAX_IMPORTERS:
-                    found[target].append(candidate)
+            for target in targets if candidate not in run else ():
+                importers = found.setdefault(target, [])
+                if len(importers) < _MAX_IMPORTERS and _imports(candidate, target):
+                    importers.append(candidate)
     return sorted({p for importers in found.values() for p in importers})
 
 
-def _imported_files(path: str, summary: Optional[Summary]) -> Set[str]:
-    """The project files the imports of the module at `path` name (`from pkg import sub` names `pkg/sub.py`
-    and `pkg/__init__.py`)."""
+# A number written as a setting: a module-level name bound to a number, or a float bound one indent deep
+# (a config class's field, `field(default=...)` too).
+_SETTING = re.compile(rb"^(?:[A-Za-z_]\w*[ \t]*(?::[^=\n]+)?=[ \t]*[-+]?\d"
+                      rb"|(?: {4}|\t)[A-Za-z_]\w*[ \t]*(?::[^=\n]+)?=[ \t]*(?:field\(\s*default\s*=\s*)?"
+                      rb"[-+]?(?:\d*\.\d|\d+[eE]))", re.M)
+
+
+def _writes_settings(path: str) -> bool:
+    """Whether a file writes numbers that its importers could use as settings: only such a file of a run
+    has its importers linted, so that a pre-commit of a library module does not lint its users."""
+    try:
+        return _SETTING.search(read_source(path)) is not None
+    except (OSError, SourceError):
+        return False
+
+
+def _imported_files(path: str, imports: Sequence[Tuple[str, str, int, str]]) -> Set[str]:
+    """The project files that the imports of the module at `path` name (`from pkg import sub` names
+    `pkg/sub.py` and `pkg/__init__.py`)."""
     from rllint.analysis.modules import search_module
 
     found = set()
-    for _, module, level, imported in summary.imports if summary is not None else ():
+    for _, module, level, imported in imports:
         for name in (module, f"{module}.{imported}" if module and imported else imported):
             target = search_module(path, name, level)[0] if name else None
             if target is not None:
@@ -281,24 +304,67 @@ def _imported_files(path: str, summary: Optional[Summary]) -> Set[str]:
 
 
 _IMPORT = re.compile(rb"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[ \t]+(?:\([^)]*\)|[^\n]*)|import[ \t]+[^\n]*)", re.M)
-_WORDS: Dict[str, Tuple[Tuple[int, int], FrozenSet[bytes]]] = {}  # path -> (size and time, words of its imports)
+# path -> (size and time, the words of its import statements, those statements)
+_WORDS: Dict[str, Tuple[Tuple[int, int], FrozenSet[bytes], Tuple[bytes, ...]]] = {}
 
 
-def _import_words(path: str) -> FrozenSet[bytes]:
-    """The words of a file's import statements, read from its text without a parse (once per change):
-    a file whose imports lack a module's name does not import it."""
+def _import_statements(path: str) -> Tuple[FrozenSet[bytes], Tuple[bytes, ...]]:
+    """A file's import statements and their words, read from its text without a parse (once per change)."""
     try:
         stat = os.stat(path)
     except OSError:
-        return frozenset()
+        return frozenset(), ()
     stamp = (stat.st_size, stat.st_mtime_ns)
     if path not in _WORDS or _WORDS[path][0] != stamp:
         try:
             data = read_source(path)
         except (OSError, SourceError):
             data = b""
-        _WORDS[path] = (stamp, frozenset(w for m in _IMPORT.finditer(data) for w in re.findall(rb"\w+", m.group())))
-    return _WORDS[path][1]
+        statements = tuple(m.group().strip() for m in _IMPORT.finditer(data))
+        _WORDS[path] = (stamp, frozenset(w for s in statements for w in re.findall(rb"\w+", s)), statements)
+    return _WORDS[path][1:]
+
+
+def _import_words(path: str) -> FrozenSet[bytes]:
+    """The words of a file's import statements: a file whose imports lack a module's name does not import it."""
+    return _import_statements(path)[0]
+
+
+def _imports(candidate: str, target: str) -> bool:
+    """Whether the module at `candidate` imports the one at `target` (or a name from it)."""
+    return _may_import(candidate, target) and \
+        target in _imported_files(candidate, _imports_naming(candidate, _module_name(target)))
+
+
+def _may_import(candidate: str, target: str) -> bool:
+    """Whether the import statements of `candidate` can name the module at `target`, from their words: its
+    name, and for a module of a package, the package's name too unless `candidate` is inside that package
+    (where a relative import needs no name). Most files are settled here without any parse."""
+    words = _import_words(candidate)
+    if _module_name(target).encode() not in words:
+        return False
+    package = os.path.dirname(target)
+    if target.endswith("__init__.py"):
+        package = os.path.dirname(package)
+    if not os.path.isfile(os.path.join(package, "__init__.py")):
+        return True  # a top-level module: `import hparams`
+    return candidate.startswith(package + os.sep) or os.path.basename(package).encode() in words
+
+
+def _imports_naming(path: str, name: str) -> List[Tuple[str, str, int, str]]:
+    """The imports of the file at `path` (as `Summary.imports`) that spell `name`, read from its import
+    statements alone: finding who imports a module parses a few lines of each candidate, not all of it."""
+    found: List[Tuple[str, str, int, str]] = []
+    for statement in _import_statements(path)[1]:
+        if name.encode() not in statement:
+            continue
+        try:
+            body = ast.parse(statement.decode("utf-8", "replace")).body
+        except (SyntaxError, ValueError):
+            continue  # a continued line, or the word "import" in a docstring
+        for node in body:
+            found.extend(e for e in _import_entries(node) if name in e[1].split(".") or name == e[3])
+    return found
 
 
 def _module_name(path: str) -> str:
@@ -394,10 +460,9 @@ class ProjectIndex:
         """The project files that import this one, with their summaries. Only files whose import statements
         name this module are parsed (`_import_words`), so that asking costs no parse of the whole project."""
         if self._importers is None:
-            name = _module_name(self.path).encode()
-            candidates = [p for p in self.files() if name in _import_words(p)]
-            self._importers = [(path, summary) for path, summary in self._summaries(candidates)
-                               if self.path in _imported_files(path, summary) and self.consulted(path)]
+            importing = [p for p in self.files() if _imports(p, self.path)]
+            self._importers = [(path, summary) for path, summary in self._summaries(importing)
+                               if self.consulted(path)]
         return self._importers
 
     def neighbours(self) -> Iterator[Tuple[str, Summary]]:

@@ -441,3 +441,36 @@ def test_rl309_across_modules_only_functions_the_sampling_module_calls(tmp_path)
     """
     build(tmp_path, {"server.py": server, "sampler.py": sampler})
     assert found(tmp_path, ["RL309"], "server.py") == []
+
+
+# ---- who imports a module: words first, then the import statements naming it -----------------------------
+
+def test_importers_are_found_by_their_import_statements(tmp_path):
+    build(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/sampling/__init__.py": "",
+        "pkg/sampling/util.py": "TEMPERATURE = 0.7\n",
+        "pkg/sampling/run.py": "from .util import TEMPERATURE\n",  # relative, inside the package
+        "pkg/train.py": "from pkg.sampling.util import TEMPERATURE\n",  # absolute, names the package
+        "pkg/other/__init__.py": "",
+        "pkg/other/util.py": "def helper():\n    return 1\n",
+        "pkg/other/use.py": "from .util import helper\n",  # another package's `util`
+        "pkg/doc.py": '"""The sampling util of pkg; imports nothing."""\nx = 1\n',
+        "pkg/both.py": "from pkg.sampling import (\n    util,\n)\n",  # a parenthesized statement
+    })
+    target = str(tmp_path / "pkg" / "sampling" / "util.py")
+    files = [str(p) for p in sorted(tmp_path.rglob("*.py"))]
+    assert sorted(p.rsplit("pkg/", 1)[1] for p in files if index._imports(p, target)) == \
+        ["both.py", "sampling/run.py", "train.py"]
+
+
+def test_only_a_module_that_writes_settings_has_its_importers_linted(tmp_path):
+    build(tmp_path, {
+        "numbers.py": "STEP = 4e-5\n",
+        "helpers.py": "def step(x):\n    return x * 2\n",
+        "fields.py": "class Knobs:\n    lr: float = 3e-4\n",
+        "launch.py": "from numbers import STEP\nfrom helpers import step\nfrom fields import Knobs\n",
+    })
+    settings = Settings(root=tmp_path)
+    for name, linted in (("numbers.py", ["launch.py"]), ("fields.py", ["launch.py"]), ("helpers.py", [])):
+        assert [p.rsplit("/", 1)[1] for p in index.importers_outside([str(tmp_path / name)], settings)] == linted

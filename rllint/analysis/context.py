@@ -86,10 +86,11 @@ class RLContext:
         self._code_words: Optional[Set[str]] = None
         self._uses_lora: Optional[bool] = None
 
-    @property
+    @functools.cached_property
     def vocabulary(self) -> int:
         """The weight of the RL vocabulary of the file's code (each concept once; comments and prose do not
-        count), plus a framework's weight when it imports an RL framework for something else than SFT."""
+        count), plus a framework's weight when it imports an RL framework for something else than SFT.
+        Computed once: rules ask it for every call they judge."""
         bonus = _FRAMEWORK_WEIGHT if self._imports_framework else 0
         if _vocabulary_weight(self._text_words) == 0:
             return bonus
