@@ -12,24 +12,13 @@ from typing import Dict, List, Set, Tuple
 
 import libcst as cst
 
-from rllint.analysis.syntax import walk
+from rllint.analysis.syntax import bound_nodes, walk
 
 # Operators whose operands are numbers; `%` (also string formatting) and the bitwise ones (also
 # boolean logic) are left out.
 _ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Power, cst.MatrixMultiply)
 _AUGMENTED = (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign, cst.FloorDivideAssign,
               cst.PowerAssign, cst.MatrixMultiplyAssign)
-
-
-def _target_names(target: cst.CSTNode) -> List[cst.Name]:
-    """The Name nodes an assignment target binds: `a`, `(a, b)`, `[a, *rest]`."""
-    if isinstance(target, cst.Name):
-        return [target]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [name for element in target.elements for name in _target_names(element.value)]
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    return []
 
 
 class NumberReads:
@@ -52,25 +41,25 @@ class NumberReads:
         for position, node in enumerate(nodes):
             if isinstance(node, cst.NamedExpr):
                 self._where[id(node)] = (index, position)
-                self._bound.update(id(n) for n in _target_names(node.target))
+                self._bound.update(id(n) for n in bound_nodes(node.target))
             elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, _ARITHMETIC):
                 self._numeric.update(id(side) for side in (node.left, node.right) if isinstance(side, cst.Name))
             elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
                 if isinstance(node.expression, cst.Name):
                     self._numeric.add(id(node.expression))
             elif isinstance(node, cst.AugAssign):
-                bound = _target_names(node.target)
+                bound = list(bound_nodes(node.target))
                 self._bound.update(id(n) for n in bound)
                 if isinstance(node.operator, _AUGMENTED):
                     self._numeric.update(id(n) for n in bound)
                     if isinstance(node.value, cst.Name):
                         self._numeric.add(id(node.value))
             elif isinstance(node, cst.Assign):
-                self._bound.update(id(n) for t in node.targets for n in _target_names(t.target))
+                self._bound.update(id(n) for t in node.targets for n in bound_nodes(t.target))
             elif isinstance(node, (cst.AnnAssign, cst.For, cst.CompFor)):
-                self._bound.update(id(n) for n in _target_names(node.target))
+                self._bound.update(id(n) for n in bound_nodes(node.target))
             elif isinstance(node, cst.AsName):
-                self._bound.update(id(n) for n in _target_names(node.name))
+                self._bound.update(id(n) for n in bound_nodes(node.name))
 
     def after(self, binding: cst.NamedExpr) -> List[cst.Name]:
         """The reads as a number of `binding`'s target that follow it in its function, up to the
