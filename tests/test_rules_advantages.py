@@ -204,3 +204,75 @@ def test_rl203_scattered_group_statistics_must_be_indexed_back_by_the_group_ids(
     """
     assert lines(source, ["RL203"]) == [(7, "RL203"), (10, "RL203")]
     assert lines(source, ["RL204"]) == [(21, "RL204")]
+
+
+def walrus(text):
+    result = lint_text(textwrap.dedent(text), "adv.py", Settings(select=["RL209"]))
+    return [(d.line, d.column, d.message) for d in result.diagnostics]
+
+
+def test_walrus_over_a_comparison_then_divided_by_is_reported_with_the_fix():
+    found = walrus("""
+        def normalise(batch, floor):
+            mu = sum(batch) / len(batch)
+            if sigma := stdev(batch) >= floor:
+                return [(b - mu) / sigma for b in batch]
+            return batch
+    """)
+    assert found == [(4, 8, "`sigma := stdev(batch) >= floor` stores the comparison (True or False) in `sigma`, "
+                            "not `stdev(batch)`, and `sigma` is used as a number on line 5: write "
+                            "`(sigma := stdev(batch)) >= floor`")]
+
+
+def test_walrus_in_a_comprehension_filter_and_at_module_level():
+    assert [line for line, _, _ in walrus("""
+        if width := get_width() < 80:
+            pad = width * 2
+        rows = [r for r in data if (m := r.max() > 0) and r / m > 0.5]
+    """)] == [2, 4]
+
+
+def test_walrus_parenthesised_as_it_should_be_or_around_the_comparison_is_not_reported():
+    assert walrus("""
+        def scale(t):
+            if (s := t.std()) > 0:
+                t = t / s
+            if s := (t.abs().max() > 1):
+                t = t * s
+            return t
+    """) == []
+
+
+def test_walrus_target_used_only_as_a_flag_is_not_reported():
+    assert walrus("""
+        def check(t):
+            if positive := t.min() > 0:
+                log("all positive", positive)
+            elif empty := len(t) <= 0:
+                assert not empty
+            return positive or empty
+    """) == []
+
+
+def test_walrus_over_equality_membership_or_identity_counted_as_a_flag_is_not_reported():
+    assert walrus("""
+        def tally(pairs, seen):
+            n = 0
+            for a, b in pairs:
+                if same := a == b:
+                    n += same
+                if known := a in seen:
+                    n = n + known
+                if missing := b is None:
+                    n -= missing
+            return n
+    """) == []
+
+
+def test_walrus_target_rebound_before_it_is_computed_with_is_not_reported():
+    assert walrus("""
+        def f(t):
+            if spread := t.std() > 0:
+                spread = t.std()
+                return t / spread
+    """) == []

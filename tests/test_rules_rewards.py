@@ -251,3 +251,66 @@ def test_rl401_a_float_annotation_on_a_function_that_builds_lists_is_the_annotat
             return marks
     """
     assert codes(source, "RL401") == []
+
+
+def test_a_reward_function_listed_twice_is_reported_at_its_second_listing():
+    source = """
+        from trl import RLOOTrainer
+
+        def numeric_match(completions, target, **kwargs):
+            return [float(c.strip() == t) for c, t in zip(completions, target)]
+
+        def has_steps(completions, **kwargs):
+            return [float("Step 1" in c) for c in completions]
+
+        def run(policy):
+            return RLOOTrainer(model=policy, reward_funcs=(numeric_match, has_steps,
+                                                           numeric_match, has_steps))
+    """
+    assert codes(source, "RL406") == [(12, "RL406"), (12, "RL406")]
+
+
+def test_a_reward_list_held_in_a_local_name_is_resolved():
+    source = """
+        def launch(cfg, make_trainer, rewards_mod):
+            fns = [rewards_mod.exact, rewards_mod.fmt, rewards_mod.exact]
+            make_trainer(cfg, reward_fns=fns).fit()
+    """
+    assert codes(source, "RL406") == [(3, "RL406")]
+
+
+def test_repetitions_with_reward_weights_factories_and_unresolved_lists_are_not_reported():
+    weighted = """
+        def launch(cfg, trainer_cls, exact, fmt):
+            cfg.reward_weights = [1.0, 0.5, 1.0]
+            return trainer_cls(cfg, reward_funcs=[exact, fmt, exact])
+    """
+    factories = """
+        def launch(trainer_cls, make_len_reward, exact):
+            return trainer_cls(reward_funcs=[exact, make_len_reward(128), make_len_reward(512)])
+    """
+    reassigned = """
+        def launch(trainer_cls, exact, fmt, strict):
+            fns = [exact, fmt]
+            if strict:
+                fns = [exact, exact]
+            return trainer_cls(reward_funcs=fns)
+    """
+    assert codes(weighted, "RL406") == []
+    assert codes(factories, "RL406") == []
+    assert codes(reassigned, "RL406") == []
+
+
+def test_a_reward_call_added_twice_is_reported_once_and_other_sums_are_not():
+    source = """
+        def answer_reward(response, gold):
+            return 1.0 if response.endswith(gold) else 0.0
+
+        def total(response, gold, other):
+            a = answer_reward(response, gold) + (answer_reward(response, gold) + 1)
+            b = answer_reward(response, gold) + answer_reward(other, gold)
+            c = answer_reward(response, gold) + 2 * answer_reward(response, gold)
+            d = len(response) + len(response)
+            return a + b + c + d
+    """
+    assert codes(source, "RL406") == [(6, "RL406")]

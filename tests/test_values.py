@@ -261,3 +261,23 @@ def test_other_command_line_libraries():
     """)
     table = [(d.kind, d.name, getattr(values.value_of(d), "number", None)) for d in values.declarations()]
     assert table == [("argparse", "learning_rate", 3e-5), ("argparse", "kl_coef", 0.05), ("parameter", "lr", 2e-5)]
+
+
+def test_held_resolves_a_name_assigned_once_locally_or_at_module_level():
+    file, values = analyse("""
+        TABLE = [1, 2]
+        TWICE = [1]
+        TWICE = [2]
+
+        def f(x):
+            local = (x, x)
+            use(local)
+            use(TABLE)
+            use(TWICE)
+            use(x)
+    """)
+    finder = _Uses()
+    file.module.visit(finder)
+    held = [values.held(arg) for arg in finder.args]
+    assert [file.module.code_for_node(h) if h is not None else None for h in held] == [
+        "(x, x)", "[1, 2]", None, None]

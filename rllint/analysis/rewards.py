@@ -19,6 +19,8 @@ from rllint.analysis.text import TEXT, TEXTS, Scope, Scopes, call_tail, number, 
 
 _REGISTER_KEYWORDS = {"reward_funcs", "reward_fns", "reward_fn", "reward_func", "reward_function",
                       "reward_functions", "reward_fn_list", "score_fn", "scoring_fn"}
+# keywords that take a list of reward functions, each scored and summed by the trainer
+REWARD_LIST_KEYWORDS = frozenset({"reward_funcs", "reward_fns", "reward_functions", "reward_fn_list"})
 # words that make a `*reward*` name a thing around rewards rather than a reward function
 _NOT_REWARD_WORDS = {"model", "models", "tokenizer", "manager", "config", "cfg", "dataset", "worker", "trainer",
                      "loader", "server", "client", "registry", "register", "type", "types", "stats", "metrics",
@@ -130,6 +132,17 @@ class RewardFunctions:
             return bool(params)
         return (name == "compute_score" or name.endswith("_score")) and bool(params & (_BATCH_PARAMS | _SINGLE_PARAMS))
 
+    def named(self, name: str) -> bool:
+        """`name` is registered as a reward function or names one the file defines."""
+        return name in self.registered or any(
+            node.name == name and self._ast_is_reward(node)
+            for node in self.file.fact(AstNodes).of(ast.FunctionDef, ast.AsyncFunctionDef))
+
+    def _ast_is_reward(self, node: ast.AST) -> bool:
+        args = node.args
+        return self._is_reward(node.name, [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs],
+                               args.kwarg is not None)
+
     def takes_completions(self, fn: cst.FunctionDef) -> bool:
         """A reward function by its signature and use, not only by its name: registered as one, TRL's or
         verl's signature, or a parameter that holds completions (`compute_rewards(scores, kl)` is not one)."""
@@ -169,9 +182,7 @@ class RewardFunctions:
         """The file defines at least one reward function."""
         if self._defines_any is None:
             self._defines_any = any(
-                self._is_reward(node.name, [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs],
-                                node.args.kwarg is not None)
-                for node in self.file.fact(AstNodes).of(ast.FunctionDef, ast.AsyncFunctionDef))
+                self._ast_is_reward(node) for node in self.file.fact(AstNodes).of(ast.FunctionDef, ast.AsyncFunctionDef))
         return self._defines_any
 
     def takes_batch(self, fn: cst.FunctionDef) -> bool:

@@ -85,13 +85,18 @@ def dotted(expr: cst.CSTNode) -> Optional[str]:
 
 def bound_names(target: cst.CSTNode) -> Iterator[str]:
     """The names an assignment target binds: `a`, `(a, b)`, `[a, *rest]`."""
+    return (name.value for name in bound_nodes(target))
+
+
+def bound_nodes(target: cst.CSTNode) -> Iterator[cst.Name]:
+    """The Name nodes an assignment target binds, for analyses that tell one binding from another."""
     if isinstance(target, cst.Name):
-        yield target.value
+        yield target
     elif isinstance(target, (cst.Tuple, cst.List)):
         for element in target.elements:
-            yield from bound_names(element.value)
+            yield from bound_nodes(element.value)
     elif isinstance(target, cst.StarredElement):
-        yield from bound_names(target.value)
+        yield from bound_nodes(target.value)
 
 
 def keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:

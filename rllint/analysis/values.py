@@ -233,6 +233,15 @@ class Values:
         binding = self._binding(name)
         return binding.expr if binding is not None and binding.kind == "local" else None
 
+    def held(self, name: cst.Name) -> Optional[cst.BaseExpression]:
+        """The one expression a name holds where it stands: a function-local name or a module-level
+        name assigned once (`REWARD_FUNCS = [...]` read in `main()`); None otherwise."""
+        local = self.assigned(name)
+        if local is not None or self._binding(name) is not None:
+            return local
+        constants = self._constants.get(name.value, [])
+        return constants[0].default if len(constants) == 1 else None
+
     def instance_of(self, name: cst.Name) -> Optional[str]:
         """The file's class a function-local name holds an instance of (`policy = PolicyNet()`), else None."""
         binding = self._binding(name)

@@ -8,6 +8,7 @@ import libcst as cst
 
 from rllint.analysis.context import tokens
 from rllint.analysis.imports import Imports
+from rllint.analysis.numbers import NumberReads
 from rllint.analysis.purpose import RLCodeOnly
 from rllint.analysis.returns import Recursions, full_width
 from rllint.analysis.syntax import walk
@@ -932,3 +933,67 @@ def _masked_in_place(tensors: Tensors, use: cst.Name) -> bool:
                 node.func.attr.value in _MASKING_CALLS:
             return True
     return False
+
+
+# Comparisons that test a magnitude (`std > 0`, `n != 0`); equality, membership and identity tests
+# make flags that counting code adds up on purpose (`hits += hit`).
+_MAGNITUDE_TESTS = (cst.GreaterThan, cst.GreaterThanEqual, cst.LessThan, cst.LessThanEqual, cst.NotEqual)
+
+
+class WalrusBindsComparison(CSTRule):
+    """
+    ## What it does
+    Reports an assignment expression whose value is an unparenthesised magnitude test
+    (`std := x.std() > 0`, `n := len(xs) >= 1`) when its target is then used as a number
+    in the same function: an operand of `+ - * / // ** @`, negated, or updated in place
+    (`total += n`).
+
+    `(std := x.std()) > 0`, a comparison the author parenthesised on purpose
+    (`ok := (score > 0.5)`), targets only used as flags (`if`, `and`, `not`, passed on),
+    and equality, membership and identity tests (`hit := pred == gold`, whose flag counting
+    code adds up on purpose) are not reported.
+
+    ## Why is this bad?
+    `:=` binds more loosely than any comparison, so `std := x.std() > 0` stores
+    `x.std() > 0`, that is `True`, in `std`. Inside the `if` the "std" is always 1: the
+    advantages are divided by 1 instead of the spread, and nothing fails. The pattern was
+    found in the advantage code of a public reasoning-RL project
+    (`if std := np.std(x) > 0:`).
+
+    ## Example
+    ```python
+    if std := rewards.std() > 0:
+        advantages = (rewards - rewards.mean()) / std
+    ```
+
+    ## Use instead
+    ```python
+    if (std := rewards.std()) > 0:
+        advantages = (rewards - rewards.mean()) / std
+    ```
+
+    ## Options
+    None.
+    """
+
+    code = "RL209"
+    name = "walrus-binds-comparison"
+    severity = Severity.ERROR
+    tier = Tier.CORRECTNESS
+    message = ("`{target} := {test}` stores the comparison (True or False) in `{target}`, not `{left}`, and "
+               "`{target}` is used as a number on line {line}: write `({target} := {left}){rest}`")
+    triggers = (":=",)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        test = node.value
+        if not (isinstance(node.target, cst.Name) and isinstance(test, cst.Comparison)) or test.lpar:
+            return
+        if not isinstance(test.comparisons[0].operator, _MAGNITUDE_TESTS) or isinstance(
+                test.left, (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation)):
+            return
+        uses = self.file.fact(NumberReads).after(node)
+        if uses:
+            code = self.file.module.code_for_node
+            left = code(test.left)
+            self.report(node, target=node.target.value, test=code(test), left=left,
+                        rest=code(test)[len(left):], line=self.file.fact(Values).line(uses[0]))

@@ -8,13 +8,13 @@ import libcst as cst
 from rllint.analysis.purpose import Purpose
 from rllint.analysis.imports import Imports
 from rllint.analysis.hparams import GROUP_SIZE_TRIGGERS, is_group_size
-from rllint.analysis.rewards import RewardFunctions
-from rllint.analysis.syntax import keyword, walk
+from rllint.analysis.rewards import REWARD_LIST_KEYWORDS, RewardFunctions
+from rllint.analysis.syntax import dotted, keyword, walk
 from rllint.analysis.text import (GEN_IDS, PROMPTS, TEXTS, Scope, TextRoles, call_tail, number,
                                   per_completion_name)
 from rllint.analysis.values import Values
 from rllint.diagnostic import Severity, Tier
-from rllint.registry import Option
+from rllint.registry import CSTRule, Option
 from rllint.rules.decoding import FunctionRule, is_display_call
 
 MIN_BINARY_GROUP_SIZE = Option(
@@ -609,3 +609,91 @@ def _logs(call: cst.Call) -> bool:
         func = func.value
     base = func.value.lower() if isinstance(func, cst.Name) else ""
     return any(w in base for w in ("log", "warnings", "traceback", "wandb", "sentry"))
+
+
+class DuplicateRewardFunction(CSTRule):
+    """
+    ## What it does
+    Reports a reward function listed twice in a trainer's `reward_funcs` (the list written
+    in the call or held in a name assigned once), and a call of a reward function added twice,
+    with the same arguments, into one summed reward (`fmt(c) + acc(c) + fmt(c)`).
+
+    Files that set `reward_weights` (the repetition may be weighted on purpose), distinct
+    functions built from one factory (`[length_reward(256), length_reward(1024)]`), a
+    function called on different arguments (`score(a) + score(b)`) and weighted terms
+    (`acc(c) + 0.5 * acc(c)`) are not reported.
+
+    ## Why is this bad?
+    The trainer scores every listed function and sums the scores, so a function listed twice
+    counts double: the balance between correctness and format (or length) rewards is not
+    the one the script seems to ask for, and the logs show the same reward twice rather
+    than a weight. Usually a copy-paste slip, where another function was meant.
+
+    ## Example
+    ```python
+    trainer = GRPOTrainer(model=model, reward_funcs=[accuracy_reward, format_reward, accuracy_reward], ...)
+    ```
+
+    ## Use instead
+    ```python
+    config = GRPOConfig(reward_weights=[2.0, 1.0], ...)
+    trainer = GRPOTrainer(model=model, reward_funcs=[accuracy_reward, format_reward], args=config, ...)
+    ```
+
+    ## Options
+    None.
+    """
+
+    code = "RL406"
+    name = "duplicate-reward-function"
+    severity = Severity.WARNING
+    tier = Tier.SUSPICIOUS
+    message = "`{function}` is {how} twice: its reward counts double ({fix})"
+    triggers = _REWARD_TRIGGERS
+
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self._reported: Set[int] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if "reward_weights" in self.file.text:
+            return
+        for arg in node.args:
+            if arg.keyword is None or arg.keyword.value not in REWARD_LIST_KEYWORDS:
+                continue
+            listed = arg.value
+            if isinstance(listed, cst.Name):
+                listed = self.file.fact(Values).held(listed)
+            if not isinstance(listed, (cst.List, cst.Tuple)):
+                continue
+            seen: Set[str] = set()
+            for element in listed.elements:
+                function = dotted(element.value) if not isinstance(element, cst.StarredElement) else None
+                if function in seen:
+                    self.report(element.value, function=function, how=f"listed in `{arg.keyword.value}`",
+                                fix="list it once, or weight it with `reward_weights`")
+                elif function is not None:
+                    seen.add(function)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if not isinstance(node.operator, cst.Add):
+            return
+        rewards = self.file.fact(RewardFunctions)
+        code = self.file.module.code_for_node
+        seen: Set[str] = set()
+        for term in _addends(node):
+            if not isinstance(term, cst.Call) or not rewards.named(call_tail(term) or ""):
+                continue
+            spelled = code(term)
+            if spelled in seen and id(term) not in self._reported:
+                self._reported.add(id(term))
+                self.report(term, function=spelled, how="added into the summed reward",
+                            fix="add it once, or multiply it by the weight you mean")
+            seen.add(spelled)
+
+
+def _addends(node: cst.BaseExpression) -> List[cst.BaseExpression]:
+    """The terms of a chain of `+`: `a + (b + c)` -> a, b, c."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        return _addends(node.left) + _addends(node.right)
+    return [node]
