@@ -76,12 +76,16 @@ def summarize(tree: ast.Module) -> Summary:
     whole: Set[str] = set()
     samples: List[Optional[float]] = []
     called: Set[str] = set()
+    passed_on: Set[str] = {""}  # `**kwargs` parameters: a function passing them on hands over no configuration
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             functions[node.name] = _function(node)
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             imports.extend(_import_entries(node))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if node.args.kwarg is not None:
+                passed_on.add(node.args.kwarg.arg)
         elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
             reads.add(node.attr)
             if node.attr == "__dict__":
@@ -96,10 +100,7 @@ def summarize(tree: ast.Module) -> Summary:
             whole.update(_tail(k.value) for k in node.keywords if k.arg is None)
             if tail in SAMPLER_CALLS:
                 samples.extend(_number(k.value) for k in node.keywords if k.arg == "temperature")
-    # `**kwargs` passed on by a function that takes them is no configuration object handed over.
-    whole -= {n.args.kwarg.arg for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-              and n.args.kwarg is not None} | {""}
-    return Summary(functions, tuple(imports), frozenset(reads), frozenset(whole), tuple(samples),
+    return Summary(functions, tuple(imports), frozenset(reads), frozenset(whole - passed_on), tuple(samples),
                    frozenset(called))
 
 
@@ -399,6 +400,7 @@ class ProjectIndex:
         self.enabled = file.settings.option(CROSS_MODULE_VALUES) and os.path.isfile(self.path)
         self._own: Optional[Summary] = None
         self._importers: Optional[List[Tuple[str, Summary]]] = None
+        self._functions: Dict[str, Optional[Tuple[str, Function]]] = {}
 
     @property
     def own(self) -> Summary:
@@ -443,7 +445,13 @@ class ProjectIndex:
 
     def function(self, dotted: str) -> Optional[Tuple[str, Function]]:
         """The project function a call's dotted callee names (`helper` imported from a project module,
-        `utils.helper`) and the file it is in; None for anything else."""
+        `utils.helper`) and the file it is in; None for anything else. Once per callee and file: rules
+        ask it for every call."""
+        if dotted not in self._functions:
+            self._functions[dotted] = self._function(dotted)
+        return self._functions[dotted]
+
+    def _function(self, dotted: str) -> Optional[Tuple[str, Function]]:
         parts = dotted.split(".")
         if len(parts) > 2 or parts[0] in self.own.functions:
             return None
