@@ -281,13 +281,18 @@ _SETTING = re.compile(rb"^(?:[A-Za-z_]\w*[ \t]*(?::[^=\n]+)?=[ \t]*[-+]?\d"
                       rb"[-+]?(?:\d*\.\d|\d+[eE]))", re.M)
 
 
+_FUNCTION = re.compile(rb"^(?:async[ \t]+)?def[ \t]", re.M)
+
+
 def _writes_settings(path: str) -> bool:
-    """Whether a file writes numbers that its importers could use as settings: only such a file of a run
-    has its importers linted, so that a pre-commit of a library module does not lint its users."""
+    """Whether a file is a settings module: it writes numbers that its importers could use as settings,
+    and defines no module-level function (constants and config classes only). Only such a file of a run
+    has its importers linted, so that a pre-commit of a module of code does not lint its users."""
     try:
-        return _SETTING.search(read_source(path)) is not None
+        data = read_source(path)
     except (OSError, SourceError):
         return False
+    return _SETTING.search(data) is not None and _FUNCTION.search(data) is None
 
 
 def _imported_files(path: str, imports: Sequence[Tuple[str, str, int, str]]) -> Set[str]:

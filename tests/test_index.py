@@ -468,9 +468,12 @@ def test_only_a_module_that_writes_settings_has_its_importers_linted(tmp_path):
     build(tmp_path, {
         "numbers.py": "STEP = 4e-5\n",
         "helpers.py": "def step(x):\n    return x * 2\n",
-        "fields.py": "class Knobs:\n    lr: float = 3e-4\n",
-        "launch.py": "from numbers import STEP\nfrom helpers import step\nfrom fields import Knobs\n",
+        "fields.py": "class Knobs:\n    lr: float = 3e-4\n\n    def scaled(self):\n        return self.lr * 2\n",
+        "losses.py": "EPS = 1e-6\n\ndef clip(x):\n    return x.clamp(min=EPS)\n",  # code with a constant
+        "launch.py": "from numbers import STEP\nfrom helpers import step\nfrom fields import Knobs\n"
+                     "from losses import clip\n",
     })
     settings = Settings(root=tmp_path)
-    for name, linted in (("numbers.py", ["launch.py"]), ("fields.py", ["launch.py"]), ("helpers.py", [])):
+    for name, linted in (("numbers.py", ["launch.py"]), ("fields.py", ["launch.py"]), ("helpers.py", []),
+                         ("losses.py", [])):
         assert [p.rsplit("/", 1)[1] for p in index.importers_outside([str(tmp_path / name)], settings)] == linted
