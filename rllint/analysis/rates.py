@@ -17,7 +17,7 @@ a dict handed to a logging call) are `records`: their learning rates reach no op
 from __future__ import annotations
 
 import re
-from typing import Dict, Iterator, Optional, Set
+from typing import Dict, Optional, Set
 
 import libcst as cst
 
@@ -25,7 +25,7 @@ from rllint.analysis.context import tokens
 from rllint.analysis.hparams import NOT_THE_POLICY, is_learning_rate
 from rllint.analysis.logged import LOG_CALLS
 from rllint.analysis.purpose import is_rl_class
-from rllint.analysis.syntax import children
+from rllint.analysis.syntax import children, walk
 from rllint.analysis.values import Value, Values
 
 POLICY = "policy"
@@ -175,8 +175,7 @@ class RateSinks:
         return any(set(tokens(w)) & _RECORD_NAMES for t in assign.targets for w in _WORD.findall(code(t.target)))
 
     def _record(self, node: cst.Dict) -> None:
-        for inner in _dicts_in(node):
-            self._records.add(id(inner))
+        self._records.update(id(inner) for inner in walk(node, into_functions=True) if isinstance(inner, cst.Dict))
 
 
 def _key(element: cst.DictElement) -> str:
@@ -191,11 +190,3 @@ def _records_keys(node: cst.Dict) -> bool:
     keys = {_key(e) for e in node.elements if isinstance(e, cst.DictElement)}
     return any(is_learning_rate(k) for k in keys) and bool(keys & _RECORD_KEYS)
 
-
-def _dicts_in(node: cst.CSTNode) -> Iterator[cst.Dict]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, cst.Dict):
-            yield current
-        stack.extend(children(current))

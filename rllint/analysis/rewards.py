@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Set
 import libcst as cst
 
 from rllint.analysis.nodes import AstNodes
-from rllint.analysis.syntax import walk
+from rllint.analysis.syntax import updates_in_place, walk
 from rllint.analysis.text import TEXT, TEXTS, Scope, Scopes, call_tail, number, vocab_role, words
 
 _REGISTER_KEYWORDS = {"reward_funcs", "reward_fns", "reward_fn", "reward_func", "reward_function",
@@ -269,10 +269,6 @@ class RewardFunctions:
                     return None
                 found |= leaves
         for node in walk(scope.node.body if isinstance(scope.node, cst.FunctionDef) else scope.node):
-            if isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name) and node.target.value == name:
-                return None
-            if isinstance(node, cst.Assign) and any(
-                    isinstance(t.target, cst.Subscript) and isinstance(t.target.value, cst.Name)
-                    and t.target.value.value == name for t in node.targets):
+            if updates_in_place(node, name):
                 return None
         return found

@@ -71,6 +71,15 @@ def walk(node: cst.CSTNode, into_functions: bool = False) -> Iterator[cst.CSTNod
         stack.extend(reversed(children(current)))
 
 
+def updates_in_place(node: cst.CSTNode, name: str) -> bool:
+    """Whether a statement changes what `name` holds without rebinding it: `name += x`, `name[i] = x`."""
+    if isinstance(node, cst.AugAssign):
+        return isinstance(node.target, cst.Name) and node.target.value == name
+    return isinstance(node, cst.Assign) and any(
+        isinstance(t.target, cst.Subscript) and isinstance(t.target.value, cst.Name) and t.target.value.value == name
+        for t in node.targets)
+
+
 def dotted(expr: cst.CSTNode) -> Optional[str]:
     """`self.tokenizer.pad_token_id` for an attribute chain of names; None for anything else."""
     parts = []

@@ -7,7 +7,7 @@ the onset a finding reports, so the two can be checked against each other.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, List, Sequence
+from typing import Callable, Sequence
 
 INSTALL_HINT = "--plot needs the `plot` extra (matplotlib): pip install 'rllint[plot]'"
 _RAW, _SMOOTH, _FLAG = "#9ab8d8", "#1f4e89", "#d62728"

@@ -11,7 +11,7 @@ from rllint.analysis.imports import Imports
 from rllint.analysis.numbers import NumberReads
 from rllint.analysis.purpose import RLCodeOnly
 from rllint.analysis.returns import Recursions, full_width
-from rllint.analysis.syntax import walk
+from rllint.analysis.syntax import updates_in_place, walk
 from rllint.analysis.tensors import (ADVANTAGES, MASK, REWARDS, TOKEN_IDS, Kind, TensorRule, Tensors, int_value,
                                      last_part, name_kind)
 from rllint.analysis.values import Value, Values, format_number
@@ -922,11 +922,7 @@ def _masked_in_place(tensors: Tensors, use: cst.Name) -> bool:
         return True
     name = use.value
     for node in walk(scope.node):
-        if isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name) and node.target.value == name:
-            return True
-        if isinstance(node, cst.Assign) and any(
-                isinstance(t.target, cst.Subscript) and isinstance(t.target.value, cst.Name)
-                and t.target.value.value == name for t in node.targets):
+        if updates_in_place(node, name):
             return True
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
                 isinstance(node.func.value, cst.Name) and node.func.value.value == name and \

@@ -13,7 +13,7 @@ from rllint.analysis.purpose import RLCodeOnly
 from rllint.analysis.roles import bound_parameter
 from rllint.analysis.syntax import children, walk
 from rllint.analysis.tensors import (
-    ADVANTAGES, CHOSEN, LOGITS, LOGPROBS, NEGLOGP, OLD_ROLE, PROBS, REF_ROLE, REJECTED, REWARDS, TOKEN_IDS, Kind,
+    ADVANTAGES, CHOSEN, LOGITS, LOGPROBS, OLD_ROLE, PROBS, REF_ROLE, REJECTED, REWARDS, TOKEN_IDS, Kind,
     TensorRule, Tensors, argument, int_value, last_part, name_kind, number_value,
 )
 from rllint.diagnostic import Severity, Tier
