@@ -189,6 +189,22 @@ def test_k1_in_the_loss_needs_policy_gradient_on_its_log_probs():
     assert "gradient is zero in expectation" in found[0][2]
 
 
+def test_k1_in_the_loss_weighted_by_a_named_coefficient():
+    source = """
+        import torch
+        def update(policy, opt, x, acts, ref_logp, adv, entropy_beta: float, gain: float):
+            dist = torch.distributions.Categorical(logits=policy(x))
+            logp = dist.log_prob(acts)
+            drift = logp - ref_logp
+            obj = logp * adv - entropy_beta * drift
+            opt.zero_grad()
+            (-obj.mean()).backward()
+    """
+    found = findings(source, select=("RL110",))
+    assert [(line, code) for line, code, _ in found] == [(6, "RL110")]
+    assert findings(source.replace("entropy_beta * drift", "gain * drift"), select=("RL110",)) == []  # sign unknown
+
+
 def test_kl_to_old_policy_names_the_slot():
     (line, code, message), = findings("""
         def update(loss_fn, logp, rollout_logp, adv):

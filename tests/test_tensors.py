@@ -574,3 +574,16 @@ def test_the_length_of_a_list_of_functions_is_not_a_batch_size():
     t = source.tensors
     assert not t.is_batch_size(source.find("len(self.reward_funcs)"))
     assert t.is_batch_size(source.find("len(self.prompts)"))
+
+
+def test_positive_factor_from_literals_bound_numbers_and_coefficient_names():
+    source = Source(IMPORTS + """
+def f(x, kl_beta, entropy_coef, weight, gain):
+    w = 0.5
+    neg = -2.0
+    return kl_beta * x, entropy_coef * x, w * x, neg * x, weight * x, gain * x, -kl_beta * x
+""")
+    signs = {name: source.tensors.positive_factor(source.find(name, nth=1 if name in ("w", "neg") else 0))
+             for name in ("kl_beta", "entropy_coef", "w", "neg", "weight", "gain")}
+    assert signs == {"kl_beta": 1, "entropy_coef": 1, "w": 1, "neg": -1, "weight": 0, "gain": 0}
+    assert source.tensors.positive_factor(source.find("-kl_beta")) == -1

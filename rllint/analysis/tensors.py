@@ -685,15 +685,20 @@ class Tensors:
         return [(1, expr)]
 
     def positive_factor(self, expr: cst.BaseExpression) -> int:
-        """+1 / -1 for a factor of known sign (a literal, `beta`, `-beta`, `self.beta`), else 0."""
+        """+1 / -1 for a factor of known sign (a literal, a name bound to one, `beta`, `-beta`, `self.kl_beta`),
+        else 0."""
         number = number_value(expr)
         if number is not None:
             return (number > 0) - (number < 0)
         if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
             return -self.positive_factor(expr.expression)
         name = last_part(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
-        if name and _POSITIVE_SCALE.match(name):
-            return 1
+        if name and (_POSITIVE_SCALE.match(name) or _POSITIVE_SCALE.match(name.rsplit("_", 1)[-1])):
+            return 1  # `beta`, and a coefficient named for what it weighs: `kl_beta`, `entropy_alpha`
+        if isinstance(expr, cst.Name):
+            value = number_value(self.value_of(expr) or expr)
+            if value is not None:
+                return (value > 0) - (value < 0)  # `w = 0.1` above
         return 0
 
     def polarity(self, expr: cst.BaseExpression, operand: Callable[[cst.BaseExpression], bool],
