@@ -205,6 +205,21 @@ def test_k1_in_the_loss_weighted_by_a_named_coefficient():
     assert findings(source.replace("entropy_beta * drift", "gain * drift"), select=("RL110",)) == []  # sign unknown
 
 
+def test_negative_k2_is_reported_as_an_estimator_not_as_a_weighted_penalty():
+    source = """
+        import torch
+        def shape(cfg, scores, pol_logps, ref_logps):
+            diff = pol_logps - ref_logps
+            sq_kl = -0.5 * diff ** 2
+            kl = 0.5 * diff ** 2
+            kl_penalty = -cfg.kl_beta * kl
+            return scores + kl_penalty, sq_kl
+    """
+    found = findings(source, select=("RL110",))
+    assert [(line, code) for line, code, _ in found] == [(5, "RL110")]
+    assert "k2 KL estimator with a negative sign" in found[0][2]
+
+
 def test_kl_to_old_policy_names_the_slot():
     (line, code, message), = findings("""
         def update(loss_fn, logp, rollout_logp, adv):

@@ -79,6 +79,17 @@ def _product_factors(expr: cst.BaseExpression) -> List[cst.BaseExpression]:
     return [expr]
 
 
+def weighted_by_name(tensors: Tensors, expr: cst.BaseExpression) -> bool:
+    """Whether `expr` is a product with a named coefficient (`-beta * kl`): a penalty, whose sign belongs to
+    where it is added, not an estimator."""
+    def bare(node: cst.BaseExpression) -> cst.BaseExpression:
+        while isinstance(node, cst.UnaryOperation):
+            node = node.expression
+        return node
+    return any(isinstance(bare(factor), (cst.Name, cst.Attribute)) and tensors.positive_factor(bare(factor))
+               for factor in _product_factors(bare(expr)))
+
+
 def linear_terms(tensors: Tensors, expr: cst.BaseExpression, depth: int = 4) -> List[Tuple[int, cst.BaseExpression]]:
     """`expr` as a signed sum, also through reductions (`x.mean()`, `masked_mean(x, mask)`, `torch.sum(x)`)
     and mask factors (`x * mask`), which keep the sign of every term; a leaf that is none of these stays

@@ -6,7 +6,7 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from rllint.analysis.grad import EMPTY, GradFlow, carries
-from rllint.analysis.kl import bound_name, k3_exponents, linear_terms, log_ratio, says_reverse
+from rllint.analysis.kl import bound_name, k3_exponents, linear_terms, log_ratio, says_reverse, weighted_by_name
 from rllint.analysis.logged import LOG_CALLS
 from rllint.analysis.loss import LossSlice
 from rllint.analysis.purpose import RLCodeOnly
@@ -940,7 +940,7 @@ class KLEstimatorDirection(TensorRule):
             return
         tensors = self.tensors()
         terms = tensors.terms(node.value)
-        if not terms or len(terms) != 1 or terms[0][0] != -1:
+        if not terms or len(terms) != 1 or terms[0][0] != -1 or weighted_by_name(tensors, node.value):
             return
         power = terms[0][1]
         if isinstance(power, cst.BinaryOperation) and isinstance(power.operator, cst.Power) and \
