@@ -1,10 +1,10 @@
 """Tokenizer facts of a file: custom special tokens it registers, whether padding is the EOS
-token, and which values are chat templates rendered to text.
+token, which values are chat templates rendered to text, and on which side a tokenizer call pads.
 
 These decide whether a decode strips the tags a reward parser needs (RL304), whether a
-pad-id mask also hides the real EOS (RL311), and whether rendered text gets a second BOS
+pad-id mask also hides the real EOS (RL311), whether rendered text gets a second BOS
 (RL312: only where the file names the model and its tokenizer adds one) or a second
-`<think>` (RL308).
+`<think>` (RL308), and whether a batch of prompts reaches `generate` padded on the right (RL316).
 """
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from rllint.analysis.loss import LossSlice
 from rllint.analysis.nodes import AstNodes
 from rllint.analysis.roles import POLICY, ModelRoles, header
 from rllint.analysis.syntax import dotted, keyword, positional, walk
-from rllint.analysis.text import GEN_IDS, Scope, Scopes, TextRoles, TextSources, call_tail, number
+from rllint.analysis.text import (GEN_IDS, PROMPT, PROMPTS, TEXT, TEXTS, Scope, Scopes, TextRoles, TextSources,
+                                  call_tail, literal_text, number)
 
 # Chat-template control and padding tokens: registering them is tokenizer set-up, and
 # stripping them from decoded text is what skip_special_tokens is for.
@@ -34,14 +35,33 @@ CONTROL_TOKENS = ("<|im_start|>", "<|im_end|>", "<|start_header_id|>", "<|end_he
 _ADDS_BOS = re.compile(r"llama|mistral|mixtral|gemma|zephyr|deepseek|vicuna", re.I)
 _NO_BOS = re.compile(r"qwen|qwq|gpt-?2|pythia|gpt-neox|smollm", re.I)
 _MODEL_ID = re.compile(r"^[\w.\-/~:]+$")  # a hub id or a path, not prose
+# Model families by the padding side their tokenizer has when nothing sets it: Llama, Gemma and Mistral tokenizer
+# classes pad on the left (DeepSeek's distilled Qwen models use Llama's), Qwen's, GPT-2's and GPT-NeoX's on the
+# right (the transformers default; their saved configs do not change it). Llama 3 ships a plain fast tokenizer
+# (right), so "llama" says nothing; vision-language models come with processors of their own.
+_PADS_LEFT = re.compile(r"llama|mistral|mixtral|gemma|deepseek|vicuna|zephyr|cohere|-vl|vl-|vision", re.I)
+_PADS_RIGHT = re.compile(r"qwen|qwq|gpt-?2|pythia|gpt-neox|smollm", re.I)
+# Generation that feeds the prompt to an encoder: padding on either side is harmless there.
+_ENCODER_DECODER = re.compile(r"Seq2Seq|T5|Bart|Pegasus|Marian|EncoderDecoder|ConditionalGeneration|flan", re.I)
+
+
+def _family(name: str, first: "re.Pattern[str]", second: "re.Pattern[str]") -> Optional[bool]:
+    """True when a model id is of the `first` families, False of the `second`, None when it says neither."""
+    if not _MODEL_ID.match(name):
+        return None
+    if first.search(name):
+        return True
+    return False if second.search(name) else None
 
 
 def _adds_bos(name: str) -> Optional[bool]:
-    if not _MODEL_ID.match(name):
-        return None
-    if _ADDS_BOS.search(name):
-        return True
-    return False if _NO_BOS.search(name) else None
+    return _family(name, _ADDS_BOS, _NO_BOS)
+
+
+def _one(values: Set[Optional[bool]]) -> Optional[bool]:
+    """The one answer every model a file names gives; None when they give none or disagree."""
+    values = values - {None}
+    return values.pop() if len(values) == 1 else None
 
 
 def _strings(node: ast.expr, bound: Dict[str, List[ast.expr]], depth: int = 0) -> Optional[List[str]]:
@@ -87,6 +107,12 @@ def _qualified(node: ast.expr, aliases: Dict[str, str]) -> Optional[str]:
     return f"{head}.{rest}" if rest else head
 
 
+def _loads_tokenizer(node: ast.expr) -> bool:
+    """`AutoTokenizer.from_pretrained(...)`, `transformers.GPT2TokenizerFast.from_pretrained(...)`."""
+    func = _dotted(node.func) if isinstance(node, ast.Call) else None
+    return func is not None and func.endswith(".from_pretrained") and "Tokenizer" in func
+
+
 def _mentions_attr(node: ast.expr, attrs: Tuple[str, ...]) -> bool:
     return any(isinstance(n, ast.Attribute) and n.attr in attrs for n in ast.walk(node))
 
@@ -110,9 +136,27 @@ class TokenizerFacts:
         nodes = file.fact(AstNodes)
         # The file's tokenizer adds a BOS: every model it names (hub ids, paths) is of a family whose tokenizer
         # does; None when it names none or families of both kinds.
-        named = {_adds_bos(n.value) for n in nodes.of(ast.Constant) if isinstance(n.value, str)}
-        named.discard(None)
-        self.adds_bos: Optional[bool] = named.pop() if len(named) == 1 else None
+        names = [n.value for n in nodes.of(ast.Constant) if isinstance(n.value, str)]
+        self.adds_bos: Optional[bool] = _one({_adds_bos(n) for n in names})
+        # The file's tokenizer pads on the left by default: every model it names is of a family whose tokenizer does
+        # (False: every one pads on the right; None: it names none, or families of both kinds).
+        self._pads_left: Optional[bool] = _one({_family(n, _PADS_LEFT, _PADS_RIGHT) for n in names})
+        # `tokenizer.padding_side = "left"`, `from_pretrained(..., padding_side="left")`, `tok(..., padding_side=...)`:
+        # the sides the file sets anywhere (None for a side it computes)
+        self.padding_sides: Set[Optional[str]] = set()
+        # `tk = AutoTokenizer.from_pretrained(...)`: the file loads a tokenizer itself (its side is the file's to
+        # know), into these names
+        self.loads_tokenizer = False
+        self.tokenizers: Set[str] = {name for node in nodes.of(ast.Assign) if _loads_tokenizer(node.value)
+                                     for name in filter(None, (_dotted(t) for t in node.targets))}
+        # The file builds an encoder-decoder (`AutoModelForSeq2SeqLM`, T5, BART) or names one
+        built = [_dotted(c.func) or "" for c in nodes.of(ast.Call)]
+        encoder_decoder = any(_ENCODER_DECODER.search(f) for f in built) or any(
+            _MODEL_ID.match(n) and _ENCODER_DECODER.search(n) for n in names)
+        # The file's models are decoder-only: it builds a causal LM or names decoder-only families, and builds or
+        # names no encoder-decoder (T5, BART, `AutoModelForSeq2SeqLM`)
+        self.decoder_only = not encoder_decoder and (
+            any("CausalLM" in f for f in built) or self._pads_left is not None)
         # `if tokenizer.pad_token is None: tokenizer.pad_token = tokenizer.eos_token`, `pad_token or eos_token`: EOS
         # pads only tokenizers that have no pad token of their own (Llama, not Qwen); which one runs, the file may
         # not say, and then no finding rests on it.
@@ -125,6 +169,7 @@ class TokenizerFacts:
                     bound.setdefault(target.id, []).append(node.value)
         for node in nodes.of(ast.Assign, ast.Call):
             self._truncation_side(node)
+            self._padding_side(node)
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
                     _qualified(node.value.func, aliases) in _VLLM_ENGINES:
                 self.vllm_engines.update(filter(None, (_dotted(t) for t in node.targets)))
@@ -160,6 +205,56 @@ class TokenizerFacts:
             return
         side = value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None
         self.truncation_sides.add(side)
+
+    def _padding_side(self, node: ast.AST) -> None:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "padding_side"
+                                                for t in node.targets):
+            value: Optional[ast.expr] = node.value
+        elif isinstance(node, ast.Call):
+            self.loads_tokenizer = self.loads_tokenizer or _loads_tokenizer(node)
+            value = next((k.value for k in node.keywords if k.arg == "padding_side"), None)
+            if value is None:
+                return
+        else:
+            return
+        self.padding_sides.add(value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None)
+
+    def padding_side(self, call: cst.Call) -> Optional[str]:
+        """The side tokenizer call `call` pads on, when the source shows it: its own `padding_side=`, else the one
+        side the file ever sets, else the default of the models the file names when it loads the tokenizer
+        itself. None when the file computes a side, sets both, or cannot know (a tokenizer it is given)."""
+        own = keyword(call, "padding_side")
+        if own is not None:
+            return literal_text(own.value)
+        if self.padding_sides:
+            return next(iter(self.padding_sides)) if len(self.padding_sides) == 1 else None
+        if not self.loads_tokenizer or self._pads_left is None:
+            return None
+        return "left" if self._pads_left else "right"
+
+    def batched(self, text: cst.BaseExpression, scope: Scope, depth: int = 0) -> Optional[bool]:
+        """Whether `text`, given to a tokenizer, is several texts (True: a list built or appended to, a
+        comprehension, a slice of one, a list of prompts) or one (False: a string, a one-element list); None
+        when the source does not show it."""
+        if depth > 6:
+            return None
+        if isinstance(text, (cst.List, cst.Tuple)):
+            if not text.elements or any(isinstance(e, cst.StarredElement) for e in text.elements):
+                return None
+            return len(text.elements) > 1
+        if isinstance(text, (cst.ListComp, cst.GeneratorExp)):
+            return True
+        if isinstance(text, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
+            return False
+        if isinstance(text, cst.Subscript) and all(isinstance(e.slice, cst.Slice) for e in text.slice):
+            return self.batched(text.value, scope, depth + 1)
+        if isinstance(text, cst.Name) and text.value in scope.assigned:
+            if any(call_tail(c) in ("append", "extend") and isinstance(c.func, cst.Attribute)
+                   and dotted(c.func.value) == text.value for c in scope.calls):
+                return True
+            return _one({self.batched(v, scope, depth + 1) for v in scope.assigned[text.value]})
+        role = self.file.fact(TextRoles).role(text, scope)
+        return {PROMPTS: True, TEXTS: True, PROMPT: False, TEXT: False}.get(role or "")
 
     def _register(self, tokens: Optional[List[str]]) -> None:
         """Only tokens the source spells out count; chat control and padding tokens do not."""

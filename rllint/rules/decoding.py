@@ -17,6 +17,9 @@ from rllint.analysis.hparams import (
 )
 from rllint.analysis.imports import Imports
 from rllint.analysis.rewards import RewardFunctions
+from rllint.analysis.grad import GradFlow
+from rllint.analysis.modes import TRAIN, Dropout, ModelModes
+from rllint.analysis.roles import POLICY, ModelRoles
 from rllint.analysis.syntax import dotted, keyword, positional, walk
 from rllint.analysis.text import (AnswerLookups, GEN_IDS, TextSources, PROMPT, PROMPTS, RE_FUNCTIONS, TEXT, MarkerChecks, Scope, Scopes,
                                   TextRoles, call_tail, extraction, is_answer_marker, may_extract,
@@ -1353,6 +1356,181 @@ class PromptTruncatedRight(FunctionRule):
 
 
 _ORDER = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
+
+
+class GenerateRightPadded(FunctionRule):
+    """
+    ## What it does
+    Reports a tokenizer call that pads a batch of prompts (`padding=True`,
+    `"longest"`, `"max_length"`) on the right and whose ids reach `generate` of a
+    decoder-only model (followed through names, `**enc`, containers and the file's
+    own helpers). The side is taken from the source: the call's `padding_side=`, the
+    one side the file sets on its tokenizer, or, when the file loads the tokenizer
+    itself and never sets a side, the default of the models it names (Qwen, GPT-2,
+    Pythia, SmolLM tokenizers pad on the right; Llama 2, Mistral, Gemma and DeepSeek
+    ones on the left). A tokenizer the file is given, a side it computes, a single
+    prompt, encoder-decoder models (T5, BART) and vLLM / SGLang engines are not
+    reported.
+
+    ## Why is this bad?
+    A decoder-only model continues the last token of each row. With right padding,
+    every prompt shorter than the longest ends in pad tokens, so its completion is
+    sampled after a run of padding the model never saw in training: rollouts of
+    short prompts degrade, their log-probs are those of a different context, and the
+    completion no longer starts at the prompt length that slicing assumes.
+    transformers warns about it at run time ("right-padding was detected").
+
+    ## Example
+    ```python
+    tokenizer = AutoTokenizer.from_pretrained("Qwen/Qwen2.5-1.5B-Instruct")
+    enc = tokenizer(prompts, padding=True, return_tensors="pt")
+    out = policy.generate(**enc, do_sample=True, max_new_tokens=1024)
+    ```
+
+    ## Use instead
+    ```python
+    tokenizer = AutoTokenizer.from_pretrained("Qwen/Qwen2.5-1.5B-Instruct", padding_side="left")
+    ```
+    or `tokenizer.padding_side = "left"` before tokenizing generation prompts (and
+    back to `"right"` for training batches if the loss code needs it).
+
+    ## Options
+    None.
+    """
+
+    code = "RL316"
+    name = "generate-right-padded"
+    severity = Severity.WARNING
+    message = ("`{expr}` pads a batch of prompts on the right ({how}) and `{sampler}` generates from it: "
+               "pad tokens sit between the shorter prompts and their completions")
+    triggers = ("padding",)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        padding = keyword(node, "padding")
+        if padding is None or not _pads(padding.value):
+            return
+        facts = self.file.fact(TokenizerFacts)
+        text = tokenized_text(node)
+        if text is None and dotted(node.func) in facts.tokenizers:  # `tk = AutoTokenizer.from_pretrained(...)`
+            text = keyword(node, "text").value if keyword(node, "text") else positional(node, 0)
+        if text is None:
+            return
+        side = facts.padding_side(node)
+        if side != "right" or not facts.decoder_only or not self.file.fact(Purpose).rl_source:
+            return
+        if literal_text(padding.value) != "max_length" and not facts.batched(text, self.scope):
+            return  # one prompt: `padding=True` adds nothing
+        sampler = self.file.fact(IdsUse).generation(node, self.function)
+        if sampler is None or call_tail(sampler) != "generate" or not isinstance(sampler.func, cst.Attribute):
+            return
+        engine = sampler.func.value
+        if dotted(engine) in facts.vllm_engines or self.file.fact(ModelRoles).role(engine, self.function) is None \
+                and not self.file.fact(ModelRoles).is_model(dotted(engine) or ""):
+            return
+        how = '`padding_side="right"`' if keyword(node, "padding_side") is not None or facts.padding_sides \
+            else "the default of the tokenizer this file loads for the models it names"
+        self.report(node, expr=self.source(node), how=how, sampler=self.source(sampler.func, 40))
+
+
+class DropoutInRollout(FunctionRule):
+    """
+    ## What it does
+    Reports a rollout (`policy.generate(...)`) or an old-log-prob pass (a forward of
+    the policy under `torch.no_grad()`) that the policy reaches in train mode: a
+    `policy.train()` comes before it with no `policy.eval()` in between, in the same
+    function, on the next turn of a loop, through the file's helpers or at the calls
+    of the function it is in; when the file shows that the model samples dropout in
+    train mode: LoRA with `lora_dropout > 0`, a dropout probability above 0 where a
+    model is built or configured, or a GPT-2 / OPT model. A model the file never
+    sets to train mode (`from_pretrained` models start in eval mode), models with
+    zero dropout, `disable_dropout`, and a call that hands the model to code outside
+    the file in between are not reported. Each `train()` is reported once, at the
+    first pass it reaches.
+
+    ## Why is this bad?
+    `torch.no_grad()` does not turn dropout off; only `eval()` does. Sampled in train
+    mode, each rollout comes from a random sub-network, and old log-probs computed so
+    are those of yet another one: the importance ratio of the update is noise even
+    before the policy moves, and clipping acts on that noise.
+
+    ## Example
+    ```python
+    model = get_peft_model(base, LoraConfig(r=16, lora_dropout=0.05))
+    for batch in loader:
+        with torch.no_grad():
+            out = model.generate(**batch, do_sample=True)
+            old_logps = token_logps(model, out)
+        model.train()
+        loss = grpo_loss(model, out, old_logps, advantages)
+    ```
+
+    ## Use instead
+    ```python
+    for batch in loader:
+        model.eval()
+        with torch.no_grad():
+            out = model.generate(**batch, do_sample=True)
+            old_logps = token_logps(model, out)
+        model.train()
+        ...
+    ```
+
+    ## Options
+    None.
+    """
+
+    code = "RL317"
+    name = "dropout-in-rollout"
+    severity = Severity.WARNING
+    message = ("`{expr}` {what} with `{model}` in train mode (`{train}` reaches it) while its dropout is active "
+               "({why}): the behaviour policy is a random sub-network and the ratio is noise")
+    triggers = (".train(",)
+
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self._reported: Set[int] = set()  # `train()` calls already reported: one finding per cause
+        self._points: Optional[Dict[int, Tuple[str, str]]] = None
+
+    def _sampling_points(self) -> Dict[int, Tuple[str, str]]:
+        """Calls that sample or compute old log-probs with the policy -> (the model, what they do)."""
+        if self._points is None:
+            self._points = {}
+            if self.file.fact(Dropout).active and self.file.fact(Purpose).rl_source:
+                for forward in self.file.fact(GradFlow).forwards:
+                    if forward.role == POLICY and forward.no_grad and not forward.adapter_off:
+                        self._points[id(forward.node)] = (forward.model, "computes old log-probs")
+        return self._points
+
+    def visit_Call(self, node: cst.Call) -> None:
+        points = self._sampling_points()
+        if not points and not self.file.fact(Dropout).active:
+            return
+        roles = self.file.fact(ModelRoles)
+        if call_tail(node) == "generate" and isinstance(node.func, cst.Attribute) and \
+                roles.role(node.func.value, self.function) == POLICY and self.file.fact(Purpose).rl_source:
+            model, what = dotted(roles.unwrap(node.func.value)) or "", "samples rollouts"
+        elif id(node) in points:
+            model, what = points[id(node)]
+        else:
+            return
+        modes = self.file.fact(ModelModes).at(node, model, self.function)
+        trains = [s.node for s in modes if s.mode == TRAIN and s.node is not None and id(s.node) not in self._reported]
+        if not trains:
+            return
+        train = trains[0]
+        self._reported.update(id(s.node) for s in modes if s.mode == TRAIN)
+        self.report(node, expr=self.source(node), what=what, model=model, train=self.source(train, 40),
+                    why=self.file.fact(Dropout).why)
+
+
+def _pads(value: cst.BaseExpression) -> bool:
+    """`padding=True`, `"longest"`, `"max_length"` (or a `PaddingStrategy` of those)."""
+    text = literal_text(value)
+    if text is None and isinstance(value, cst.Attribute):
+        text = value.attr.value.lower()
+    return number(value) == 1.0 if text is None else text in ("longest", "max_length")
+
+
 
 
 def _truncates(value: cst.BaseExpression) -> bool:

@@ -1,0 +1,222 @@
+"""Train / eval mode of models at a point of the code, and whether their dropout is active (RL317).
+
+A model is in train mode after `m.train()` and in eval mode after `m.eval()` / `m.train(False)`;
+`from_pretrained` models start in eval mode, so only a mode the source sets counts. Modes flow along
+the statements of a function: branches join, a loop body runs again after its end (a `train()` late
+in a loop reaches the `generate` at its top on the next iteration), and a call of a local helper
+leaves what the helper sets (`self.update()` ending in `self.policy.train()`). A call that hands the
+model to code this file does not have may set either mode: after it the mode is unknown. Where a
+function sets nothing before a point, the modes at the calls of that function count, a few levels up.
+
+Dropout acts only in train mode and only where a model has some: LoRA adapters with
+`lora_dropout > 0`, a dropout probability above 0 set where a model is built or configured
+(`nn.Dropout(0.1)`, `attention_dropout=0.1`), or a named model family whose config has dropout
+(GPT-2, OPT). Zero settings and `disable_dropout` make it inactive; where the file says nothing
+(Qwen, Llama and most recent models have none), it is unknown.
+"""
+from __future__ import annotations
+
+import re
+from typing import Dict, FrozenSet, List, NamedTuple, Optional, Set, Tuple
+
+import libcst as cst
+
+from rllint.analysis.roles import ModelRoles, body_of, call_name, calls_in, child_blocks, header
+from rllint.analysis.syntax import dotted, keyword, positional, walk
+from rllint.analysis.text import Scope, TextSources, argument, literal_text, number
+from rllint.analysis.values import Values
+
+TRAIN, EVAL, ENTRY, UNKNOWN = "train", "eval", "entry", "unknown"
+
+
+class Setting(NamedTuple):
+    mode: str  # TRAIN, EVAL, ENTRY (whatever it was when the function was called) or UNKNOWN
+    node: Optional[cst.Call]  # the call that set it
+
+
+State = FrozenSet[Setting]
+_AT_ENTRY: State = frozenset({Setting(ENTRY, None)})
+_UNKNOWN: State = frozenset({Setting(UNKNOWN, None)})
+# Calls that take a model and leave its mode alone.
+_NEUTRAL = {"unwrap_model", "prepare", "backward", "watch", "len", "print", "isinstance", "getattr", "hasattr",
+            "id", "type", "next", "iter", "get_peft_model", "clip_grad_norm_", "deepcopy", "to", "cuda", "cpu"}
+_CALLER_DEPTH = 3
+
+
+def mode_set(call: cst.Call) -> Optional[Tuple[str, str]]:
+    """`m.train()` -> (`m`, TRAIN); `m.eval()` / `m.train(False)` / `m.train(mode=False)` -> (`m`, EVAL)."""
+    if not isinstance(call.func, cst.Attribute) or call.func.attr.value not in ("train", "eval"):
+        return None
+    if call.func.attr.value == "eval":
+        return (dotted(call.func.value) or "", EVAL) if not call.args else None
+    flag = keyword(call, "mode")
+    value = flag.value if flag is not None else positional(call, 0)
+    on = 1.0 if value is None else number(value)
+    if on is None:
+        return None
+    return dotted(call.func.value) or "", TRAIN if on == 1.0 else EVAL
+
+
+class ModelModes:
+    """`at(call, model, function)`: the settings of `model` that may be in force when `call` runs."""
+
+    def __init__(self, file) -> None:
+        self.file = file
+        self.roles: ModelRoles = file.fact(ModelRoles)
+        self.sources: TextSources = file.fact(TextSources)
+        self._effects: Dict[Tuple[int, str], State] = {}
+
+    def at(self, call: cst.Call, model: str, function: Optional[cst.FunctionDef], depth: int = 0) -> State:
+        scope = function or self.file.module
+        statement = next((s for s, calls in self.roles.calls.get(scope, ()) if any(c is call for c in calls)), None)
+        if statement is None:
+            return _UNKNOWN
+        found: Set[Setting] = set()
+        self._run(body_of(scope), _AT_ENTRY, model, scope, statement, found)
+        if Setting(ENTRY, None) not in found:
+            return frozenset(found)
+        found.discard(Setting(ENTRY, None))
+        sites = self.sources.calls_of(function) if function is not None and depth < _CALLER_DEPTH else []
+        for site, caller in sites:
+            key = self._caller_key(site, function, model)
+            outer = caller.node if isinstance(caller.node, cst.FunctionDef) else None
+            found |= self.at(site, key, outer, depth + 1) if key else _UNKNOWN
+        return frozenset(found) if sites else frozenset(found | _AT_ENTRY)
+
+    def _caller_key(self, site: cst.Call, function: cst.FunctionDef, model: str) -> Optional[str]:
+        """What the caller calls the model `function` calls `model`: the argument given to that parameter, the
+        same `self.x` for a method called on `self`, the same global name."""
+        given = argument(site, function, model)
+        if given is not None:
+            return dotted(self.roles.unwrap(given))
+        if model.startswith("self.") and isinstance(site.func, cst.Attribute) and dotted(site.func.value) == "self":
+            return model
+        return model if "." not in model and model not in self.sources.scopes.of(function).assigned else None
+
+    # ---- the walk ----
+
+    def _run(self, block: List[cst.CSTNode], state: State, model: str, scope, target, found: Set[Setting]) -> State:
+        for stmt in block:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                state = self._run(list(stmt.body), state, model, scope, target, found)
+                continue
+            if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                continue
+            if stmt is target:
+                found.update(state)
+            for part in header(stmt):
+                for call in calls_in(part):
+                    state = self._apply(call, state, model)
+            blocks = list(child_blocks(stmt))
+            if isinstance(stmt, (cst.For, cst.While)):
+                once = self._run(blocks[0], state, model, scope, target, found)
+                again = self._run(blocks[0], state | once, model, scope, target, found)
+                state = state | again
+                for rest in blocks[1:]:
+                    state = self._run(rest, state, model, scope, target, found)
+            elif isinstance(stmt, cst.If):
+                ends = [self._run(b, state, model, scope, target, found) for b in blocks]
+                state = frozenset().union(*ends) | (state if stmt.orelse is None else frozenset())
+            elif isinstance(stmt, (cst.Try, cst.TryStar)):
+                body = self._run(blocks[0], state, model, scope, target, found)
+                ends = [body] + [self._run(b, state | body, model, scope, target, found) for b in blocks[1:]]
+                state = frozenset().union(*ends)
+            elif isinstance(stmt, cst.Match):
+                ends = [self._run(b, state, model, scope, target, found) for b in blocks]
+                state = frozenset().union(state, *ends)
+            else:
+                for inner in blocks:
+                    state = self._run(inner, state, model, scope, target, found)
+        return state
+
+    def _apply(self, call: cst.Call, state: State, model: str) -> State:
+        setting = mode_set(call)
+        if setting is not None:
+            key = dotted(self.roles.unwrap(call.func.value)) if isinstance(call.func, cst.Attribute) else None
+            return frozenset({Setting(setting[1], call)}) if key == model else state
+        for helper in self.sources.helpers(call):
+            inner = self._helper_key(call, helper, model)
+            if inner is not None:
+                effect = self._effect(helper, inner)
+                kept = state if Setting(ENTRY, None) in effect else frozenset()
+                return (effect - _AT_ENTRY) | kept
+            return state
+        if call_name(call) not in _NEUTRAL and any(
+                dotted(self.roles.unwrap(a.value)) == model for a in call.args):
+            return _UNKNOWN  # the model goes to code this file does not have
+        return state
+
+    def _helper_key(self, call: cst.Call, helper: cst.FunctionDef, model: str) -> Optional[str]:
+        for param in list(helper.params.posonly_params) + list(helper.params.params) + list(helper.params.kwonly_params):
+            given = argument(call, helper, param.name.value)
+            if given is not None and dotted(self.roles.unwrap(given)) == model:
+                return param.name.value
+        if model.startswith("self.") and isinstance(call.func, cst.Attribute) and dotted(call.func.value) == "self":
+            return model
+        return model if "." not in model else None
+
+    def _effect(self, helper: cst.FunctionDef, model: str) -> State:
+        """The settings `helper` leaves `model` in; ENTRY among them when some path sets nothing."""
+        key = (id(helper), model)
+        if key not in self._effects:
+            self._effects[key] = _AT_ENTRY  # while it is worked out: a recursive call changes nothing
+            self._effects[key] = self._run(body_of(helper), _AT_ENTRY, model, helper, None, set())
+        return self._effects[key]
+
+
+# ---- dropout ----
+
+_DROPOUT_KEY = re.compile(r"(^|_)(dropout|pdrop)(_prob|_rate|_p)?$|^dropout")
+_DISABLES = re.compile(r"disable_dropout")
+_MODEL_ID = re.compile(r"^[\w.\-/~:]+$")
+# Families whose released configs sample dropout in train mode (GPT-2: 0.1 everywhere; OPT: 0.1), and families
+# whose configs have none (Qwen, Llama, Mistral, Gemma, DeepSeek, Pythia, SmolLM, Phi-3).
+_DROPOUT_FAMILY = re.compile(r"(^|/)(distil)?gpt-?2|(^|/)opt-\d", re.I)
+_NO_DROPOUT_FAMILY = re.compile(r"qwen|qwq|llama|mistral|mixtral|gemma|deepseek|pythia|smollm|phi-3", re.I)
+
+
+class Dropout:
+    """Whether the file's models sample dropout in train mode: `active` True (with `why`), False, or None."""
+
+    def __init__(self, file) -> None:
+        values: Values = file.fact(Values)
+        lora: Set[Optional[bool]] = set()
+        base: Set[Optional[bool]] = set()
+        self.why = ""
+        disabled = False
+        for node in walk(file.module, into_functions=True):
+            if isinstance(node, cst.Call):
+                disabled = disabled or bool(_DISABLES.search(call_name(node)))
+                if call_name(node) == "Dropout":
+                    p = keyword(node, "p")
+                    self._note(base, values, p.value if p is not None else positional(node, 0), "nn.Dropout")
+                for arg in node.args:
+                    key = arg.keyword.value if arg.keyword is not None else ""
+                    if key == "lora_dropout":
+                        self._note(lora, values, arg.value, "lora_dropout")
+                    elif key.startswith("disable_dropout"):
+                        disabled = disabled or number(arg.value) == 1.0
+                    elif _DROPOUT_KEY.search(key):
+                        self._note(base, values, arg.value, key)
+            elif isinstance(node, cst.Assign):
+                for target in node.targets:
+                    if isinstance(target.target, cst.Attribute) and _DROPOUT_KEY.search(target.target.attr.value):
+                        self._note(base, values, node.value, target.target.attr.value)
+            elif isinstance(node, cst.SimpleString):
+                name = literal_text(node) or ""
+                if _MODEL_ID.match(name) and _DROPOUT_FAMILY.search(name):
+                    base.add(True)
+                    self.why = self.why or f"{name} has dropout 0.1"
+                elif _MODEL_ID.match(name) and _NO_DROPOUT_FAMILY.search(name):
+                    base.add(False)
+        active = lora == {True} or base == {True}
+        self.active: Optional[bool] = False if disabled else (True if active else None)
+
+    def _note(self, seen: Set[Optional[bool]], values: Values, expr: Optional[cst.BaseExpression], what: str) -> None:
+        value = values.of(expr) if expr is not None else None
+        if value is None or not isinstance(value.number, (int, float)):
+            seen.add(None)  # a probability the file computes: nothing known
+            return
+        seen.add(value.number > 0)
+        if value.number > 0 and not self.why:
+            self.why = f"{what}={value.number:g}"

@@ -1,0 +1,266 @@
+"""RL316 (generate on right-padded prompts) and RL317 (dropout active in rollouts) on shapes of real code:
+every positive, and every look-alike RULES.md says must stay silent."""
+import textwrap
+
+from rllint.runner import lint_text
+from rllint.settings import Settings
+
+# What makes a script an RL run: a clipped policy-gradient update.
+UPDATE = """
+    ratio = torch.exp(new_lp - old_lp)
+    adv = (scores - scores.mean()) / (scores.std() + 1e-6)
+    loss = -torch.min(ratio * adv, torch.clamp(ratio, 0.8, 1.2) * adv).mean()
+    loss.backward()
+    optim.step()
+"""
+
+
+def lines(code: str, source: str, path: str = "rl_loop.py"):
+    result = lint_text(textwrap.dedent(source), path, Settings(select=[code]))
+    assert result.errors == []
+    return sorted(d.line for d in result.diagnostics)
+
+
+# ---------------------------------------------------------------- RL316
+
+SCRIPT = """
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+tk = AutoTokenizer.from_pretrained("Qwen/Qwen2.5-Math-1.5B"{tokenizer_kw})
+actor = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-Math-1.5B")
+optim = torch.optim.AdamW(actor.parameters(), lr=1e-6)
+{setup}
+for rows in loader:
+    questions = [f"Question: {{r['q']}}\\nAnswer:" for r in rows]
+    batch = tk(questions, return_tensors="pt", padding=True{call_kw})
+    with torch.no_grad():
+        seqs = actor.generate(input_ids=batch.input_ids, attention_mask=batch.attention_mask, do_sample=True)
+    new_lp = actor(seqs).logits.log_softmax(-1)
+    old_lp = new_lp.detach()
+""" + textwrap.dedent(UPDATE).replace("\n", "\n    ")
+
+
+def script(tokenizer_kw: str = "", setup: str = "", call_kw: str = "") -> str:
+    return SCRIPT.format(tokenizer_kw=tokenizer_kw, setup=setup, call_kw=call_kw)
+
+
+def test_rl316_a_qwen_tokenizer_never_set_left_pads_the_generation_batch_on_the_right():
+    assert lines("RL316", script()) == [11]
+
+
+def test_rl316_left_padding_on_the_constructor_the_attribute_or_the_call_is_silent():
+    assert lines("RL316", script(tokenizer_kw=', padding_side="left"')) == []
+    assert lines("RL316", script(setup='tk.padding_side = "left"')) == []
+    assert lines("RL316", script(call_kw=', padding_side="left"')) == []
+
+
+def test_rl316_a_side_the_file_computes_is_silent():
+    assert lines("RL316", script(setup="tk.padding_side = cfg.pad_side")) == []
+
+
+def test_rl316_right_padding_set_explicitly_is_reported_whatever_the_family():
+    source = script(setup='tk.padding_side = "right"').replace("Qwen/Qwen2.5-Math-1.5B", "some/checkpoint")
+    assert lines("RL316", source) == [11]
+
+
+CLASS_STYLE = '''
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+
+class Sampler:
+    def __init__(self, path="openai-community/gpt2"):
+        self.tok = AutoTokenizer.from_pretrained(path)
+        self.policy = AutoModelForCausalLM.from_pretrained(path)
+
+    def encode(self, prompts):
+        return self.tok(prompts, padding="longest", return_tensors="pt")
+
+    def rollouts(self, prompts):
+        enc = self.encode(prompts)
+        return self.policy.generate(**enc, max_new_tokens=256, do_sample=True)
+
+
+def reinforce_loss(logps, advantages):
+    return -(logps * advantages).mean()
+'''
+
+
+def test_rl316_ids_returned_by_a_helper_and_generated_in_a_method_are_followed():
+    assert lines("RL316", CLASS_STYLE) == [11]
+
+
+def test_rl316_one_prompt_is_not_a_batch():
+    source = CLASS_STYLE.replace("enc = self.encode(prompts)", "enc = self.encode(prompts[0])").replace(
+        "self.tok(prompts,", "self.tok(f'Q: {prompts}',")
+    assert lines("RL316", source) == []
+
+
+def test_rl316_encoder_decoder_models_are_silent():
+    source = CLASS_STYLE.replace("openai-community/gpt2", "google/flan-t5-large").replace(
+        "AutoModelForCausalLM", "AutoModelForSeq2SeqLM")
+    assert lines("RL316", source) == []
+
+
+def test_rl316_a_tokenizer_the_function_is_given_is_silent():
+    source = '''
+    MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
+
+    def rollouts(policy, tokenizer, prompts):
+        enc = tokenizer(prompts, padding=True, return_tensors="pt")
+        return policy.generate(**enc, do_sample=True)
+
+    def pg_loss(logps, advantages):
+        return -(logps * advantages).mean()
+    '''
+    assert lines("RL316", source) == []
+
+
+def test_rl316_vllm_given_unpadded_prompts_and_padding_for_a_reward_model_are_silent():
+    source = '''
+    from transformers import AutoTokenizer
+    from vllm import LLM, SamplingParams
+
+    tk = AutoTokenizer.from_pretrained("Qwen/Qwen2.5-7B-Instruct")
+    llm = LLM(model="Qwen/Qwen2.5-7B-Instruct")
+
+    def rollouts(prompts):
+        outs = llm.generate(prompts, SamplingParams(temperature=1.0))
+        return [o.outputs[0].text for o in outs]
+
+    def score(reward_model, prompts, completions):
+        enc = tk([p + c for p, c in zip(prompts, completions)], padding=True, return_tensors="pt")
+        return reward_model(**enc).logits[:, 0]
+
+    def pg_loss(logps, advantages):
+        return -(logps * advantages).mean()
+    '''
+    assert lines("RL316", source) == []
+
+
+def test_rl316_test_code_is_silent():
+    assert lines("RL316", script(), path="tests/test_loop.py") == []
+
+
+# ---------------------------------------------------------------- RL317
+
+LORA_LOOP = """
+import torch
+from peft import LoraConfig, get_peft_model
+from transformers import AutoModelForCausalLM
+
+net = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+net = get_peft_model(net, LoraConfig(r=8, lora_alpha=16, lora_dropout={dropout}))
+optim = torch.optim.AdamW(net.parameters(), lr=1e-5)
+
+
+def seq_logps(m, ids):
+    return torch.log_softmax(m(ids).logits[:, :-1], -1).gather(-1, ids[:, 1:, None]).squeeze(-1)
+
+
+{before}
+for prompts, scores in loader:
+{top}
+    with torch.no_grad():
+        ids = net.generate(**prompts, do_sample=True)
+        old_lp = seq_logps(net, ids)
+    net.train()
+    new_lp = seq_logps(net, ids)
+""" + textwrap.dedent(UPDATE).replace("\n", "\n    ")
+
+
+def lora_loop(dropout: str = "0.05", before: str = "", top: str = "") -> str:
+    return LORA_LOOP.format(dropout=dropout, before=before, top=top)
+
+
+def test_rl317_lora_dropout_and_a_train_call_late_in_the_loop_reach_the_next_rollout():
+    assert lines("RL317", lora_loop()) == [19]  # once: the old-log-prob pass has the same cause
+
+
+def test_rl317_eval_around_sampling_is_silent():
+    assert lines("RL317", lora_loop(top="    net.eval()")) == []
+    assert lines("RL317", lora_loop(top="    net.train(False)")) == []
+
+
+def test_rl317_zero_dropout_or_disabled_dropout_is_silent():
+    assert lines("RL317", lora_loop(dropout="0.0")) == []
+    assert lines("RL317", lora_loop(before="disable_dropout_in_model(net)")) == []
+
+
+def test_rl317_a_dropout_the_file_computes_is_silent():
+    assert lines("RL317", lora_loop(dropout="cfg.lora_dropout")) == []
+
+
+def test_rl317_no_train_call_leaves_a_pretrained_model_in_eval_mode():
+    source = lora_loop().replace("    net.train()\n", "")
+    assert lines("RL317", source) == []
+
+
+def test_rl317_the_model_handed_to_outside_code_in_between_is_silent():
+    assert lines("RL317", lora_loop(top="    evaluate_on_dev(net)")) == []
+
+
+def test_rl317_train_mode_without_any_dropout_evidence_is_silent():
+    source = lora_loop().replace(
+        "net = get_peft_model(net, LoraConfig(r=8, lora_alpha=16, lora_dropout=0.05))\n", "")
+    assert lines("RL317", source) == []
+
+
+ACTOR_CRITIC = '''
+import torch
+from transformers import GPT2LMHeadModel
+
+
+class PPOLearner:
+    def __init__(self):
+        self.actor = GPT2LMHeadModel.from_pretrained("gpt2")
+        self.opt = torch.optim.Adam(self.actor.parameters(), lr=1e-5)
+
+    def collect(self, queries):
+        with torch.no_grad():
+            return self.actor.generate(queries, do_sample=True, max_new_tokens=48)
+
+    def update(self, seqs, old_lp, adv):
+        self.actor.train()
+        logp = torch.log_softmax(self.actor(seqs).logits, -1)
+        ratio = torch.exp(logp - old_lp)
+        loss = -torch.min(ratio * adv, torch.clamp(ratio, 0.8, 1.2) * adv).mean()
+        loss.backward()
+        self.opt.step()
+
+    def fit(self, loader):
+        for queries, old_lp, adv in loader:
+            seqs = self.collect(queries)
+            self.update(seqs, old_lp, adv)
+'''
+
+
+def test_rl317_a_gpt2_actor_left_in_train_mode_by_the_update_method_samples_in_it():
+    assert lines("RL317", ACTOR_CRITIC) == [13]
+
+
+def test_rl317_an_eval_call_in_the_sampling_method_is_silent():
+    source = ACTOR_CRITIC.replace("        with torch.no_grad():\n            return",
+                                  "        self.actor.eval()\n        with torch.no_grad():\n            return")
+    assert lines("RL317", source) == []
+
+
+def test_rl317_an_old_log_prob_pass_after_train_in_the_same_function():
+    source = '''
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    policy = AutoModelForCausalLM.from_pretrained("facebook/opt-350m")
+    opt = torch.optim.AdamW(policy.parameters(), lr=1e-6)
+
+    def step(seqs, adv):
+        policy.train()
+        with torch.no_grad():
+            old_logp = torch.log_softmax(policy(seqs).logits, -1)
+        logp = torch.log_softmax(policy(seqs).logits, -1)
+        ratio = torch.exp(logp - old_logp)
+        loss = -torch.min(ratio * adv, torch.clamp(ratio, 0.8, 1.2) * adv).mean()
+        loss.backward()
+        opt.step()
+    '''
+    assert lines("RL317", source) == [11]
