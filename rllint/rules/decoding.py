@@ -1424,9 +1424,10 @@ class GenerateRightPadded(FunctionRule):
         if sampler is None or call_tail(sampler) != "generate" or not isinstance(sampler.func, cst.Attribute):
             return
         engine = sampler.func.value
-        if dotted(engine) in facts.vllm_engines or self.file.fact(ModelRoles).role(engine, self.function) is None \
-                and not self.file.fact(ModelRoles).is_model(dotted(engine) or ""):
-            return
+        roles = self.file.fact(ModelRoles)
+        if dotted(engine) in facts.vllm_engines or (
+                roles.role(engine, self.function) is None and not roles.is_model(dotted(engine) or "")):
+            return  # an engine, or something the file does not show to be a model
         how = '`padding_side="right"`' if keyword(node, "padding_side") is not None or facts.padding_sides \
             else "the default of the tokenizer this file loads for the models it names"
         self.report(node, expr=self.source(node), how=how, sampler=self.source(sampler.func, 40))
@@ -1489,35 +1490,31 @@ class DropoutInRollout(FunctionRule):
     def __init__(self, file) -> None:
         super().__init__(file)
         self._reported: Set[int] = set()  # `train()` calls already reported: one finding per cause
-        self._points: Optional[Dict[int, Tuple[str, str]]] = None
+        self._passes: Optional[Dict[int, str]] = None
 
-    def _sampling_points(self) -> Dict[int, Tuple[str, str]]:
-        """Calls that sample or compute old log-probs with the policy -> (the model, what they do)."""
-        if self._points is None:
-            self._points = {}
-            if self.file.fact(Dropout).active and self.file.fact(Purpose).rl_source:
-                for forward in self.file.fact(GradFlow).forwards:
-                    if forward.role == POLICY and forward.no_grad and not forward.adapter_off:
-                        self._points[id(forward.node)] = (forward.model, "computes old log-probs")
-        return self._points
+    def _old_logp_passes(self) -> Dict[int, str]:
+        """Forwards of the policy under no_grad, with its adapter on (old log-probs) -> the model."""
+        if self._passes is None:
+            self._passes = {id(f.node): f.model for f in self.file.fact(GradFlow).forwards
+                            if f.role == POLICY and f.no_grad and not f.adapter_off}
+        return self._passes
 
     def visit_Call(self, node: cst.Call) -> None:
-        points = self._sampling_points()
-        if not points and not self.file.fact(Dropout).active:
+        if not self.file.fact(Dropout).active or not self.file.fact(Purpose).rl_source:
             return
         roles = self.file.fact(ModelRoles)
         if call_tail(node) == "generate" and isinstance(node.func, cst.Attribute) and \
-                roles.role(node.func.value, self.function) == POLICY and self.file.fact(Purpose).rl_source:
+                roles.role(node.func.value, self.function) == POLICY:
             model, what = dotted(roles.unwrap(node.func.value)) or "", "samples rollouts"
-        elif id(node) in points:
-            model, what = points[id(node)]
+        elif id(node) in self._old_logp_passes():
+            model, what = self._old_logp_passes()[id(node)], "computes old log-probs"
         else:
             return
         modes = self.file.fact(ModelModes).at(node, model, self.function)
         trains = [s.node for s in modes if s.mode == TRAIN and s.node is not None and id(s.node) not in self._reported]
         if not trains:
             return
-        train = trains[0]
+        train = min(trains, key=self.source)  # the same one on every run
         self._reported.update(id(s.node) for s in modes if s.mode == TRAIN)
         self.report(node, expr=self.source(node), what=what, model=model, train=self.source(train, 40),
                     why=self.file.fact(Dropout).why)
