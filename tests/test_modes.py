@@ -142,8 +142,10 @@ def test_zero_dropout_disabling_and_silence_are_not_active():
 
 
 def test_model_dropout_settings_and_families():
-    assert dropout('m = load("gpt2")') == (True, "gpt2 has dropout 0.1")
+    assert dropout('m = GPT2LMHeadModel.from_pretrained("gpt2")') == (True, "gpt2 has dropout 0.1")
+    assert dropout('NAME = "facebook/opt-1.3b"\nm = AutoModelForCausalLM.from_pretrained(NAME)')[0] is True
+    assert dropout('enc = tiktoken.get_encoding("gpt2")')[0] is None
     assert dropout("layer = nn.Dropout(p=0.2)") == (True, "nn.Dropout=0.2")
     assert dropout("config.attention_dropout = 0.1")[0] is True
-    assert dropout('m = load("gpt2"); m.config.resid_pdrop = 0.0')[0] is None
+    assert dropout('m = GPT2LMHeadModel.from_pretrained("gpt2"); m.config.resid_pdrop = 0.0')[0] is None
     assert dropout("head = nn.Dropout(cfg.p)")[0] is None

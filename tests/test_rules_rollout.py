@@ -264,3 +264,8 @@ def test_rl317_an_old_log_prob_pass_after_train_in_the_same_function():
         opt.step()
     '''
     assert lines("RL317", source) == [11]
+
+
+def test_rl316_padding_to_max_length_pads_even_one_prompt():
+    source = CLASS_STYLE.replace('self.tok(prompts, padding="longest",', "self.tok(f'Q: {prompts}', padding=\"max_length\", max_length=256,")
+    assert lines("RL316", source) == [11]

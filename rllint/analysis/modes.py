@@ -10,8 +10,8 @@ function sets nothing before a point, the modes at the calls of that function co
 
 Dropout acts only in train mode and only where a model has some: LoRA adapters with
 `lora_dropout > 0`, a dropout probability above 0 set where a model is built or configured
-(`nn.Dropout(0.1)`, `attention_dropout=0.1`), or a named model family whose config has dropout
-(GPT-2, OPT). Zero settings and `disable_dropout` make it inactive; where the file says nothing
+(`nn.Dropout(0.1)`, `attention_dropout=0.1`), or a model family whose config has dropout, loaded by
+its hub id (GPT-2, OPT). Zero settings and `disable_dropout` make it inactive; where the file says nothing
 (Qwen, Llama and most recent models have none), it is unknown.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ import libcst as cst
 
 from rllint.analysis.roles import ModelRoles, body_of, call_name, calls_in, child_blocks, header
 from rllint.analysis.syntax import dotted, keyword, positional, walk
-from rllint.analysis.text import Scope, TextSources, argument, literal_text, number
+from rllint.analysis.text import Scopes, TextSources, argument, number
 from rllint.analysis.values import Values
 
 TRAIN, EVAL, ENTRY, UNKNOWN = "train", "eval", "entry", "unknown"
@@ -43,18 +43,16 @@ _NEUTRAL = {"unwrap_model", "prepare", "backward", "watch", "len", "print", "isi
 _CALLER_DEPTH = 3
 
 
-def mode_set(call: cst.Call) -> Optional[Tuple[str, str]]:
-    """`m.train()` -> (`m`, TRAIN); `m.eval()` / `m.train(False)` / `m.train(mode=False)` -> (`m`, EVAL)."""
+def mode_set(call: cst.Call) -> Optional[str]:
+    """`m.train()` -> TRAIN; `m.eval()` / `m.train(False)` / `m.train(mode=False)` -> EVAL; None otherwise."""
     if not isinstance(call.func, cst.Attribute) or call.func.attr.value not in ("train", "eval"):
         return None
     if call.func.attr.value == "eval":
-        return (dotted(call.func.value) or "", EVAL) if not call.args else None
+        return EVAL if not call.args else None
     flag = keyword(call, "mode")
     value = flag.value if flag is not None else positional(call, 0)
     on = 1.0 if value is None else number(value)
-    if on is None:
-        return None
-    return dotted(call.func.value) or "", TRAIN if on == 1.0 else EVAL
+    return None if on is None else TRAIN if on == 1.0 else EVAL
 
 
 class ModelModes:
@@ -130,10 +128,9 @@ class ModelModes:
         return state
 
     def _apply(self, call: cst.Call, state: State, model: str) -> State:
-        setting = mode_set(call)
-        if setting is not None:
-            key = dotted(self.roles.unwrap(call.func.value)) if isinstance(call.func, cst.Attribute) else None
-            return frozenset({Setting(setting[1], call)}) if key == model else state
+        mode = mode_set(call)
+        if mode is not None:
+            return frozenset({Setting(mode, call)}) if dotted(self.roles.unwrap(call.func.value)) == model else state
         for helper in self.sources.helpers(call):
             inner = self._helper_key(call, helper, model)
             if inner is not None:
@@ -180,6 +177,7 @@ class Dropout:
 
     def __init__(self, file) -> None:
         values: Values = file.fact(Values)
+        scopes: Scopes = file.fact(Scopes)
         lora: Set[Optional[bool]] = set()
         base: Set[Optional[bool]] = set()
         self.why = ""
@@ -187,6 +185,8 @@ class Dropout:
         for node in walk(file.module, into_functions=True):
             if isinstance(node, cst.Call):
                 disabled = disabled or bool(_DISABLES.search(call_name(node)))
+                if call_name(node) == "from_pretrained":
+                    self._family(base, scopes.string(positional(node, 0)) or "")
                 if call_name(node) == "Dropout":
                     p = keyword(node, "p")
                     self._note(base, values, p.value if p is not None else positional(node, 0), "nn.Dropout")
@@ -202,15 +202,16 @@ class Dropout:
                 for target in node.targets:
                     if isinstance(target.target, cst.Attribute) and _DROPOUT_KEY.search(target.target.attr.value):
                         self._note(base, values, node.value, target.target.attr.value)
-            elif isinstance(node, cst.SimpleString):
-                name = literal_text(node) or ""
-                if _MODEL_ID.match(name) and _DROPOUT_FAMILY.search(name):
-                    base.add(True)
-                    self.why = self.why or f"{name} has dropout 0.1"
-                elif _MODEL_ID.match(name) and _NO_DROPOUT_FAMILY.search(name):
-                    base.add(False)
         active = lora == {True} or base == {True}
         self.active: Optional[bool] = False if disabled else (True if active else None)
+
+    def _family(self, seen: Set[Optional[bool]], name: str) -> None:
+        """The dropout of a model loaded by its hub id (a literal or a module constant)."""
+        if _MODEL_ID.match(name) and _DROPOUT_FAMILY.search(name):
+            seen.add(True)
+            self.why = self.why or f"{name} has dropout 0.1"
+        elif _MODEL_ID.match(name) and _NO_DROPOUT_FAMILY.search(name):
+            seen.add(False)
 
     def _note(self, seen: Set[Optional[bool]], values: Values, expr: Optional[cst.BaseExpression], what: str) -> None:
         value = values.of(expr) if expr is not None else None
