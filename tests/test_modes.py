@@ -95,6 +95,25 @@ def test_a_helper_leaves_what_it_sets_through_its_parameter_or_self():
     """, model="self.pi") == {(EVAL, "self.pi.eval()")}
 
 
+def test_a_wrapper_bound_to_a_name_is_the_same_model():
+    assert modes("""
+        policy.train()
+        gen = accelerator.unwrap_model(policy)
+        sample(gen)
+    """, model="gen") == {(TRAIN, "policy.train()")}
+    assert modes("""
+        def roll(self):
+            self.actor.train()
+            with unwrap_model_for_generation(self.actor, self.acc) as live:
+                sample(live)
+    """, model="live") == {(TRAIN, "self.actor.train()")}
+    assert modes("""
+        policy.train()
+        gen = build_copy(policy)
+        sample(gen)
+    """, model="gen") == {(ENTRY, None)}
+
+
 def test_the_mode_at_the_callers_of_the_function_counts():
     assert modes("""
         def roll(policy):

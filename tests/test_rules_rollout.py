@@ -267,5 +267,25 @@ def test_rl317_an_old_log_prob_pass_after_train_in_the_same_function():
 
 
 def test_rl316_padding_to_max_length_pads_even_one_prompt():
-    source = CLASS_STYLE.replace('self.tok(prompts, padding="longest",', "self.tok(f'Q: {prompts}', padding=\"max_length\", max_length=256,")
+    source = CLASS_STYLE.replace('self.tok(prompts, padding="longest",',
+                                 "self.tok(f'Q: {prompts}', padding=\"max_length\", max_length=256,")
     assert lines("RL316", source) == [11]
+
+
+def test_rl316_an_sglang_engine_given_unpadded_token_ids_is_silent():
+    source = '''
+    import sglang as sgl
+    from transformers import AutoTokenizer
+
+    tk = AutoTokenizer.from_pretrained("Qwen/Qwen2.5-3B-Instruct")
+    engine = sgl.Engine(model_path="Qwen/Qwen2.5-3B-Instruct")
+
+    def rollouts(prompts):
+        ids = tk(prompts, padding=False).input_ids
+        return engine.generate(input_ids=ids, sampling_params={"temperature": 1.0})
+
+    def pg_loss(logps, advantages):
+        return -(logps * advantages).mean()
+    '''
+    assert lines("RL316", source) == []
+    assert lines("RL316", source.replace("padding=False", "padding=True")) == []  # an engine, not a HF model

@@ -38,8 +38,9 @@ State = FrozenSet[Setting]
 _AT_ENTRY: State = frozenset({Setting(ENTRY, None)})
 _UNKNOWN: State = frozenset({Setting(UNKNOWN, None)})
 # Calls that take a model and leave its mode alone.
-_NEUTRAL = {"unwrap_model", "prepare", "backward", "watch", "len", "print", "isinstance", "getattr", "hasattr",
-            "id", "type", "next", "iter", "get_peft_model", "clip_grad_norm_", "deepcopy", "to", "cuda", "cpu"}
+_NEUTRAL = {"unwrap_model", "unwrap_model_for_generation", "prepare", "backward", "watch", "len", "print",
+            "isinstance", "getattr", "hasattr", "id", "type", "next", "iter", "get_peft_model", "clip_grad_norm_",
+            "deepcopy", "to", "cuda", "cpu"}
 _CALLER_DEPTH = 3
 
 
@@ -66,6 +67,7 @@ class ModelModes:
 
     def at(self, call: cst.Call, model: str, function: Optional[cst.FunctionDef], depth: int = 0) -> State:
         scope = function or self.file.module
+        model = self._same_model(model, scope)
         statement = next((s for s, calls in self.roles.calls.get(scope, ()) if any(c is call for c in calls)), None)
         if statement is None:
             return _UNKNOWN
@@ -80,6 +82,15 @@ class ModelModes:
             outer = caller.node if isinstance(caller.node, cst.FunctionDef) else None
             found |= self.at(site, key, outer, depth + 1) if key else _UNKNOWN
         return frozenset(found) if sites else frozenset(found | _AT_ENTRY)
+
+    def _same_model(self, model: str, scope) -> str:
+        """The model a name bound once to a wrapper of it stands for: `m = accelerator.unwrap_model(policy)`,
+        `with unwrap_model_for_generation(policy, acc) as m:` -> `policy`."""
+        sources = [value for stmt, _ in self.roles.calls.get(scope, ()) for value in _bound_to(stmt, model)]
+        if len(sources) != 1:
+            return model
+        inner = dotted(self.roles.unwrap(sources[0]))
+        return inner if inner is not None and inner != model else model
 
     def _caller_key(self, site: cst.Call, function: cst.FunctionDef, model: str) -> Optional[str]:
         """What the caller calls the model `function` calls `model`: the argument given to that parameter, the
@@ -144,7 +155,8 @@ class ModelModes:
         return state
 
     def _helper_key(self, call: cst.Call, helper: cst.FunctionDef, model: str) -> Optional[str]:
-        for param in list(helper.params.posonly_params) + list(helper.params.params) + list(helper.params.kwonly_params):
+        params = helper.params
+        for param in list(params.posonly_params) + list(params.params) + list(params.kwonly_params):
             given = argument(call, helper, param.name.value)
             if given is not None and dotted(self.roles.unwrap(given)) == model:
                 return param.name.value
@@ -159,6 +171,15 @@ class ModelModes:
             self._effects[key] = _AT_ENTRY  # while it is worked out: a recursive call changes nothing
             self._effects[key] = self._run(body_of(helper), _AT_ENTRY, model, helper, None, set())
         return self._effects[key]
+
+
+def _bound_to(stmt: cst.CSTNode, name: str) -> List[cst.BaseExpression]:
+    """The values `stmt` binds to `name`: its assignment's value, its `with ... as name` item."""
+    if isinstance(stmt, cst.Assign) and any(dotted(t.target) == name for t in stmt.targets):
+        return [stmt.value]
+    if isinstance(stmt, cst.With):
+        return [item.item for item in stmt.items if item.asname is not None and dotted(item.asname.name) == name]
+    return []
 
 
 # ---- dropout ----

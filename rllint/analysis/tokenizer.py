@@ -217,7 +217,8 @@ class TokenizerFacts:
                 return
         else:
             return
-        self.padding_sides.add(value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None)
+        literal = isinstance(value, ast.Constant) and isinstance(value.value, str)
+        self.padding_sides.add(value.value if literal else None)
 
     def padding_side(self, call: cst.Call) -> Optional[str]:
         """The side tokenizer call `call` pads on, when the source shows it: its own `padding_side=`, else the one
