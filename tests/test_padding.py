@@ -154,3 +154,15 @@ def test_names_the_file_loads_a_tokenizer_into():
     """).fact(TokenizerFacts)
     assert facts.tokenizers == {"tk", "self.tok"}
     assert facts.loads_tokenizer is True
+
+
+def test_vllm_and_sglang_engines_by_their_constructors():
+    facts = context("""
+        import sglang as sgl
+        from vllm import LLM
+        self.llm = LLM(model=path)
+        eng = sgl.Engine(model_path=path)
+        model = AutoModelForCausalLM.from_pretrained(path)
+    """).fact(TokenizerFacts)
+    assert facts.engines == {"self.llm", "eng"}
+    assert facts.vllm_engines == {"self.llm"}

@@ -87,6 +87,7 @@ def _resolve(node: ast.expr, bound: Dict[str, List[ast.expr]]) -> Optional[ast.e
 
 
 _VLLM_ENGINES = {"vllm.LLM", "vllm.entrypoints.llm.LLM"}
+_SGLANG_ENGINES = {"sglang.Engine", "sglang.srt.entrypoints.engine.Engine"}
 
 
 def _dotted(node: ast.expr) -> Optional[str]:
@@ -132,6 +133,8 @@ class TokenizerFacts:
         # `llm = LLM(...)`, `self.engine = vllm.LLM(...)`: names of vLLM engines, whose `generate` tokenizes text
         # prompts itself, with the tokenizer's special tokens
         self.vllm_engines: Set[str] = set()
+        # `engine = sgl.Engine(...)` and the vLLM engines: inference engines, not models whose `generate` is HF's
+        self.engines: Set[str] = set()
         aliases = file.fact(Imports).aliases
         nodes = file.fact(AstNodes)
         # The file's tokenizer adds a BOS: every model it names (hub ids, paths) is of a family whose tokenizer
@@ -170,9 +173,13 @@ class TokenizerFacts:
         for node in nodes.of(ast.Assign, ast.Call):
             self._truncation_side(node)
             self._padding_side(node)
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
-                    _qualified(node.value.func, aliases) in _VLLM_ENGINES:
-                self.vllm_engines.update(filter(None, (_dotted(t) for t in node.targets)))
+            engine = _qualified(node.value.func, aliases) if isinstance(node, ast.Assign) and isinstance(
+                node.value, ast.Call) else None
+            if engine in _VLLM_ENGINES or engine in _SGLANG_ENGINES:
+                names = set(filter(None, (_dotted(t) for t in node.targets)))
+                self.engines.update(names)
+                if engine in _VLLM_ENGINES:
+                    self.vllm_engines.update(names)
             if isinstance(node, ast.Assign) and any(
                     isinstance(t, ast.Attribute) and t.attr in ("pad_token", "pad_token_id") for t in node.targets):
                 if _mentions_attr(node.value, ("eos_token", "eos_token_id")) and id(node) not in fallbacks and not (

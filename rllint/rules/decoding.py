@@ -1425,7 +1425,7 @@ class GenerateRightPadded(FunctionRule):
             return
         engine = sampler.func.value
         roles = self.file.fact(ModelRoles)
-        if dotted(engine) in facts.vllm_engines or (
+        if dotted(engine) in facts.engines or (
                 roles.role(engine, self.function) is None and not roles.is_model(dotted(engine) or "")):
             return  # an engine, or something the file does not show to be a model
         how = '`padding_side="right"`' if keyword(node, "padding_side") is not None or facts.padding_sides \
