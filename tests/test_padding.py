@@ -28,7 +28,7 @@ def encode_call(file: FileContext) -> cst.Call:
 
 def side(source: str):
     file = context(source)
-    return file.fact(TokenizerFacts).padding_side(encode_call(file))
+    return file.fact(TokenizerFacts).padding_side(encode_call(file))[0]
 
 
 def test_a_qwen_tokenizer_loaded_here_and_never_set_pads_right():
@@ -85,6 +85,26 @@ def test_the_side_set_by_assignment_constructor_or_call_wins_over_the_family():
         tk.padding_side = "right"
         enc = tk(texts, padding=True)
     """) == "right"
+
+
+def test_a_side_set_on_another_tokenizer_leaves_this_ones_default():
+    assert side("""
+        tk = AutoTokenizer.from_pretrained("meta-llama/Llama-2-7b-chat-hf")
+        rm_tok = AutoTokenizer.from_pretrained("OpenAssistant/reward-model-deberta-v3-large")
+        rm_tok.padding_side = "right"
+        enc = tk(texts, padding=True)
+    """) == "left"  # the reward tokenizer's side says nothing of `tk`, a Llama 2 one
+    assert side("""
+        tk = AutoTokenizer.from_pretrained("Qwen/Qwen2.5-0.5B")
+        self.rm_tok.padding_side = "right"
+        enc = tk(texts, padding=True)
+    """) == "right"
+    assert side("""
+        tk = AutoTokenizer.from_pretrained("Qwen/Qwen2.5-0.5B")
+        gen_tok = tk
+        gen_tok.padding_side = "left"
+        enc = tk(texts, padding=True)
+    """) is None  # maybe the same tokenizer under another name
 
 
 def test_a_computed_side_or_both_sides_are_unknown():

@@ -86,6 +86,7 @@ def _resolve(node: ast.expr, bound: Dict[str, List[ast.expr]]) -> Optional[ast.e
     return node
 
 
+_ENCODE_METHODS = {"encode", "encode_plus", "batch_encode_plus", "apply_chat_template"}
 _VLLM_ENGINES = {"vllm.LLM", "vllm.entrypoints.llm.LLM"}
 _SGLANG_ENGINES = {"sglang.Engine", "sglang.srt.entrypoints.engine.Engine"}
 
@@ -144,9 +145,10 @@ class TokenizerFacts:
         # The file's tokenizer pads on the left by default: every model it names is of a family whose tokenizer does
         # (False: every one pads on the right; None: it names none, or families of both kinds).
         self._pads_left: Optional[bool] = _one({_family(n, _PADS_LEFT, _PADS_RIGHT) for n in names})
-        # `tokenizer.padding_side = "left"`, `from_pretrained(..., padding_side="left")`, `tok(..., padding_side=...)`:
-        # the sides the file sets anywhere (None for a side it computes)
-        self.padding_sides: Set[Optional[str]] = set()
+        # `tk.padding_side = "left"`, `tk = from_pretrained(..., padding_side="left")`, `tok(..., padding_side=...)`:
+        # the tokenizer (None: one the source does not name) -> the sides the file sets on it (None: one it computes)
+        self.padding_sides: Dict[Optional[str], Set[Optional[str]]] = {}
+        self._assigned_calls = {id(n.value): n for n in nodes.of(ast.Assign) if isinstance(n.value, ast.Call)}
         # `tk = AutoTokenizer.from_pretrained(...)`: the file loads a tokenizer itself (its side is the file's to
         # know), into these names
         self.loads_tokenizer = False
@@ -217,28 +219,37 @@ class TokenizerFacts:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "padding_side"
                                                 for t in node.targets):
             value: Optional[ast.expr] = node.value
+            owners = [_dotted(t.value) for t in node.targets if isinstance(t, ast.Attribute)]
         elif isinstance(node, ast.Call):
             self.loads_tokenizer = self.loads_tokenizer or _loads_tokenizer(node)
             value = next((k.value for k in node.keywords if k.arg == "padding_side"), None)
             if value is None:
                 return
+            assign = self._assigned_calls.get(id(node))  # `tk = from_pretrained(..., padding_side=...)`
+            owners = [_dotted(t) for t in assign.targets] if assign is not None else [None]
         else:
             return
         literal = isinstance(value, ast.Constant) and isinstance(value.value, str)
-        self.padding_sides.add(value.value if literal else None)
+        for owner in owners:
+            self.padding_sides.setdefault(owner, set()).add(value.value if literal else None)
 
-    def padding_side(self, call: cst.Call) -> Optional[str]:
-        """The side tokenizer call `call` pads on, when the source shows it: its own `padding_side=`, else the one
-        side the file ever sets, else the default of the models the file names when it loads the tokenizer
-        itself. None when the file computes a side, sets both, or cannot know (a tokenizer it is given)."""
+    def padding_side(self, call: cst.Call) -> Tuple[Optional[str], bool]:
+        """The side tokenizer call `call` pads on, when the source shows it, and whether the source sets it: its
+        own `padding_side=`, else the side the file sets on that tokenizer, else (when the file sets no other
+        side than "right" on other tokenizers) the default of the models the file names when it loads the
+        tokenizer itself. None when the file computes a side, sets both, may set it on the tokenizer under
+        another name, or cannot know (a tokenizer it is given)."""
         own = keyword(call, "padding_side")
         if own is not None:
-            return literal_text(own.value)
-        if self.padding_sides:
-            return next(iter(self.padding_sides)) if len(self.padding_sides) == 1 else None
-        if not self.loads_tokenizer or self._pads_left is None:
-            return None
-        return "left" if self._pads_left else "right"
+            return literal_text(own.value), True
+        func = call.func.value if call_tail(call) in _ENCODE_METHODS and isinstance(call.func, cst.Attribute) \
+            else call.func
+        mine = self.padding_sides.get(dotted(func) or "")
+        if mine:
+            return (next(iter(mine)) if len(mine) == 1 else None), True
+        if set().union(*self.padding_sides.values()) - {"right"} or not self.loads_tokenizer or self._pads_left is None:
+            return None, False
+        return ("left" if self._pads_left else "right"), False
 
     def batched(self, text: cst.BaseExpression, scope: Scope, depth: int = 0) -> Optional[bool]:
         """Whether `text`, given to a tokenizer, is several texts (True: a list built or appended to, a

@@ -1415,7 +1415,7 @@ class GenerateRightPadded(FunctionRule):
             text = keyword(node, "text").value if keyword(node, "text") else positional(node, 0)
         if text is None:
             return
-        side = facts.padding_side(node)
+        side, written = facts.padding_side(node)
         if side != "right" or not facts.decoder_only or not self.file.fact(Purpose).rl_source:
             return
         if literal_text(padding.value) != "max_length" and not facts.batched(text, self.scope):
@@ -1428,8 +1428,8 @@ class GenerateRightPadded(FunctionRule):
         if dotted(engine) in facts.engines or (
                 roles.role(engine, self.function) is None and not roles.is_model(dotted(engine) or "")):
             return  # an engine, or something the file does not show to be a model
-        how = '`padding_side="right"`' if keyword(node, "padding_side") is not None or facts.padding_sides \
-            else "the default of the tokenizer this file loads for the models it names"
+        how = '`padding_side="right"`' if written else \
+            "the default of the tokenizer this file loads for the models it names"
         self.report(node, expr=self.source(node), how=how, sampler=self.source(sampler.func, 40))
 
 
