@@ -148,7 +148,7 @@ class TokenizerFacts:
         # `tk.padding_side = "left"`, `tk = from_pretrained(..., padding_side="left")`, `tok(..., padding_side=...)`:
         # the tokenizer (None: one the source does not name) -> the sides the file sets on it (None: one it computes)
         self.padding_sides: Dict[Optional[str], Set[Optional[str]]] = {}
-        self._assigned_calls = {id(n.value): n for n in nodes.of(ast.Assign) if isinstance(n.value, ast.Call)}
+        assigned_calls = {id(n.value): n for n in nodes.of(ast.Assign) if isinstance(n.value, ast.Call)}
         # `tk = AutoTokenizer.from_pretrained(...)`: the file loads a tokenizer itself (its side is the file's to
         # know), into these names
         self.loads_tokenizer = False
@@ -174,7 +174,7 @@ class TokenizerFacts:
                     bound.setdefault(target.id, []).append(node.value)
         for node in nodes.of(ast.Assign, ast.Call):
             self._truncation_side(node)
-            self._padding_side(node)
+            self._padding_side(node, assigned_calls)
             engine = _qualified(node.value.func, aliases) if isinstance(node, ast.Assign) and isinstance(
                 node.value, ast.Call) else None
             if engine in _VLLM_ENGINES or engine in _SGLANG_ENGINES:
@@ -215,7 +215,7 @@ class TokenizerFacts:
         side = value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None
         self.truncation_sides.add(side)
 
-    def _padding_side(self, node: ast.AST) -> None:
+    def _padding_side(self, node: ast.AST, assigned_calls: Dict[int, ast.Assign]) -> None:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "padding_side"
                                                 for t in node.targets):
             value: Optional[ast.expr] = node.value
@@ -225,7 +225,7 @@ class TokenizerFacts:
             value = next((k.value for k in node.keywords if k.arg == "padding_side"), None)
             if value is None:
                 return
-            assign = self._assigned_calls.get(id(node))  # `tk = from_pretrained(..., padding_side=...)`
+            assign = assigned_calls.get(id(node))  # `tk = from_pretrained(..., padding_side=...)`
             owners = [_dotted(t) for t in assign.targets] if assign is not None else [None]
         else:
             return

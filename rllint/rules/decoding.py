@@ -1365,12 +1365,12 @@ class GenerateRightPadded(FunctionRule):
     `"longest"`, `"max_length"`) on the right and whose ids reach `generate` of a
     decoder-only model (followed through names, `**enc`, containers and the file's
     own helpers). The side is taken from the source: the call's `padding_side=`, the
-    one side the file sets on its tokenizer, or, when the file loads the tokenizer
-    itself and never sets a side, the default of the models it names (Qwen, GPT-2,
-    Pythia, SmolLM tokenizers pad on the right; Llama 2, Mistral, Gemma and DeepSeek
-    ones on the left). A tokenizer the file is given, a side it computes, a single
-    prompt, encoder-decoder models (T5, BART) and vLLM / SGLang engines are not
-    reported.
+    side the file sets on that tokenizer, or, when the file loads the tokenizer itself
+    and sets no side but "right" on other tokenizers, the default of the models it
+    names (Qwen, GPT-2, Pythia, SmolLM tokenizers pad on the right; Llama 2, Mistral,
+    Gemma and DeepSeek ones on the left). A tokenizer the file is given, a side it
+    computes, a "left" it sets on a tokenizer under another name, a single prompt,
+    encoder-decoder models (T5, BART) and vLLM / SGLang engines are not reported.
 
     ## Why is this bad?
     A decoder-only model continues the last token of each row. With right padding,
