@@ -72,7 +72,7 @@ class ModelModes:
         if statement is None:
             return _UNKNOWN
         found: Set[Setting] = set()
-        self._run(body_of(scope), _AT_ENTRY, model, scope, statement, found)
+        self._run(body_of(scope), _AT_ENTRY, model, statement, found)
         if Setting(ENTRY, None) not in found:
             return frozenset(found)
         found.discard(Setting(ENTRY, None))
@@ -104,10 +104,10 @@ class ModelModes:
 
     # ---- the walk ----
 
-    def _run(self, block: List[cst.CSTNode], state: State, model: str, scope, target, found: Set[Setting]) -> State:
+    def _run(self, block: List[cst.CSTNode], state: State, model: str, target, found: Set[Setting]) -> State:
         for stmt in block:
             if isinstance(stmt, cst.SimpleStatementLine):
-                state = self._run(list(stmt.body), state, model, scope, target, found)
+                state = self._run(list(stmt.body), state, model, target, found)
                 continue
             if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                 continue
@@ -118,24 +118,24 @@ class ModelModes:
                     state = self._apply(call, state, model)
             blocks = list(child_blocks(stmt))
             if isinstance(stmt, (cst.For, cst.While)):
-                once = self._run(blocks[0], state, model, scope, target, found)
-                again = self._run(blocks[0], state | once, model, scope, target, found)
+                once = self._run(blocks[0], state, model, target, found)
+                again = self._run(blocks[0], state | once, model, target, found)
                 state = state | again
                 for rest in blocks[1:]:
-                    state = self._run(rest, state, model, scope, target, found)
+                    state = self._run(rest, state, model, target, found)
             elif isinstance(stmt, cst.If):
-                ends = [self._run(b, state, model, scope, target, found) for b in blocks]
+                ends = [self._run(b, state, model, target, found) for b in blocks]
                 state = frozenset().union(*ends) | (state if stmt.orelse is None else frozenset())
             elif isinstance(stmt, (cst.Try, cst.TryStar)):
-                body = self._run(blocks[0], state, model, scope, target, found)
-                ends = [body] + [self._run(b, state | body, model, scope, target, found) for b in blocks[1:]]
+                body = self._run(blocks[0], state, model, target, found)
+                ends = [body] + [self._run(b, state | body, model, target, found) for b in blocks[1:]]
                 state = frozenset().union(*ends)
             elif isinstance(stmt, cst.Match):
-                ends = [self._run(b, state, model, scope, target, found) for b in blocks]
+                ends = [self._run(b, state, model, target, found) for b in blocks]
                 state = frozenset().union(state, *ends)
             else:
                 for inner in blocks:
-                    state = self._run(inner, state, model, scope, target, found)
+                    state = self._run(inner, state, model, target, found)
         return state
 
     def _apply(self, call: cst.Call, state: State, model: str) -> State:
@@ -169,7 +169,7 @@ class ModelModes:
         key = (id(helper), model)
         if key not in self._effects:
             self._effects[key] = _AT_ENTRY  # while it is worked out: a recursive call changes nothing
-            self._effects[key] = self._run(body_of(helper), _AT_ENTRY, model, helper, None, set())
+            self._effects[key] = self._run(body_of(helper), _AT_ENTRY, model, None, set())
         return self._effects[key]
 
 
