@@ -314,3 +314,165 @@ def test_a_reward_call_added_twice_is_reported_once_and_other_sums_are_not():
             return a + b + c + d
     """
     assert codes(source, "RL406") == [(6, "RL406")]
+
+
+# ---------------------------------------------------------------- RL407 lenient-answer-match
+
+def test_rl407_the_gold_looked_for_anywhere_in_the_completion_is_reported():
+    source = """
+        def exact_match_reward(prompts, completions, reference, **kwargs):
+            rewards = []
+            for text, ref in zip(completions, reference, strict=True):
+                rewards.append(2.0 if ref in text else -1.0)
+            return rewards
+    """
+    assert codes(source, "RL407") == [(5, "RL407")]
+
+
+def test_rl407_a_position_lookup_or_count_of_the_gold_in_a_helper_the_reward_calls_is_reported():
+    source = """
+        def _tail(s):
+            return s[-300:]
+
+        def _found(body, expected):
+            return body.rfind(expected) >= 0
+
+        def math_score(data_source, solution_str, ground_truth, extra_info=None):
+            body = _tail(solution_str)
+            if body.count(ground_truth) == 0:
+                return 0.0
+            return 1.0 if _found(solution_str, ground_truth) else 0.5
+    """
+    assert codes(source, "RL407") == [(6, "RL407"), (10, "RL407")]
+
+
+def test_rl407_the_models_answer_looked_for_in_a_string_gold_is_reported():
+    source = r"""
+        import re
+
+        def qa_reward(completions, gold, **kwargs):
+            found = [re.findall(r"\\d+", c) for c in completions]
+            return [1.0 if nums and nums[-1] in str(g) else 0.0 for nums, g in zip(found, gold, strict=True)]
+    """
+    assert codes(source, "RL407") == [(6, "RL407")]
+
+
+def test_rl407_equality_verifiers_membership_in_accepted_answers_and_format_checks_are_not_reported():
+    source = r"""
+        import re
+        from sympy import simplify, sympify
+        from math_verify import parse, verify
+
+        def _norm(x):
+            return re.sub(r"[\s,$]", "", str(x)).lower()
+
+        def correct_reward(completions, solution, aliases, **kwargs):
+            out = []
+            for c, s, ok in zip(completions, solution, aliases, strict=True):
+                m = re.search(r"<answer>(.*?)</answer>", c, re.DOTALL)
+                guess = m.group(1) if m else ""
+                if _norm(guess) == _norm(s) or guess.strip() in ok:
+                    out.append(1.0)
+                elif verify(parse(s), parse(c)) or simplify(sympify(guess) - sympify(s)) == 0:
+                    out.append(1.0)
+                else:
+                    out.append(0.5 if "<answer>" in c else 0.0)
+            return out
+    """
+    assert codes(source, "RL407") == []
+
+
+def test_rl407_containment_outside_rewards_and_of_non_reference_columns_is_not_reported():
+    source = """
+        def evaluate(model_outputs, answers):
+            return sum(a in o for o, a in zip(model_outputs, answers, strict=True)) / len(answers)
+
+        def keyword_reward(completions, required_terms, **kwargs):
+            return [sum(t in c for t in terms) for c, terms in zip(completions, required_terms, strict=True)]
+    """
+    assert codes(source, "RL407") == []
+
+
+# ---------------------------------------------------------------- RL403: appends in an inner loop
+
+def test_rl403_an_append_in_an_inner_loop_without_break_is_reported_at_the_append():
+    source = """
+        def step_reward(completions, **kwargs):
+            scores = []
+            for idx, completion in enumerate(completions):
+                for step in completion.split("Step"):
+                    if step.strip():
+                        scores.append(0.2)
+            return scores
+    """
+    assert codes(source, "RL403") == [(7, "RL403")]
+
+
+def test_rl403_an_inner_loop_that_breaks_after_its_append_is_not_reported():
+    source = """
+        import re
+
+        def pattern_reward(completions, patterns, **kwargs):
+            scores = []
+            for completion in completions:
+                for pattern in patterns:
+                    if re.search(pattern, completion):
+                        scores.append(1.0)
+                        break
+                else:
+                    scores.append(0.0)
+            return scores
+    """
+    assert codes(source, "RL403") == []
+
+
+def test_rl403_inner_loops_over_the_completions_of_a_group_or_the_messages_of_one_are_not_reported():
+    grouped = """
+        def group_reward(prompts, completions, **kwargs):
+            scores = []
+            for prompt_completions in completions:
+                for text in prompt_completions:
+                    scores.append(float(len(text) < 500))
+            return scores
+    """
+    by_prompt = """
+        def batch_reward(prompts, completions_per_prompt, **kwargs):
+            scores = []
+            for i, prompt in enumerate(prompts):
+                for completion in completions_per_prompt[i]:
+                    scores.append(float(prompt in completion))
+            return scores
+    """
+    conversational = """
+        def turn_reward(completions, **kwargs):
+            scores = []
+            for conversation in completions:
+                for message in conversation:
+                    if message["role"] == "assistant":
+                        scores.append(float("?" not in message["content"]))
+            return scores
+    """
+    assert codes(grouped, "RL403") == []
+    assert codes(by_prompt, "RL403") == []
+    assert codes(conversational, "RL403") == []
+
+
+def test_rl403_comprehensions_in_the_loop_and_functions_that_score_no_completions_are_not_reported():
+    comprehension = """
+        def bullet_reward(completions, **kwargs):
+            scores = []
+            for c in completions:
+                lines = [line for line in c.splitlines() if line.startswith("- ")]
+                scores.append(min(len(lines), 5) / 5)
+            return scores
+    """
+    not_completions = """
+        def shaped_rewards(token_scores, masks):
+            rewards = []
+            for scores, mask in zip(token_scores, masks, strict=True):
+                for s, m in zip(scores, mask, strict=True):
+                    rewards.append(s * m)
+            return rewards
+    """
+    assert codes(comprehension, "RL403") == []
+    assert codes(not_completions, "RL403") == []

@@ -15,7 +15,7 @@ import libcst as cst
 
 from rllint.analysis.nodes import AstNodes
 from rllint.analysis.syntax import updates_in_place, walk
-from rllint.analysis.text import TEXT, TEXTS, Scope, Scopes, call_tail, number, vocab_role, words
+from rllint.analysis.text import TEXT, TEXTS, Scope, Scopes, TextSources, call_tail, number, vocab_role, words
 
 _REGISTER_KEYWORDS = {"reward_funcs", "reward_fns", "reward_fn", "reward_func", "reward_function",
                       "reward_functions", "reward_fn_list", "score_fn", "scoring_fn"}
@@ -113,6 +113,7 @@ class RewardFunctions:
         text = file.text
         self.registered = _registered_names(file.fact(AstNodes)) if "reward" in text or "score" in text else set()
         self._defines_any: Optional[bool] = None
+        self._scores: Dict[int, bool] = {}
 
     def is_reward(self, fn: cst.FunctionDef) -> bool:
         return self._is_reward(fn.name.value, param_names(fn), fn.params.star_kwarg is not None)
@@ -176,6 +177,23 @@ class RewardFunctions:
                     for side, other in ((node.left, node.right), (node.right, node.left))):
                 return True
         return False
+
+    def scores(self, function: cst.FunctionDef) -> bool:
+        """`function` is a reward function or is called by one (through the file's functions): a check in an
+        evaluation harness rewards no policy."""
+        cached = self._scores.get(id(function))
+        if cached is None:
+            sources = self.file.fact(TextSources)
+            work, seen, cached = [function], set(), False
+            while work and len(seen) < 16 and not cached:
+                current = work.pop()
+                if id(current) in seen:
+                    continue
+                seen.add(id(current))
+                cached = self.is_reward(current)
+                work.extend(s.node for _, s in sources.calls_of(current) if isinstance(s.node, cst.FunctionDef))
+            self._scores[id(function)] = cached
+        return cached
 
     @property
     def defines_any(self) -> bool:

@@ -566,7 +566,7 @@ class TextSources:
             yield value, scope
         for iterable, path in scope.iterated.get(name, ()):
             bound = True
-            element = _element_source(iterable, path)
+            element = element_source(iterable, path)
             if element is not None:
                 yield element, scope
         for call in scope.calls:
@@ -643,7 +643,7 @@ def argument(call: cst.Call, function: cst.FunctionDef, name: str) -> Optional[c
     return positional(call, index) if index >= 0 else None
 
 
-def _element_source(iterable: cst.BaseExpression, path: Tuple[int, ...]) -> Optional[cst.BaseExpression]:
+def element_source(iterable: cst.BaseExpression, path: Tuple[int, ...]) -> Optional[cst.BaseExpression]:
     """The iterable whose elements a loop variable (at `path` of the unpacked target) holds."""
     while path and isinstance(iterable, cst.Call) and call_tail(iterable) in ("zip", "enumerate"):
         if call_tail(iterable) == "zip":

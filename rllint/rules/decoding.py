@@ -21,7 +21,7 @@ from rllint.analysis.grad import GradFlow
 from rllint.analysis.modes import TRAIN, Dropout, ModelModes
 from rllint.analysis.roles import POLICY, ModelRoles
 from rllint.analysis.syntax import dotted, keyword, positional, walk
-from rllint.analysis.text import (AnswerLookups, GEN_IDS, TextSources, PROMPT, PROMPTS, RE_FUNCTIONS, TEXT, MarkerChecks, Scope, Scopes,
+from rllint.analysis.text import (AnswerLookups, GEN_IDS, PROMPT, PROMPTS, RE_FUNCTIONS, TEXT, MarkerChecks, Scope, Scopes,
                                   TextRoles, call_tail, extraction, is_answer_marker, may_extract,
                                   is_reasoning_close, literal_text, words, attr_tail, number, regex_of,
                                   REASONING_MARKER, unwrap)
@@ -946,7 +946,7 @@ class AnswerExtractionFallback(FunctionRule):
         for candidate in candidates:
             last = lookups.last_number(candidate, scope)
             if last is not None and last in lookups.attempted(scope) and not gold.is_gold(cst.Name(last), scope) \
-                    and self._scores(self.function):
+                    and self.file.fact(RewardFunctions).scores(self.function):
                 self.report(node, what=f"`{self.source(node)}` falls back to the last number in the text",
                             consequence="is scored on whichever number it mentions last")
                 return
@@ -964,21 +964,6 @@ class AnswerExtractionFallback(FunctionRule):
                 continue
             self.report(node, what=f"`{self.source(node)}` {what}", consequence="is scored on its whole text")
             return
-
-    def _scores(self, function: cst.FunctionDef) -> bool:
-        """`function` is a reward function of the file or is called by one (through the file's functions): a
-        last-number fallback in an evaluation harness rewards no policy."""
-        rewards, sources = self.file.fact(RewardFunctions), self.file.fact(TextSources)
-        work, seen = [function], set()
-        while work and len(seen) < 16:
-            current = work.pop()
-            if id(current) in seen:
-                continue
-            seen.add(id(current))
-            if rewards.is_reward(current):
-                return True
-            work.extend(scope.node for _, scope in sources.calls_of(current) if isinstance(scope.node, cst.FunctionDef))
-        return False
 
     @staticmethod
     def _cuts(name: str, scope: Scope) -> bool:

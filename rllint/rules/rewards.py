@@ -1,15 +1,16 @@
 """RL4xx: reward functions (their return shape, value range, result lists, zips and error handling)."""
 from __future__ import annotations
 
-from typing import FrozenSet, List, Optional, Sequence, Set, Tuple
+from typing import Callable, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
+from rllint.analysis.gold import AnswerMatches
 from rllint.analysis.purpose import Purpose
 from rllint.analysis.imports import Imports
 from rllint.analysis.hparams import GROUP_SIZE_TRIGGERS, is_group_size
 from rllint.analysis.rewards import REWARD_LIST_KEYWORDS, RewardFunctions
-from rllint.analysis.syntax import dotted, keyword, walk
+from rllint.analysis.syntax import children, dotted, keyword, walk
 from rllint.analysis.text import (GEN_IDS, PROMPTS, TEXTS, Scope, TextRoles, call_tail, number,
                                   per_completion_name)
 from rllint.analysis.values import Values
@@ -261,10 +262,12 @@ class _Unknown(Exception):
 
 
 class _Paths:
-    """Counts appends to one list along every path through a loop body."""
+    """Counts appends to one list along every path through a loop body. `repeats(loop)` says whether an inner
+    loop that appends runs once per item of something other than the completions (then every pass can append)."""
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, repeats: Callable[[cst.For], bool]) -> None:
         self.target = target
+        self.repeats = repeats
 
     def is_append(self, node: cst.CSTNode) -> bool:
         return (isinstance(node, cst.Expr) and isinstance(node.value, cst.Call)
@@ -304,9 +307,11 @@ class _Paths:
         if isinstance(node, cst.With):
             return self.block(node.body, states)
         if isinstance(node, (cst.For, cst.While)):
-            if self.appends_in(node):
-                raise _Unknown
-            return set(states), set()
+            if not self.appends_in(node):
+                return set(states), set()
+            if isinstance(node, cst.For) and not _leaves_early(node.body) and self.repeats(node):
+                return set(states) | {(2, node)}, set()  # no pass, or one append per pass
+            raise _Unknown
         if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             return set(states), set()
         if self.appends_in(node):
@@ -358,15 +363,29 @@ class _Paths:
         return normal, continued
 
 
+def _leaves_early(body: cst.CSTNode) -> bool:
+    """A `break`, `return` or `raise` in a loop body (not in a loop or function nested in it)."""
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Break, cst.Return, cst.Raise)):
+            return True
+        if node is body or not isinstance(node, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(children(node))
+    return False
+
+
 class RewardListMisaligned(_RewardRule):
     """
     ## What it does
     Reports a reward function whose loop over the completions appends to the result
     list twice, or not at all, on some path of one iteration: an `append` in both the
     `try` (followed by more code that can raise) and the `except`, a `continue` before
-    the `append`, an `append` only inside an `if`. A reward function is one by its
-    signature and use (registered as one, or taking completions), not by a `*reward*`
-    name alone.
+    the `append`, an `append` only inside an `if`, an `append` inside an inner loop (over
+    lines, steps or keywords of one completion) that has no `break`. A reward function is
+    one by its signature and use (registered as one, or taking completions), not by a
+    `*reward*` name alone. Inner loops over the completions of a group, over the messages
+    of one conversational completion, and comprehensions are not reported.
 
     ## Why is this bad?
     The trainer pairs the i-th reward with the i-th completion. One missing or extra
@@ -403,20 +422,30 @@ class RewardListMisaligned(_RewardRule):
     message = "{what} in `{function}`: {consequence}, and the rewards after it shift onto the wrong completions"
     triggers = _REWARD_TRIGGERS
 
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self._loops: List[Tuple[int, cst.For]] = []  # enclosing loops, with the depth of their function
+
+    def leave_For(self, original_node: cst.For) -> None:
+        self._loops.pop()
+
     def visit_For(self, node: cst.For) -> None:
+        outer = [loop for depth, loop in self._loops if depth == len(self._functions)]
+        self._loops.append((len(self._functions), node))
         function = self.in_reward()
         if function is None or not isinstance(node.target, (cst.Name, cst.Tuple)) \
                 or not self.file.fact(RewardFunctions).takes_completions(function):
             return
         scope = self.scope
-        if not self._per_completion(node.iter, scope):
-            return
+        if not self._per_completion(node.iter, scope) or any(self._over_completions(o.iter, scope) for o in outer):
+            return  # a loop inside the loop over the completions is judged as part of it
         returned = {r.value.value for r in scope.returns if isinstance(r.value, cst.Name)}
+        over_completions = self._over_completions(node.iter, scope)
         for target in sorted(returned):
             built = scope.assigned.get(target, [])
             if not any(isinstance(v, cst.List) and not v.elements for v in built):
                 continue
-            paths = _Paths(target)
+            paths = _Paths(target, lambda inner: over_completions and self._repeats(inner, node, scope))
             if not paths.appends_in(node.body):
                 continue
             try:
@@ -425,17 +454,35 @@ class RewardListMisaligned(_RewardRule):
                 continue
             for count, blame in sorted(normal | continued, key=lambda s: s[0]):
                 if count != 1 and blame is not None:
-                    self._report(blame, count, function)
+                    self._report(blame, count, function, paths)
                     return
 
-    def _report(self, blame: cst.CSTNode, count: int, function: cst.FunctionDef) -> None:
-        if isinstance(blame, cst.Continue):
+    def _report(self, blame: cst.CSTNode, count: int, function: cst.FunctionDef, paths: _Paths) -> None:
+        if isinstance(blame, cst.For):
+            loop = f"for {self.source(blame.target, 30)} in {self.source(blame.iter, 30)}"
+            what = f"an append inside the inner loop `{loop}` with no `break`"
+            consequence = "one completion can add several rewards (or none)"
+            blame = paths.appends_in(blame.body)[0]
+        elif isinstance(blame, cst.Continue):
             what, consequence = "`continue` skips the append", "that completion gets no reward"
         elif count >= 2:
             what, consequence = "a second append for the same completion", "one completion gets two rewards"
         else:
             what, consequence = "the only append is conditional", "completions that fail the condition get no reward"
         self.report(blame, what=what, function=function.name.value, consequence=consequence)
+
+    def _over_completions(self, iterable: cst.BaseExpression, scope: Scope) -> bool:
+        """The loop runs over the completions themselves (their text or generated ids), not over prompts or groups."""
+        roles = self.file.fact(TextRoles)
+        return any(isinstance(n, cst.Name) and roles.role(n, scope) in (TEXTS, GEN_IDS) for n in walk(iterable))
+
+    def _repeats(self, inner: cst.For, outer: cst.For, scope: Scope) -> bool:
+        """An inner loop over something other than the completions, and other than the completion itself (the
+        messages of one conversational completion)."""
+        targets = {n.value for n in walk(outer.target) if isinstance(n, cst.Name)}
+        if isinstance(inner.iter, cst.Name) and inner.iter.value in targets:
+            return False
+        return not self._over_completions(inner.iter, scope)
 
     def _per_completion(self, iterable: cst.BaseExpression, scope: Scope) -> bool:
         roles = self.file.fact(TextRoles)
@@ -697,3 +744,64 @@ def _addends(node: cst.BaseExpression) -> List[cst.BaseExpression]:
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
         return _addends(node.left) + _addends(node.right)
     return [node]
+
+
+class LenientAnswerMatch(FunctionRule):
+    """
+    ## What it does
+    Reports, in a reward function or a helper it calls, a test that gives credit when the
+    dataset's reference answer occurs in the model's text rather than when the two are
+    equal: `gold in completion`, `gold in extracted_answer`, `any(a in text for a in
+    answers)`, `completion.find(gold) >= 0`, `text.count(gold) > 0`, and the reverse,
+    `prediction in gold.strip()` (an empty prediction is in every gold). The gold is a field
+    read by its key (`row["answer"]`, `example.get("solution")`), a reward function's column
+    parameter named for it (`ground_truth`, `solution` beside `completions`), or what a
+    helper is always given from one; the model's text is a completion or a piece of one (a
+    slice, split, strip, regex group or `re.findall`). Membership of the prediction in a
+    list of accepted answers, equality after normalising both sides, math verifiers
+    (`math_verify`, `sympy`) and format checks (`"<answer>" in text`) are not reported.
+
+    ## Why is this bad?
+    Containment pays for answers that are wrong. A completion that lists many numbers
+    contains the right one; the gold `2` is inside `12`, `-2` and `2.5`; the letter `A` is
+    inside nearly every sentence. The policy learns to enumerate candidates or to pad its
+    answer, and the reward curve rises while accuracy does not.
+
+    ## Example
+    ```python
+    def correctness(completions, ground_truth, **kwargs):
+        return [1.0 if str(gt) in text else 0.0 for text, gt in zip(completions, ground_truth, strict=True)]
+    ```
+
+    ## Use instead
+    ```python
+    def correctness(completions, ground_truth, **kwargs):
+        answers = [extract_boxed(text) for text in completions]
+        return [1.0 if normalise(a) == normalise(str(gt)) else 0.0
+                for a, gt in zip(answers, ground_truth, strict=True)]
+    ```
+    or a verifier (`math_verify.verify(parse(gt), parse(text))`).
+
+    ## Options
+    None.
+    """
+
+    code = "RL407"
+    name = "lenient-answer-match"
+    severity = Severity.WARNING
+    tier = Tier.SUSPICIOUS
+    message = ("`{test}` in `{function}` pays when {what}: answers that list candidates or contain the gold "
+               "inside another number are rewarded")
+    triggers = _REWARD_TRIGGERS
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        function = self.function
+        if function is None or not self.file.fact(RewardFunctions).scores(function):
+            return
+        found = self.file.fact(AnswerMatches).containment(node, self.scope)
+        if found is None:
+            return
+        gold, text = self.source(found.gold, 30), self.source(found.text, 30)
+        what = f"`{gold}` occurs anywhere in `{text}`" if found.inside else \
+            f"`{text}` occurs anywhere in `{gold}` (an empty answer always does)"
+        self.report(node, test=self.source(node), function=function.name.value, what=what)
