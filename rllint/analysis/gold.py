@@ -131,6 +131,21 @@ _LOOKUPS = frozenset({"find", "rfind", "count"})
 _MODEL_DEPTH = 16  # the model's text goes through more steps than the gold: helpers, matches, pieces, callers
 
 
+def contains(node: cst.Comparison) -> Optional[Tuple[cst.BaseExpression, cst.BaseExpression]]:
+    """(needle, haystack) of a test whether one value occurs in another: `a in b`, `b.find(a) >= 0`,
+    `b.count(a) > 0`; None for other comparisons. Syntax only, checked before any fact is built."""
+    if len(node.comparisons) != 1:
+        return None
+    target = node.comparisons[0]
+    if isinstance(target.operator, (cst.In, cst.NotIn)):
+        return node.left, target.comparator
+    left = node.left
+    if isinstance(left, cst.Call) and call_tail(left) in _LOOKUPS and isinstance(left.func, cst.Attribute) \
+            and len(left.args) == 1 and number(target.comparator) in (-1.0, 0.0, 1.0):
+        return left.args[0].value, left.func.value
+    return None
+
+
 class Containment:
     """`gold in text` and relatives: `node` (the comparison), the gold and the text expressions, and `inside`:
     True when the gold is looked for in the model's text, False when the model's text is looked for in the gold."""
@@ -156,17 +171,10 @@ class AnswerMatches:
         self._model: Dict[Tuple[int, int], bool] = {}
 
     def containment(self, node: cst.Comparison, scope: Scope) -> Optional[Containment]:
-        if len(node.comparisons) != 1:
+        sides = contains(node)
+        if sides is None:
             return None
-        target = node.comparisons[0]
-        if isinstance(target.operator, (cst.In, cst.NotIn)):
-            needle, haystack = node.left, target.comparator
-        elif isinstance(node.left, cst.Call) and call_tail(node.left) in _LOOKUPS and isinstance(
-                node.left.func, cst.Attribute) and len(node.left.args) == 1 and number(target.comparator) in (
-                -1.0, 0.0, 1.0):
-            needle, haystack = node.left.args[0].value, node.left.func.value
-        else:
-            return None
+        needle, haystack = sides
         if self.is_gold(needle, scope) and self.from_model(haystack, scope):
             return Containment(node, needle, haystack, True)
         if self.from_model(needle, scope) and self.is_gold(haystack, scope) and self._string(haystack, scope, 0):

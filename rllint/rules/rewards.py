@@ -5,7 +5,7 @@ from typing import Callable, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
-from rllint.analysis.gold import AnswerMatches
+from rllint.analysis.gold import AnswerMatches, contains
 from rllint.analysis.purpose import Purpose
 from rllint.analysis.imports import Imports
 from rllint.analysis.hparams import GROUP_SIZE_TRIGGERS, is_group_size
@@ -796,7 +796,7 @@ class LenientAnswerMatch(FunctionRule):
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         function = self.function
-        if function is None or not self.file.fact(RewardFunctions).scores(function):
+        if function is None or contains(node) is None or not self.file.fact(RewardFunctions).scores(function):
             return
         found = self.file.fact(AnswerMatches).containment(node, self.scope)
         if found is None:
