@@ -3,8 +3,12 @@
 Answer extractors parse two kinds of text: the model's completion, where a missing marker is
 a format failure, and the dataset's reference (`row["answer"]`, `example.pop("solution")`),
 where the marker is the dataset's own format. The source shows which by where the text comes
-from: a field read by its key, a name bound to one, an element of a column, or the parameter
-of a helper that every call in the file gives such a field.
+from: a field read by its key, a name bound to one, an element of a column, a reward function's
+column parameter named for the reference (`ground_truth`, `solution` beside `completions`), or
+the parameter of a helper that every call in the file gives such a field.
+
+`AnswerMatches` then tells whether a reward compares the model's answer with the gold by
+containment (`gold in completion`, `completion.find(gold) >= 0`) rather than by equality.
 """
 from __future__ import annotations
 
