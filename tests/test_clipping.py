@@ -82,6 +82,27 @@ def f(w, gain, valid_mask, bound):
     assert surrogate(source, "torch.min(2.0 * w * gain, 2.0 * torch.clip(w, 0.8, 1.2) * gain)") == 1
 
 
+def test_surrogate_pair_with_a_masked_ratio_name_and_a_capped_ratio():
+    source = Source(IMPORTS + """
+def f(lp, lp_old, gain, seq_mask, lo, hi, cap, mode):
+    if mode:
+        w = torch.exp(lp - lp_old)
+    else:
+        w = torch.exp(lp - lp_old).unsqueeze(-1) * seq_mask
+    term1 = w * gain
+    term2 = w.clamp(1 - lo, 1 + hi) * gain
+    a = torch.min(term1, term2)
+    v = torch.exp(lp - lp_old)
+    banded = torch.clamp(v, 1 - lo, 1 + hi)
+    if cap is not None:
+        v = torch.clamp(v, max=cap)
+    b = torch.max(-v * gain, -banded * gain)
+    return a, b
+""")
+    assert surrogate(source, "torch.min(term1, term2)") == 1  # `w` holds a product: one factor, as its clamp sees it
+    assert surrogate(source, "torch.max(-v * gain, -banded * gain)") == -1  # the ratio capped from above
+
+
 def test_not_a_surrogate_pair():
     source = Source(IMPORTS + """
 def f(w, gain, other, bound, cap):

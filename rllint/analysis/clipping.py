@@ -129,27 +129,40 @@ def _code(tensors: Tensors, expr: cst.BaseExpression) -> str:
 
 
 def _clamps(tensors: Tensors, imports: Imports, clamped: cst.BaseExpression, ratio: cst.BaseExpression) -> bool:
-    """Whether `clamped` is a clamp of `ratio` to a band around 1."""
+    """Whether `clamped` is a clamp of `ratio` to a band around 1. The ratio may itself be capped from above
+    (`clamp(r, max=delta)`: TRL's two-sided clipping) and still be the ratio the band clamps."""
     call = tensors.resolve(clamped)
     clamp = clamp_of(imports, call) if isinstance(call, cst.Call) else None
-    return clamp is not None and around_one(tensors, clamp) and _code(tensors, clamp.operand) == _code(tensors, ratio)
+    if clamp is None or not around_one(tensors, clamp):
+        return False
+    capped = tensors.resolve(ratio)
+    cap = clamp_of(imports, capped) if isinstance(capped, cst.Call) else None
+    operands = {_code(tensors, ratio)} | ({_code(tensors, cap.operand)} if cap is not None and cap.lower is None else set())
+    return _code(tensors, clamp.operand) in operands
 
 
-def _signed_factors(tensors: Tensors, expr: cst.BaseExpression, depth: int = 6
+def _signed_factors(tensors: Tensors, expr: cst.BaseExpression, depth: int = 6, top: bool = True
                     ) -> Tuple[int, List[cst.BaseExpression]]:
     """`expr` as a sign and the factors of a product, through unary minus, factors of known sign
-    (`Tensors.positive_factor`: literals, `beta`) and names assigned such products; anything else is one
-    factor."""
+    (`Tensors.positive_factor`: literals, `beta`) and names: the operand's own name (`surr1 = ratio * adv`)
+    and, inside, names of a negation (`neg = -adv`). A factor's name that holds a product (`ratio = w * mask`)
+    stays one factor, as the clamp of it sees it; anything else is one factor too."""
     resolved = tensors.resolve(expr) if depth else expr
+    if not top and isinstance(expr, cst.Name) and not _negation(resolved):
+        resolved = expr
     if isinstance(resolved, cst.UnaryOperation) and isinstance(resolved.operator, cst.Minus) and depth:
-        sign, factors = _signed_factors(tensors, resolved.expression, depth - 1)
+        sign, factors = _signed_factors(tensors, resolved.expression, depth - 1, top=False)
         return -sign, factors
     if isinstance(resolved, cst.BinaryOperation) and isinstance(resolved.operator, cst.Multiply) and depth:
-        left_sign, left = _signed_factors(tensors, resolved.left, depth - 1)
-        right_sign, right = _signed_factors(tensors, resolved.right, depth - 1)
+        left_sign, left = _signed_factors(tensors, resolved.left, depth - 1, top=False)
+        right_sign, right = _signed_factors(tensors, resolved.right, depth - 1, top=False)
         return left_sign * right_sign, left + right
     sign = tensors.positive_factor(resolved)
     return (sign, []) if sign else (1, [expr])
+
+
+def _negation(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus)
 
 
 # ---- whole-sequence ratios ------------------------------------------------------------------------
