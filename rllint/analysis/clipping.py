@@ -222,7 +222,6 @@ def _unmasked(tensors: Tensors, expr: cst.BaseExpression) -> cst.BaseExpression:
     expr = tensors.resolve(expr)
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
         for kept, other in ((expr.left, expr.right), (expr.right, expr.left)):
-            kind = tensors.kind(other)
-            if kind is not None and kind.kind == MASK:
+            if _is_mask(tensors, other):
                 return kept
     return expr
