@@ -10,6 +10,7 @@ from typing import List, Optional, Tuple
 
 import libcst as cst
 
+from rllint.analysis.clipping import clamp_of, one_and
 from rllint.analysis.grad import STOPPED, GradFlow
 from rllint.analysis.imports import Imports
 from rllint.analysis.loss import LossSlice
@@ -427,17 +428,10 @@ class MalformedClipBounds(TensorRule):
         self.clamps: List[Tuple[cst.Call, Shape, Shape]] = []
 
     def visit_Call(self, node: cst.Call) -> None:
-        name = call_name(node)
-        if name not in ("clamp", "clip") or not isinstance(node.func, cst.Attribute):
+        clamp = clamp_of(self.file.fact(Imports), node)
+        if clamp is None or clamp.lower is None or clamp.upper is None or not _is_ratio(clamp.operand):
             return
-        qualified = self.file.fact(Imports).qualified(node.func)
-        if qualified in ("torch.clamp", "torch.clip", "numpy.clip"):
-            operand, lower, upper = argument(node, 0), argument(node, 1, "min"), argument(node, 2, "max")
-        else:
-            operand, lower, upper = node.func.value, argument(node, 0, "min"), argument(node, 1, "max")
-        if operand is None or lower is None or upper is None or not _is_ratio(operand):
-            return
-        self.clamps.append((node, self._shape(lower), self._shape(upper)))
+        self.clamps.append((node, self._shape(clamp.lower), self._shape(clamp.upper)))
 
     def leave_Module(self, original_node: cst.Module) -> None:
         ranges = {c for _, lower, upper in self.clamps for shape, _, c in (lower, upper) if shape in ("1-c", "1+c")}
@@ -450,10 +444,10 @@ class MalformedClipBounds(TensorRule):
         """The bound as built: `1 - c` / `1 + c` (with the code of `c`), a number, or neither (its code)."""
         if isinstance(bound, cst.Name):
             bound = self.tensors().resolve(bound)
-        if isinstance(bound, cst.BinaryOperation) and number_value(bound.left) == 1.0 and isinstance(
-                bound.operator, (cst.Subtract, cst.Add)):
-            return ("1-c" if isinstance(bound.operator, cst.Subtract) else "1+c"), self._number(bound.right), \
-                _code(self, bound.right, 200)
+        for shape, operator in (("1-c", cst.Subtract), ("1+c", cst.Add)):
+            c = one_and(bound, operator)
+            if c is not None:
+                return shape, self._number(c), _code(self, c, 200)
         value = self._number(bound)
         return ("number" if value is not None else ""), value, _code(self, bound, 200)
 

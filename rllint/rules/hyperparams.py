@@ -6,6 +6,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from rllint.analysis.clipping import one_and
 from rllint.analysis.context import RLContext, tokens
 from rllint.analysis.purpose import Purpose, distills
 from rllint.analysis.hparams import (
@@ -650,18 +651,12 @@ class ClipRangeTooNarrow(_Threshold):
         if len(bounds) != 2:
             return
         low, high = bounds
-        if not (_one_and(low, cst.Subtract) and _one_and(high, cst.Add)) or not self._rl():
+        if one_and(low, cst.Subtract) is None or one_and(high, cst.Add) is None or not self._rl():
             return
         self._use(low.right, "the lower bound of a ratio clamp", node, "clip", None, {})
 
 
 _SEQUENCE_FUNCTION = re.compile(r"importance_sampling_level|[\"']gspo[\"']|[\"']sequence[\"']")
-
-
-def _one_and(expr: cst.BaseExpression, operator: type) -> bool:
-    """`1 - c` / `1.0 + c`."""
-    return (isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, operator)
-            and isinstance(expr.left, (cst.Integer, cst.Float)) and float(expr.left.value) == 1.0)
 
 
 class GroupSizeTooSmall(_Threshold):

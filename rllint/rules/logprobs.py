@@ -5,7 +5,9 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from rllint.analysis.clipping import around_one, clamp_of, clip_range, exponent_of, summed_log_ratio, surrogate_sign
 from rllint.analysis.grad import EMPTY, GradFlow, carries
+from rllint.analysis.imports import Imports
 from rllint.analysis.kl import bound_name, k3_exponents, linear_terms, log_ratio, says_reverse, weighted_by_name
 from rllint.analysis.logged import LOG_CALLS
 from rllint.analysis.loss import LossSlice
@@ -16,6 +18,7 @@ from rllint.analysis.tensors import (
     ADVANTAGES, CHOSEN, LOGITS, LOGPROBS, OLD_ROLE, PROBS, REF_ROLE, REJECTED, REWARDS, TOKEN_IDS, Kind,
     TensorRule, Tensors, argument, int_value, last_part, name_kind, number_value,
 )
+from rllint.analysis.values import Values, format_number
 from rllint.diagnostic import Severity, Tier
 
 
@@ -1087,3 +1090,149 @@ def _reference_slot(name: str) -> bool:
     kind = name_kind(lowered)
     return bool(REF_ROLE.search(lowered)) and not OLD_ROLE.search(lowered) and kind is not None and \
         kind.kind == LOGPROBS
+
+
+_BOUNDS = {"min": "min", "minimum": "min", "fmin": "min", "max": "max", "maximum": "max", "fmax": "max"}
+_ARRAY_MODULES = ("torch.", "numpy.", "jax.numpy.", "mlx.core.")
+
+
+class InvertedClipObjective(TensorRule):
+    """
+    ## What it does
+    Reports a PPO / GRPO clipped surrogate whose pessimistic bound is inverted: the objective
+    to maximise written with a max, `max(ratio * adv, clip(ratio) * adv)`, or the loss to
+    minimise written with a min, `min(-ratio * adv, -clip(ratio) * adv)`. A call is the
+    surrogate when its two operands are the same product except that one holds the ratio and
+    the other its clamp to `[1 - c, 1 + c]`, whatever they are called; the sign of the two
+    terms is followed through unary minus, positive factors and names (`pg_losses = -adv *
+    ratio`), as RL102 follows a margin. The correct forms, `-min(r * A, clip(r) * A)` and
+    `max(-r * A, -clip(r) * A)`, and dual-clip's third bound (`min(max(pg1, pg2), -A * c)`,
+    whose operands are not the ratio and its clamp) are not reported.
+
+    ## Why is this bad?
+    PPO takes the pessimistic (lower) bound of the objective, so that clipping only ever
+    removes incentive. With the optimistic bound, a token with a negative advantage whose
+    ratio has already fallen below `1 - c` keeps the unclipped term: its update is unbounded
+    and the trust region is inverted. Training runs, and collapses on the first large step.
+
+    ## Example
+    ```python
+    surrogate = torch.max(ratio * advantages, torch.clamp(ratio, 1 - eps, 1 + eps) * advantages)
+    loss = -surrogate.mean()
+    ```
+
+    ## Use instead
+    ```python
+    surrogate = torch.min(ratio * advantages, torch.clamp(ratio, 1 - eps, 1 + eps) * advantages)
+    loss = -surrogate.mean()
+    ```
+
+    ## Options
+    None.
+
+    ## References
+    - Schulman et al., "Proximal Policy Optimization Algorithms", 2017, eq. 7.
+    """
+
+    code = "RL112"
+    name = "inverted-clip-objective"
+    severity = Severity.ERROR
+    tier = Tier.CORRECTNESS
+    message = ("`{expr}` takes the {taken} of the clipped surrogate's {terms}: the bound is optimistic, so for "
+               "negative advantages the clip no longer limits the update ({fix})")
+    triggers = ("clamp", "clip")
+
+    _FIX = {"max": "use `min` of `r * A` and `clip(r) * A`, and negate it for a loss",
+            "min": "a loss takes the `max` of `-r * A` and `-clip(r) * A`"}
+
+    def visit_Call(self, node: cst.Call) -> None:
+        taken = self._bound(node)
+        if taken is None:
+            return
+        operands = [a.value for a in node.args if not a.star and (a.keyword is None or a.keyword.value in ("input",
+                                                                                                            "other"))]
+        if len(operands) != 2 or len(node.args) != 2:
+            return
+        tensors = self.tensors()
+        sign = surrogate_sign(tensors, self.file.fact(Imports), *operands)
+        if (sign, taken) in ((1, "max"), (-1, "min")):
+            self.report(node, expr=tensors.code(node), taken=taken, fix=self._FIX[taken],
+                        terms="objective terms `r * A`" if sign == 1 else "loss terms `-r * A`")
+
+    def _bound(self, call: cst.Call) -> Optional[str]:
+        """"min" / "max" for an element-wise minimum or maximum of two operands (torch, numpy, jax, mlx, builtin)."""
+        name = callee(call)
+        if name not in _BOUNDS:
+            return None
+        if isinstance(call.func, cst.Name) and name in ("min", "max") and name not in self.file.fact(Imports).aliases:
+            return _BOUNDS[name]  # the builtin, on per-token floats
+        qualified = self.file.fact(Imports).qualified(call.func) or ""
+        return _BOUNDS[name] if qualified.startswith(_ARRAY_MODULES) else None
+
+
+TOKEN_SCALE = 0.05  # clip ranges from here up are token-scale (PPO's 0.2); GSPO's sequence ranges are ~3e-4
+
+
+class SequenceRatioTokenClip(TensorRule):
+    """
+    ## What it does
+    Reports an importance ratio of whole sequences, built as `exp` of a sum over tokens of the
+    policy-minus-old log-ratio (`exp((logp - old_logp).sum(-1))`, `exp(logp.sum(-1) -
+    old_logp.sum(-1))`), clamped to a token-scale band `[1 - c, 1 + c]` with `c` of 0.05 or
+    more (PPO's 0.2). The clip range is read where it is written (literals, constants,
+    defaults, config fields). Token-level ratios, length-normalised sequence ratios (GSPO's
+    `exp(mean(logp - old_logp))`, a masked sum divided by the length) and sequence ratios
+    clamped with GSPO-scale ranges (around 3e-4) are not reported.
+
+    ## Why is this bad?
+    The ratio of a sequence is the product of its token ratios. Over hundreds of tokens, a
+    per-token drift of 0.1% already moves it out of `1 +- 0.2`: nearly every sample is clipped
+    (no gradient), and the ones that are not carry a ratio that explodes. The run looks
+    unstable, and the learning rate gets the blame.
+
+    ## Example
+    ```python
+    seq_ratio = torch.exp((logps - old_logps).sum(dim=-1))
+    clipped = torch.clamp(seq_ratio, 1 - 0.2, 1 + 0.2)
+    ```
+
+    ## Use instead
+    ```python
+    seq_ratio = torch.exp(((logps - old_logps) * mask).sum(-1) / mask.sum(-1))  # GSPO
+    clipped = torch.clamp(seq_ratio, 1 - 3e-4, 1 + 4e-4)
+    # or keep token-level ratios with the token-scale range
+    ```
+
+    ## Options
+    None.
+
+    ## References
+    - Zheng et al., "Group Sequence Policy Optimization", 2025, section 4.
+    """
+
+    code = "RL113"
+    name = "sequence-ratio-token-clip"
+    severity = Severity.WARNING
+    tier = Tier.SUSPICIOUS
+    message = ("`{expr}` clips the whole-sequence ratio `exp({exponent})`, a sum of token log-ratios, to 1 +- {c}: "
+               "a product of hundreds of token ratios leaves that band almost always, so nearly every sample is "
+               "clipped or the ratio explodes (normalise by the length, as GSPO, with a range near 3e-4)")
+    triggers = ("clamp", "clip")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if callee(node) not in ("clamp", "clip"):
+            return
+        clamp = clamp_of(self.file.fact(Imports), node)
+        if clamp is None or clamp.lower is None or clamp.upper is None:
+            return
+        tensors = self.tensors()
+        if not around_one(tensors, clamp):
+            return
+        exponent = exponent_of(tensors, clamp.operand)
+        summed = summed_log_ratio(tensors, exponent) if exponent is not None else None
+        if summed is None:
+            return
+        c = clip_range(tensors, self.file.fact(Values), clamp)
+        if c is not None and c >= TOKEN_SCALE:
+            exponent = summed.with_changes(lpar=[], rpar=[]) if isinstance(summed, cst.BinaryOperation) else summed
+            self.report(node, expr=tensors.code(node, 70), exponent=tensors.code(exponent, 50), c=format_number(c))
