@@ -40,7 +40,8 @@ from rllint.notebook import NotebookError, place_all, read_cells
 from rllint.registry import CSTRule, Finding, find_rule, load_rules, UnknownSelector
 from rllint.rules.meta import SyntaxErrorRule, UnusedSuppression
 from rllint.settings import Settings
-from rllint.source import MAX_FILE_BYTES, SourceError, Suppressions, decode_config, decode_source, read_source, too_large
+from rllint.source import (MAX_FILE_BYTES, SourceError, Suppressions, decode_config, decode_source, read_source,
+                           token_estimate, too_large)
 from rllint.traversal import visit_batched
 
 # libcst's visitors recurse once per nesting level: a 500-term `+` chain, which CPython
@@ -51,9 +52,12 @@ RECURSION_LIMIT = 20000
 # 45,000 nodes; a 2,500-line module about 12,000).
 MAX_NODES = 60_000
 # Python's own tree costs about 250 bytes per node and twice that while `ast.parse` builds it: source code
-# has about one node per 4 bytes (175 MiB at this bound), so larger texts are refused before it is built.
-# Denser text (`a=1` lines: a node per byte) can still cost Python's parser about 650 MB here.
+# has about one node per 4 bytes, so larger texts are refused before it is built.
 MAX_PYTHON_BYTES = 1024 * 1024
+# Python's parser needs about 600 bytes per token (`a=1` lines: a token per byte, 650 MB for a MiB), so a text
+# of more tokens (`rllint.source.token_estimate`) is refused before it is parsed: 90 MB at this bound, which
+# is 2.5 times the most tokens a file within `MAX_NODES` of the primer has.
+MAX_TOKENS = 150_000
 # libcst's parse time grows with the square of the nesting depth (2,000 levels of `a[0][0]...` take
 # 7 s) and its native parser recurses once per level.
 MAX_NESTING = 2_000
@@ -207,6 +211,10 @@ def _lint_text(text: str, path: str, settings: Settings, kind: Optional[str], tr
         size = len(text.encode("utf-8", "replace"))
         return _error(path, f"too large to lint ({size / 2 ** 20:.1f} MiB of Python; rllint lints Python files "
                             f"up to {MAX_PYTHON_BYTES // 2 ** 20} MiB)")
+    tokens = token_estimate(text) if tree is None and 2 * len(text) > MAX_TOKENS else 0  # a shorter text has fewer
+    if tokens > MAX_TOKENS:
+        return _error(path, f"too large to lint (about {tokens:,} tokens; rllint lints Python files of up to "
+                            f"{MAX_TOKENS:,})")
     try:
         tree = tree or ast.parse(text, filename=path)
     except SyntaxError as error:
