@@ -150,7 +150,6 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
     Each file is linted with the closest configuration file above it.
     """
     from rllint.config import ConfigError, ConfigTree, load_settings
-    from rllint.fix.apply import add_noqa_comments, fix_files
 
     from_stdin = paths == (STDIN,) or (not paths and stdin_filename is not None)
     if STDIN in paths and not from_stdin:
@@ -186,6 +185,8 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
                 ctx.exit(2 if unwalkable else 0)
             _refuse_overwrite(output_file, files)
             if fix or diff:
+                from rllint.fix.apply import fix_files
+
                 result, fixed, diffs = fix_files(files, configs, unsafe_fixes, write=not diff)
             else:
                 result = _lint_groups(files, configs, jobs, no_cache, cache_dir, say)
@@ -199,6 +200,8 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
     errors = [replace(e, path=_display(e.path, settings.root if rooted else None)) for e in result.errors]
 
     if add_noqa:
+        from rllint.fix.apply import add_noqa_comments
+
         added = add_noqa_comments(result.diagnostics)
         say.summary(f"Added {_plural(added, 'noqa directive')}.")
         ctx.exit(0)
@@ -401,8 +404,6 @@ def _plural(count: int, word: str) -> str:
 def _summary(diagnostics: Sequence[Diagnostic], errors: Sequence[FileError], fixed: Optional[int] = None,
              unsafe: bool = False) -> str:
     """ruff's closing lines: what was found (and fixed), what could not be linted, what `--fix` would do."""
-    from rllint.fix.apply import applicable
-
     files = len({d.path for d in diagnostics})
     lines = []
     if fixed:
@@ -415,8 +416,12 @@ def _summary(diagnostics: Sequence[Diagnostic], errors: Sequence[FileError], fix
         lines.append("No findings.")
     if errors:
         lines[-1] += f" {_plural(len(errors), 'file')} could not be linted."
-    fixable = sum(applicable(d, unsafe) for d in diagnostics)
-    hidden = sum(applicable(d, True) for d in diagnostics) - fixable
+    fixable = hidden = 0
+    if any(d.fix is not None for d in diagnostics):  # rllint.fix (and libcst) only when there is a fix
+        from rllint.fix.apply import applicable
+
+        fixable = sum(applicable(d, unsafe) for d in diagnostics)
+        hidden = sum(applicable(d, True) for d in diagnostics) - fixable
     if fixable:
         lines.append(f"{fixable} fixable with `--fix`" + (f" ({hidden} more with `--unsafe-fixes`)." if hidden else "."))
     elif hidden:
@@ -473,12 +478,12 @@ def rule_command(selector: str) -> None:
               show_default=True)
 def rules_command(output_format: str) -> None:
     """List every rule: code, name, severity, and whether it runs by default."""
-    from rllint.registry import load_rules
+    from rllint.catalogue import entries  # the generated table: no rule module, no libcst
 
     rows: List[Dict[str, Any]] = [
-        {"code": rule.code, "name": rule.name, "severity": getattr(rule.severity, "value", rule.severity),
-         "tier": rule.tier.value, "default_enabled": rule.default_enabled, "options": [option.key for option in rule.options]}
-        for rule in load_rules().values()
+        {"code": rule.code, "name": rule.name, "severity": rule.severity.value, "tier": rule.tier.value,
+         "default_enabled": rule.default_enabled, "options": list(rule.options)}
+        for rule in entries().values()
     ]
     if output_format == "json":
         click.echo(json.dumps(rows, indent=2))

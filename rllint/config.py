@@ -3,8 +3,9 @@
 Config files, closest first in each folder as ruff looks for them: `.rllint.toml`, `rllint.toml`
 (keys at top level, like ruff.toml), then a `pyproject.toml` that has a `[tool.rllint]` table.
 Keys are kebab-case: the selection and file keys below, plus every rule option registered in
-`rllint.registry.OPTIONS`. A typo must not silently fall back to a default, so unknown keys,
-wrong types and unknown rule selectors raise `ConfigError` naming the file and the key.
+`rllint.registry.OPTIONS` (the module of an option that a file sets is imported then). A typo must
+not silently fall back to a default, so unknown keys, wrong types and unknown rule selectors raise
+`ConfigError` naming the file and the key.
 """
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+from rllint.catalogue import UnknownSelector, import_option, option_keys, validate_selectors
 from rllint.files import pattern_problem
-from rllint.registry import OPTIONS, Option, UnknownSelector, load_rules, validate_selectors
+from rllint.registry import OPTIONS, Option, load_rules
 from rllint.settings import Settings
 
 if sys.version_info >= (3, 11):
@@ -92,7 +94,6 @@ def load_settings(config_file: Optional[Path] = None, start: Optional[Path] = No
     `ignore` are dropped with its `select` (`--select RL105` runs RL105 even if the config ignores it).
     Raises ConfigError.
     """
-    load_rules()  # family modules register their options on import
     if config_file is not None:
         path: Optional[Path] = Path(os.path.abspath(config_file))
         if not path.is_file():
@@ -157,6 +158,7 @@ class ConfigTree:
 def settings_table(settings: Settings) -> Dict[str, Any]:
     """Every config key with the value `settings` hold (options at their defaults included), for
     `--show-settings`; keys without a value (no `select` given) are left out."""
+    load_rules()  # family modules register their options on import
     table = {key: getattr(settings, attr) for key, (attr, _) in _CORE.items()}
     table.update({key: settings.option(option) for key, option in sorted(OPTIONS.items())})
     return {key: value for key, value in table.items() if value is not None}
@@ -220,10 +222,17 @@ def _apply_file(settings: Settings, path: Path) -> None:
             attr, kind = _CORE[key]
             value = _checked(value, kind, f"{where}'{key}'", path, key)
             setattr(settings, attr, str(path.parent / os.path.expanduser(value)) if kind == "path" else value)
-        elif key in OPTIONS:
+        elif _known_option(key):
             settings.options[key] = _option_value(OPTIONS[key], value, f"{where}'{key}'", path)
         else:
             raise ConfigError(f"{where}unknown key {key!r}{_did_you_mean(key)}", path=path, key=key)
+
+
+def _known_option(key: str) -> bool:
+    """Whether `key` is a rule option; the module that defines it is imported (and registers it) first."""
+    if key not in OPTIONS:
+        import_option(key)
+    return key in OPTIONS
 
 
 def _apply_overrides(settings: Settings, overrides: dict) -> None:
@@ -337,7 +346,7 @@ def _option_value(option: Option, value: Any, where: str, path: Path) -> Any:
 
 
 def _did_you_mean(key: str) -> str:
-    known = sorted(set(_CORE) | set(OPTIONS))
+    known = sorted(set(_CORE) | set(OPTIONS) | set(option_keys()))
     kebab = key.replace("_", "-").lower()
     close = [kebab] if kebab in known else difflib.get_close_matches(key, known, n=1)
     return f"; did you mean {close[0]!r}?" if close else ""

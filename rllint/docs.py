@@ -1,8 +1,9 @@
 """Rule pages: each rule's docstring, its metadata and its options, rendered as Markdown.
 
 `rllint rule X` prints a page; `python -m rllint.docs [FOLDER]` writes every page and an
-index to `rules/` (stale pages removed), and `--check` exits 1 when that folder is out
-of date, so the generated pages never drift from the code.
+index to `rules/` (stale pages removed) and the rule table `rllint/catalogue_table.py`
+(`rllint.catalogue`), and `--check` exits 1 when either is out of date, so that neither
+drifts from the code.
 """
 from __future__ import annotations
 
@@ -14,12 +15,14 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from rllint.catalogue import render_table
 from rllint.fix import load_builders
 from rllint.registry import LogRule, Option, load_rules
 from rllint.rules.meta import SyntaxErrorRule, UnusedSuppression
 
 DEFAULT_FOLDER = Path(__file__).resolve().parent.parent / "rules"
 INDEX = "README.md"
+TABLE = Path(__file__).resolve().parent / "catalogue_table.py"
 _PAGE_NAME = re.compile(r"^RL\d{3}\.md$")
 
 
@@ -261,15 +264,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="where the pages go (default: rules/ at the repository root)")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if any page is out of date")
     args = parser.parse_args(argv)
+    table = render_table()
     if args.check:
-        stale = out_of_date(args.folder)
-        for name in stale:
-            print(f"out of date: {args.folder / name}")
+        stale = [args.folder / name for name in out_of_date(args.folder)]
+        stale += [TABLE] if _read(TABLE) != table else []
+        for path in stale:
+            print(f"out of date: {path}")
         if stale:
-            print("run `python -m rllint.docs` to regenerate the rule pages", file=sys.stderr)
+            print("run `python -m rllint.docs` to regenerate the rule pages and table", file=sys.stderr)
         return 1 if stale else 0
     for name in write_pages(args.folder):
         print(f"updated {args.folder / name}")
+    if _read(TABLE) != table:
+        TABLE.write_text(table, encoding="utf-8", newline="\n")
+        print(f"updated {TABLE}")
     return 0
 
 

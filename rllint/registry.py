@@ -1,21 +1,24 @@
-"""The rule catalogue: the Rule base classes, rule options, and selection by code, prefix or name.
+"""The Rule base classes, rule options, and selection by code, prefix or name.
 
 A rule registers itself by subclassing `Rule` (or `CSTRule`) with a `code`; the family
-modules under `rllint/rules/` are imported once by `load_rules()`. Adding a rule touches
-only its family's module.
+modules under `rllint/rules/` are imported once by `load_rules()`, or one by one as the
+runner needs their rules (`rllint.catalogue`, the generated table of what every rule is,
+which selection reads). Adding a rule touches only its family's module (and the table:
+`python -m rllint.docs`).
 """
 from __future__ import annotations
 
-import difflib
 import importlib
 import inspect
 import pkgutil
 import re
-from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import libcst as cst
 
+from rllint.catalogue import UnknownSelector, find, select, validate_selectors
 from rllint.diagnostic import Severity, Tier
 
 _CODE = re.compile(r"^RL\d{3}$")
@@ -32,8 +35,12 @@ class Option:
     choices: Tuple[Any, ...] = ()  # the allowed values, when only a few are
     # A further check of a well-typed value: the problem as a phrase, or None when the value is fine.
     check: Optional[Callable[[Any], Optional[str]]] = None
+    # The module that defines the option: importing it registers the option (`rllint.catalogue.import_option`).
+    module: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
+        if not self.module:  # the caller of the dataclass's __init__
+            object.__setattr__(self, "module", sys._getframe(2).f_globals.get("__name__", ""))
         OPTIONS[self.key] = self
 
 
@@ -56,6 +63,9 @@ class Rule:
     # a file that triggers no selected rule is not parsed by libcst (README, "Developing"). Derive them from
     # what the rule and its analyses match; empty: always run (and parse every file).
     triggers: ClassVar[Tuple[str, ...]] = ()
+    # True: the words are lower case and sought in the lower-cased text, for rules whose analyses compare
+    # names whatever their case (hyperparameter keys: `LR`, `Kl_Coef`, `GROUP_SIZE`).
+    triggers_ignore_case: ClassVar[bool] = False
     # The kinds of file the rule judges (`rllint.files.file_kind`): Python sources are
     # visited; launch configs ("yaml", "shell") are handed to `check_config`.
     file_kinds: ClassVar[Tuple[str, ...]] = ("python",)
@@ -200,60 +210,17 @@ def load_rules() -> Dict[str, type]:
     return dict(sorted(RULES.items()))
 
 
-class UnknownSelector(ValueError):
-    """A code, prefix or name that matches no rule."""
-
-    def __init__(self, selector: str) -> None:
-        rules = load_rules()
-        choices = list(rules) + [rule.name for rule in rules.values()]
-        close = difflib.get_close_matches(selector, choices, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        super().__init__(f"unknown rule selector {selector!r}{hint}")
-        self.selector = selector
-
-
-def _specificity(selector: str, rule: type) -> int:
-    """How closely `selector` names `rule`: -1 when it does not name it at all."""
-    token = selector.strip()
-    if token.upper() == "ALL":
-        return 0
-    if token.upper() == rule.code or token.lower() == rule.name:
-        return 100
-    if rule.code.startswith(token.upper()) and re.match(r"^RL\d{0,2}$", token.upper()):
-        return len(token)
-    return -1
-
-
-def validate_selectors(selectors: Iterable[str]) -> None:
-    rules = load_rules().values()
-    for selector in selectors:
-        if not any(_specificity(selector, rule) >= 0 for rule in rules):
-            raise UnknownSelector(selector)
-
-
 def find_rule(selector: str) -> type:
     """The rule with this exact code or name."""
-    for rule in load_rules().values():
-        if _specificity(selector, rule) == 100:
-            return rule
-    raise UnknownSelector(selector)
+    return find(selector).rule
 
 
 def select_rules(
-    select: Optional[Sequence[str]], extend_select: Sequence[str] = (), ignore: Sequence[str] = ()
+    select_: Optional[Sequence[str]], extend_select: Sequence[str] = (), ignore: Sequence[str] = ()
 ) -> List[type]:
-    """Rules that run, as ruff decides: the most specific selector wins, ignore wins ties.
+    """The classes of the rules that run (`rllint.catalogue.select`); their family modules are imported."""
+    return [entry.rule for entry in select(select_, extend_select, ignore)]
 
-    With no `select`, the rules on by default are selected; off-by-default rules run
-    only when a selector names them (`RL`, `ALL`, a prefix, a code or a name).
-    """
-    chosen = []
-    for rule in load_rules().values():
-        enabling = [_specificity(s, rule) for s in list(select or []) + list(extend_select)]
-        best_on = max(enabling, default=-1)
-        if select is None and rule.default_enabled:
-            best_on = max(best_on, 0)
-        best_off = max((_specificity(s, rule) for s in ignore), default=-1)
-        if best_on >= 0 and best_on > best_off:
-            chosen.append(rule)
-    return chosen
+
+__all__ = ["CSTRule", "Finding", "LogFinding", "LogRule", "OPTIONS", "Option", "RULES", "Rule", "UnknownSelector",
+           "find_rule", "load_rules", "select_rules", "validate_selectors"]

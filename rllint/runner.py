@@ -29,15 +29,14 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from rllint import workers
-from rllint.analysis.configs import ConfigSyntaxError, ConfigTooLarge, LaunchConfig, mentions_rl
 from rllint.analysis.nodes import AstNodes
 from rllint.cache import ResultCache, content_hash
+from rllint.catalogue import Entry, UnknownSelector, entries, find
 from rllint.diagnostic import Diagnostic, FileError
 from rllint.files import file_kind
 from rllint.index import importers_outside
-from rllint.fix import build_fix
 from rllint.notebook import NotebookError, place_all, read_cells
-from rllint.registry import CSTRule, Finding, find_rule, load_rules, UnknownSelector
+from rllint.registry import Finding
 from rllint.rules.meta import SyntaxErrorRule, UnusedSuppression
 from rllint.settings import Settings
 from rllint.source import (MAX_FILE_BYTES, SourceError, Suppressions, decode_config, decode_source, read_source,
@@ -133,7 +132,7 @@ def lint_bytes(data: bytes, path: str, settings: Settings) -> FileResult:
             return _error(path, str(error))
         result = lint_text(cells.text, path, settings, kind="python")
         result.diagnostics = place_all(result.diagnostics, cells, path)
-        if cells.broken and SyntaxErrorRule in settings.rules_for(path):
+        if cells.broken and _selects(settings.selected_for(path), SyntaxErrorRule):
             result.diagnostics = sorted(result.diagnostics + [
                 replace(d, cell=cell) for cell, line, column, message in cells.broken
                 for d in _diagnostics(path, SyntaxErrorRule, [(line, column, line, column, {"detail": message})])],
@@ -204,7 +203,7 @@ def _lint_text(text: str, path: str, settings: Settings, kind: Optional[str], tr
     if len(text) > MAX_FILE_BYTES:
         return _error(path, too_large(len(text.encode("utf-8", "replace")), MAX_FILE_BYTES))
     kind = kind or file_kind(path) or "python"
-    rules = [rule for rule in settings.rules_for(path) if kind in rule.file_kinds]
+    rules = [rule for rule in settings.selected_for(path) if kind in rule.file_kinds]
     if kind != "python":
         return _lint_config(text, path, kind, settings, rules)
     if len(text) > MAX_PYTHON_BYTES:
@@ -362,7 +361,7 @@ def _remote_filtered(diagnostics: List[Diagnostic],
     kept: Dict[Tuple[str, int, int, str], Diagnostic] = {}
     read: Dict[str, Optional[Suppressions]] = {}
     for d in diagnostics:
-        if (d.path, d.line, d.column, d.code) in kept or d.code not in {r.code for r in settings.rules_for(d.path)}:
+        if (d.path, d.line, d.column, d.code) in kept or d.code not in {r.code for r in settings.selected_for(d.path)}:
             continue
         if d.path not in read:
             read[d.path] = _suppressions_of(d.path)
@@ -382,36 +381,49 @@ def _suppressions_of(path: str) -> Optional[Suppressions]:
         return None
 
 
+def triggered(rules: Sequence[Entry], text: str) -> List[type]:
+    """The classes of the rules among `rules` that visit files and whose trigger words `text` holds (README,
+    "Developing"): only their family modules are imported, and none when no rule is triggered."""
+    lowered = text.lower() if any(rule.ignore_case for rule in rules) else text
+    return [rule.rule for rule in rules if rule.kind == "cst" and rule.triggered(text, lowered)]
+
+
+def _selects(rules: Sequence[Entry], rule: type) -> bool:
+    return any(entry.code == rule.code for entry in rules)
+
+
 def _run_cst_rules(
-    text: str, path: str, tree: ast.Module, settings: Settings, rules: Sequence[type]
+    text: str, path: str, tree: ast.Module, settings: Settings, rules: Sequence[Entry]
 ) -> Tuple[List[Finding], Optional[MetadataWrapper], Optional[FileContext]]:
-    triggered = [r for r in rules if issubclass(r, CSTRule) and (not r.triggers or any(w in text for w in r.triggers))]
-    if not triggered:
+    triggered_rules = triggered(rules, text)
+    if not triggered_rules:
         return [], None, None
     module, ast_nodes = _parse_cst(text, tree)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     file = FileContext(path, text, module, tree, settings, ast_nodes)
-    visitors = [rule(file) for rule in triggered]
+    visitors = [rule(file) for rule in triggered_rules]
     visit_batched(module, visitors)
     return [finding for visitor in visitors for finding in visitor.findings], wrapper, file
 
 
-def _lint_config(text: str, path: str, kind: str, settings: Settings, rules: Sequence[type]) -> FileResult:
+def _lint_config(text: str, path: str, kind: str, settings: Settings, rules: Sequence[Entry]) -> FileResult:
     """A YAML or shell launch config: its rules read (key, value, position) entries, not a tree.
 
     A config that does not parse is reported (RL000) only when it speaks of RL: YAML
     files of other tools (templated Helm charts, CI files) are none of rllint's business.
     """
-    checks = [r for r in rules if issubclass(r, CSTRule) and (not r.triggers or any(w in text for w in r.triggers))]
+    checks = triggered(rules, text)
     if not checks:
         return FileResult()
+    from rllint.analysis.configs import ConfigSyntaxError, ConfigTooLarge, LaunchConfig, mentions_rl  # YAML
+
     file = ConfigFile(path, text, kind, settings)
     try:
         file.fact(LaunchConfig)
     except ConfigTooLarge as error:
         return _error(path, str(error))
     except ConfigSyntaxError as error:
-        if SyntaxErrorRule not in rules or not mentions_rl(text):
+        if not _selects(rules, SyntaxErrorRule) or not mentions_rl(text):
             return FileResult()
         span = (error.line, error.column, error.line, error.column, {"detail": str(error)})
         return FileResult(_diagnostics(path, SyntaxErrorRule, [span]))
@@ -427,14 +439,14 @@ def _lint_config(text: str, path: str, kind: str, settings: Settings, rules: Seq
 
 
 def _filtered(path: str, diagnostics: List[Diagnostic], suppressions: Suppressions,
-              rules: Sequence[type]) -> FileResult:
+              rules: Sequence[Entry]) -> FileResult:
     """Drop suppressed findings (once per place and code), then report stale suppressions (RL001)."""
     kept = {}
     for d in diagnostics:
         if not suppressions.suppresses(d.line, d.code, d.name):
             kept.setdefault((d.line, d.column, d.code), d)
     found = list(kept.values())
-    if UnusedSuppression in rules:
+    if _selects(rules, UnusedSuppression):
         found.extend(_unused_suppressions(path, suppressions, rules))
     return FileResult(sorted(found, key=Diagnostic.sort_key))
 
@@ -445,6 +457,8 @@ def _positioned(path: str, findings: List[Finding], wrapper: Optional[MetadataWr
     Findings at a node of `file` get the fix of their rule (`rllint.fix`), when there is one."""
     if not findings:
         return []
+    from rllint.fix import build_fix  # the fix builders only for files with findings
+
     positions = wrapper.resolve(PositionProvider) if wrapper is not None and any(f.node for f in findings) else {}
     spans = []
     for finding in findings:
@@ -470,8 +484,8 @@ def _shown_path(other: str, linted: str) -> str:
     return other if relative.startswith(os.pardir) else relative
 
 
-def _syntax_error(path: str, error: SyntaxError, rules: Sequence[type]) -> List[Diagnostic]:
-    if SyntaxErrorRule not in rules:
+def _syntax_error(path: str, error: SyntaxError, rules: Sequence[Entry]) -> List[Diagnostic]:
+    if not _selects(rules, SyntaxErrorRule):
         return []
     line = error.lineno or 1
     column = error.offset or 1
@@ -489,7 +503,7 @@ def _diagnostics(path: str, rule: type, spans: List[tuple]) -> List[Diagnostic]:
             for line, col, end_line, end_col, values in spans]
 
 
-def _unused_suppressions(path: str, suppressions: Suppressions, rules: Sequence[type]) -> List[Diagnostic]:
+def _unused_suppressions(path: str, suppressions: Suppressions, rules: Sequence[Entry]) -> List[Diagnostic]:
     """RL001: codes and names in suppression comments that silenced nothing among the rules that ran,
     and those that name no rule at all (`# noqa: RL999`, `# rllint: ignore[not-a-rule]`).
 
@@ -508,22 +522,22 @@ def _unused_suppressions(path: str, suppressions: Suppressions, rules: Sequence[
     return _diagnostics(path, UnusedSuppression, found)
 
 
-def _stale(selector: str, comment, ran: Dict[str, type]) -> Optional[str]:
+def _stale(selector: str, comment, ran: Dict[str, Entry]) -> Optional[str]:
     """Why `selector` of `comment` is worth an RL001 finding; None when it is not."""
     rule = ran.get(selector.upper()) or ran.get(selector.lower())
     if rule is not None:
-        if rule is UnusedSuppression or selector in comment.used:
+        if rule.code == UnusedSuppression.code or selector in comment.used:
             return None
         return "nothing in this file is reported under it" if comment.kind == "file" else \
             "nothing on this line is reported under it"
     if comment.kind != "ignore" and not selector.upper().startswith("RL"):
         return None  # another tool's code in a `# noqa`
     try:
-        find_rule(selector)
+        find(selector)
         return None  # a rule that did not run here
     except UnknownSelector:
         pass
-    codes = [code for code in load_rules() if code.startswith(selector.upper())] if selector[:2].upper() == "RL" else []
+    codes = [code for code in entries() if code.startswith(selector.upper())] if selector[:2].upper() == "RL" else []
     if codes:
         return f"`# noqa` takes whole codes, not prefixes such as this one (of {codes[0]}..{codes[-1]})"
     return "no rule has this code or name"
@@ -542,7 +556,6 @@ def _read(path: str) -> Tuple[Optional[bytes], Optional[FileResult]]:
 
 def lint_data(data: bytes, path: str, settings: Settings, time_limit: float = FILE_TIME_LIMIT) -> FileResult:
     """`lint_bytes` in a worker process, as `lint_files` lints (standard input: an editor's buffer)."""
-    load_rules()
     outcome = workers.run([(data, path)], functools.partial(lint_bytes, settings=settings), 1, time_limit)[path]
     return _error(path, outcome.message) if isinstance(outcome, workers.Failure) else outcome
 
@@ -557,7 +570,6 @@ def lint_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = N
     takes longer than `time_limit` seconds. Otherwise in this process, one file after the other.
     Ctrl-C stops the workers and raises KeyboardInterrupt; nothing is cached then.
     """
-    load_rules()
     jobs = jobs or os.cpu_count() or 1
     results: Dict[str, FileResult] = {}
     pending: Dict[str, Tuple[bytes, str]] = {}

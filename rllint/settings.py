@@ -8,9 +8,12 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple
 
-from rllint.registry import CSTRule, Option, select_rules
+from rllint.catalogue import Entry, select
+
+if TYPE_CHECKING:
+    from rllint.registry import Option
 
 # As ruff: folders that hold tools' and environments' files, never a project's sources.
 DEFAULT_EXCLUDES: Tuple[str, ...] = (
@@ -43,20 +46,30 @@ class Settings:
         return self.options.get(option.key, option.default)
 
     def rules(self) -> List[type]:
-        return select_rules(self.select, self.extend_select, self.ignore)
+        """The classes of the selected rules (their family modules imported)."""
+        return [entry.rule for entry in self.selected()]
+
+    def selected(self) -> List[Entry]:
+        """The selected rules as the catalogue states them, no rule module imported."""
+        return select(self.select, self.extend_select, self.ignore)
 
     def linted_kinds(self) -> Set[str]:
         """The kinds of file the selected rules judge: Python and notebooks always (RL000), configs when a
         rule reads them."""
-        return {"python", "notebook"} | {kind for rule in self.rules() for kind in rule.file_kinds if issubclass(rule, CSTRule)}
+        return {"python", "notebook"} | {kind for rule in self.selected() for kind in rule.file_kinds
+                                         if rule.kind == "cst"}
 
     def rules_for(self, path: str) -> List[type]:
-        """The selected rules minus those that `per-file-ignores` turns off for `path`."""
+        """The classes of the selected rules minus those that `per-file-ignores` turns off for `path`."""
+        return [entry.rule for entry in self.selected_for(path)]
+
+    def selected_for(self, path: str) -> List[Entry]:
+        """`rules_for` as catalogue entries, no rule module imported."""
         ignored = [s for pattern, selectors in self.per_file_ignores.items()
                    if _matches(path, pattern, self.root) for s in selectors]
         if not ignored:
-            return self.rules()
-        return select_rules(self.select, self.extend_select, list(self.ignore) + ignored)
+            return self.selected()
+        return select(self.select, self.extend_select, list(self.ignore) + ignored)
 
 
 def _matches(path: str, pattern: str, root: Path) -> bool:

@@ -36,7 +36,7 @@ def test_a_file_beyond_the_node_bound_is_one_error_and_the_others_are_linted(tmp
     assert {d.code for d in result.diagnostics} == {"RL101"}
 
 
-@pytest.mark.parametrize("argv", [["--version"], ["clean", "--help"]])
+@pytest.mark.parametrize("argv", [["--version"], ["clean", "--help"], ["rules"], ["rules", "--format", "json"]])
 def test_commands_that_lint_nothing_import_no_libcst(argv):
     probe = ("import runpy, sys\nsys.argv = ['rllint', *sys.argv[1:]]\ntry:\n"
              "    runpy.run_module('rllint', run_name='__main__')\nexcept SystemExit:\n    pass\n"

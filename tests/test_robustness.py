@@ -457,6 +457,7 @@ def test_15_a_comment_cannot_hang_the_run(tmp_path):
 def test_15_each_file_is_bounded_in_time(tmp_path, monkeypatch):
     import libcst as cst
 
+    from rllint.catalogue import Entry
     from rllint.registry import CSTRule
     from rllint.runner import lint_files
     from rllint.settings import Settings
@@ -470,7 +471,8 @@ def test_15_each_file_is_bounded_in_time(tmp_path, monkeypatch):
                 time.sleep(3600)
 
     Forever.code = "RL996"
-    monkeypatch.setattr(Settings, "rules_for", lambda self, path: [Forever])  # workers are forked: they see it
+    forever = [Entry.of(Forever)]
+    monkeypatch.setattr(Settings, "selected_for", lambda self, path: forever)  # workers are forked: they see it
     (tmp_path / "slow.py").write_text("sleep = 1\n")
     (tmp_path / "fine.py").write_text("x = 1\n")
     result = lint_files([str(tmp_path / "slow.py"), str(tmp_path / "fine.py")], Settings(), jobs=1, time_limit=2)

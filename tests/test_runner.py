@@ -10,6 +10,7 @@ from rllint.diagnostic import Severity
 from rllint import runner
 from rllint.analysis.configs import LaunchConfig
 from rllint.cache import ResultCache
+from rllint.catalogue import Entry
 from rllint.registry import CSTRule
 from rllint.runner import lint_bytes, lint_files, lint_text
 from rllint.settings import Settings
@@ -30,11 +31,17 @@ class Marker(CSTRule):
 Marker.code = "RL999"  # set after class creation so that the probe stays out of the catalogue
 
 
+def selecting(monkeypatch, *rules):
+    """Every file gets these rules (probes made here, outside the catalogue)."""
+    chosen = [Entry.of(rule) for rule in rules]
+    monkeypatch.setattr(Settings, "selected_for", lambda self, path: chosen)
+
+
 @pytest.fixture
 def probe(monkeypatch):
     from rllint.rules.meta import SyntaxErrorRule, UnusedSuppression
 
-    monkeypatch.setattr(Settings, "rules_for", lambda self, path: [SyntaxErrorRule, UnusedSuppression, Marker])
+    selecting(monkeypatch, SyntaxErrorRule, UnusedSuppression, Marker)
     return Settings()
 
 
@@ -181,7 +188,7 @@ Crasher.code = "RL998"
 
 @pytest.mark.skipif(multiprocessing.get_start_method() != "fork", reason="the probe reaches workers by fork")
 def test_a_crashing_worker_costs_one_file(monkeypatch, tmp_path):
-    monkeypatch.setattr(Settings, "rules_for", lambda self, path: [Marker, Crasher])
+    selecting(monkeypatch, Marker, Crasher)
     paths = []
     for index in range(20):
         path = tmp_path / f"f{index:02}.py"
@@ -229,7 +236,7 @@ ConfigProbe.code = "RL997"
 def config_probe(monkeypatch):
     from rllint.rules.meta import SyntaxErrorRule, UnusedSuppression
 
-    monkeypatch.setattr(Settings, "rules_for", lambda self, path: [SyntaxErrorRule, UnusedSuppression, ConfigProbe])
+    selecting(monkeypatch, SyntaxErrorRule, UnusedSuppression, ConfigProbe)
     return Settings()
 
 

@@ -5,6 +5,7 @@ import re
 import pytest
 
 from rllint import runner
+from rllint.catalogue import Entry
 from rllint.registry import CSTRule, load_rules
 from rllint.runner import lint_text
 from rllint.settings import Settings
@@ -21,6 +22,12 @@ def test_a_trigger_is_a_word_not_a_character(rule):
     assert all(len(word) >= 2 for word in rule.triggers), rule.triggers
 
 
+@pytest.mark.parametrize("rule", [r for r in RULES if r.triggers_ignore_case], ids=lambda rule: rule.code)
+def test_words_sought_whatever_their_case_are_written_in_lower_case(rule):
+    # They are sought in the lower-cased text: `SamplingParams` there would never match.
+    assert all(word == word.lower() for word in rule.triggers), rule.triggers
+
+
 def _positive(code):
     return [path for path in CASES if any(found == code for _, found in labelled(path))]
 
@@ -30,7 +37,7 @@ def test_every_positive_fixture_holds_a_trigger_of_its_rule(rule):
     positives = [path for path in _positive(rule.code) if path.suffix == ".py" or rule.file_kinds != ("python",)]
     for path in positives:
         text = LABEL.sub("", path.read_text(encoding="utf-8"))  # the labels name codes, not trigger words
-        assert any(word in text for word in rule.triggers), f"{path.name}: none of {rule.triggers}"
+        assert Entry.of(rule).triggered(text, text.lower()), f"{path.name}: none of {rule.triggers}"
 
 
 @pytest.mark.parametrize("path", CASES, ids=lambda p: p.relative_to(FIXTURES).as_posix())
@@ -58,3 +65,11 @@ def test_a_one_value_two_roles_call_triggers_its_rule():
     source = "import torch\nloss = policy_loss(advantages=adv,response_mask=adv)\n"
     codes = [d.code for d in lint_text(source, "step.py", Settings(select=["RL508"])).diagnostics]
     assert codes == ["RL508"]
+
+
+def test_hyperparameters_written_as_constants_trigger_their_rules():
+    # The analyses compare keys lower-cased, and so does the prefilter of their rules (RL402, RL601-RL605).
+    source = "NUM_GENERATIONS = 2\nKL_COEF = 0.5\nCLIP_EPSILON = 0.1\nLEARNING_RATE = 1e-6\n"
+    triggered = {rule.code for rule in runner.triggered(Settings(select=["RL"]).selected(), source)}
+    assert {"RL402", "RL601", "RL602", "RL603", "RL604", "RL605"} <= triggered
+    assert runner.triggered(Settings(select=["RL604"]).selected(), "import os\nSEED = 3\n") == []

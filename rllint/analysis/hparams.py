@@ -66,10 +66,9 @@ _NOT_THE_CLIP_RANGE = frozenset({
     "lb", "ub"})
 _GROUP_NAMES = frozenset({"num_generations", "n_samples_per_prompt", "group_size", "rloo_k",
                           "num_generations_per_prompt", "samples_per_prompt", "n_samples"})
-# Words a file must contain to set a group size (file prefilter of RL402 and RL604).
-# Upper case too: module constants (`NUM_GENERATIONS = 4`); the runner's prefilter matches case-sensitively.
-GROUP_SIZE_TRIGGERS = tuple(sorted(_GROUP_NAMES)) + ("num_samples", "rollout") + tuple(
-    sorted(n.upper() for n in _GROUP_NAMES | {"num_samples"}))
+# Words a file must contain to set a group size (file prefilter of RL402 and RL604), whatever their case
+# (`NUM_GENERATIONS = 4`): the rules match them with `triggers_ignore_case`.
+GROUP_SIZE_TRIGGERS = tuple(sorted(_GROUP_NAMES)) + ("num_samples", "rollout")
 # Advantage estimators (verl `algorithm.adv_estimator`, OpenRLHF `--advantage_estimator`).
 _NOT_GROUPED = frozenset({"gae", "reinforce", "reinforce_plus_plus", "remax", "ppo", "vtrace"})
 _GROUPED_WORDS = frozenset({"grpo", "rloo", "group", "baseline", "opo", "gpg", "passk", "gspo", "dapo", "drgrpo",

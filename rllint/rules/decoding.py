@@ -1670,7 +1670,7 @@ class ShortGenerationLimit(CSTRule):
     severity = Severity.WARNING
     message = "rollout length limit `{name}` = {value} ({origin}) is below {limit} tokens: longer completions are cut off before their answer and score 0"
     options = (MIN_GENERATION_TOKENS,)
-    triggers = tuple(ROLLOUT_LENGTH_LIMITS) + ("generate-max-len", "max-new-tokens", "max-response-length")
+    triggers = tuple(sorted(ROLLOUT_LENGTH_LIMITS)) + ("generate-max-len", "max-new-tokens", "max-response-length")
     file_kinds = KINDS
 
     def __init__(self, file) -> None:

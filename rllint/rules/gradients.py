@@ -11,7 +11,7 @@ from typing import List, Optional, Tuple
 import libcst as cst
 
 from rllint.analysis.clipping import clamp_of, one_and
-from rllint.analysis.grad import STOPPED, GradFlow
+from rllint.analysis.grad import INPLACE_METHODS, STOPPED, GradFlow
 from rllint.analysis.imports import Imports
 from rllint.analysis.loss import LossSlice
 from rllint.analysis.roles import (OLD_POLICY, POLICY_NAMES, REFERENCE, REFERENCE_NAMES, REWARD, ModelRoles,
@@ -264,7 +264,7 @@ class InPlaceOnGraphTensor(CSTRule):
     tier = Tier.CORRECTNESS
     message = ("in-place `{op}` on `{target}`, which carries gradient from {origin}: autograd may need the "
                "overwritten values (use `masked_fill`, `torch.where` or an out-of-place op)")
-    triggers = ("_(", "] =", "] *=", "] +=", "] -=", "] /=")
+    triggers = tuple(sorted(f"{method}(" for method in INPLACE_METHODS)) + ("] =", "] *=", "] +=", "] -=", "] /=")
 
     def visit_Module(self, node: cst.Module) -> None:
         for event in self.file.fact(GradFlow).inplace:

@@ -97,7 +97,8 @@ class SFTScaleLearningRate(CSTRule):
     severity = Severity.WARNING
     message = "learning rate {value}{where} is SFT-scale{lora}: RL post-training at this rate usually collapses; use {advice}"
     options = (MAX_LEARNING_RATE, LORA_LR_MULTIPLIER)
-    triggers = ("lr", "LR", "learning_rate", "LEARNING_RATE", "learningRate", "Lr")
+    triggers = ("lr", "learning_rate", "learningrate")
+    triggers_ignore_case = True
     file_kinds = ("python", "yaml", "shell")
 
     def __init__(self, file) -> None:
@@ -552,7 +553,8 @@ class KLCoefficientTooLarge(_Threshold):
     message = ("KL coefficient {value}{where} is above {limit}: the penalty outweighs the reward and the policy "
                "cannot move; use 0.001..0.1")
     options = (MAX_KL_COEF,)
-    triggers = ("kl", "KL", "beta", "Kl")
+    triggers = ("kl", "beta")
+    triggers_ignore_case = True
 
     def _names(self, name: str, owner: Optional[str], grouped_config: bool = False) -> bool:
         return is_kl_coefficient(name, owner, grouped_config)
@@ -605,7 +607,8 @@ class ClipRangeTooNarrow(_Threshold):
     message = ("clip range {value}{where} is below {limit}: almost every token is clipped and the policy barely "
                "learns; use about 0.2")
     options = (MIN_CLIP_RANGE,)
-    triggers = ("clip", "CLIP", "Clip", "epsilon", "clamp")
+    triggers = ("clip", "epsilon", "clamp")
+    triggers_ignore_case = True
 
     def __init__(self, file) -> None:
         super().__init__(file)
@@ -707,6 +710,7 @@ class GroupSizeTooSmall(_Threshold):
     severity = Severity.ERROR
     message = "group size {value}{where}: {why}"
     triggers = GROUP_SIZE_TRIGGERS
+    triggers_ignore_case = True
     declaration_kinds = ("argparse", "field", "constant")
 
     def _names(self, name: str, owner: Optional[str], grouped_config: bool = False) -> bool:
@@ -812,7 +816,8 @@ class KLAppliedTwice(CSTRule):
     name = "kl-applied-twice"
     severity = Severity.WARNING
     message = "the KL penalty is applied twice: {detail}; keep one of the two"
-    triggers = ("kl", "KL")
+    triggers = ("kl",)
+    triggers_ignore_case = True
     file_kinds = ("python", "yaml", "shell")
 
     def __init__(self, file) -> None:

@@ -202,7 +202,8 @@ class BinaryRewardSmallGroup(_RewardRule):
     severity = Severity.WARNING
     message = "`{function}` only returns {values}, and the group size is {group} ({origin}): most groups get identical rewards and zero advantage"
     options = (MIN_BINARY_GROUP_SIZE,)
-    triggers = GROUP_SIZE_TRIGGERS + ("SamplingParams",)
+    triggers = GROUP_SIZE_TRIGGERS + ("samplingparams",)
+    triggers_ignore_case = True
 
     def __init__(self, file) -> None:
         super().__init__(file)
