@@ -18,7 +18,8 @@ from typing import Any, Callable, ClassVar, Dict, List, NamedTuple, Optional, Se
 
 import libcst as cst
 
-from rllint.catalogue import UnknownSelector, find, select, validate_selectors
+from rllint import catalogue
+from rllint.catalogue import UnknownSelector, validate_selectors
 from rllint.diagnostic import Severity, Tier
 
 _CODE = re.compile(r"^RL\d{3}$")
@@ -212,14 +213,14 @@ def load_rules() -> Dict[str, type]:
 
 def find_rule(selector: str) -> type:
     """The rule with this exact code or name."""
-    return find(selector).rule
+    return catalogue.find(selector).rule
 
 
 def select_rules(
-    select_: Optional[Sequence[str]], extend_select: Sequence[str] = (), ignore: Sequence[str] = ()
+    select: Optional[Sequence[str]], extend_select: Sequence[str] = (), ignore: Sequence[str] = ()
 ) -> List[type]:
     """The classes of the rules that run (`rllint.catalogue.select`); their family modules are imported."""
-    return [entry.rule for entry in select(select_, extend_select, ignore)]
+    return [entry.rule for entry in catalogue.select(select, extend_select, ignore)]
 
 
 __all__ = ["CSTRule", "Finding", "LogFinding", "LogRule", "OPTIONS", "Option", "RULES", "Rule", "UnknownSelector",
