@@ -1,8 +1,8 @@
 """What is known of every rule without importing it: the generated table `rllint/catalogue_table.py`.
 
 `rllint rules`, rule selection and the word prefilter need a rule's code, name, severity, tier, trigger
-words, kinds of file and family module, not its class: importing the classes costs libcst and the
-analyses. `python -m rllint.docs` writes the table from the rule classes (with the rule pages; a test
+words, kinds of file, family module and fix module, not its class: importing the classes costs libcst
+and the analyses. `python -m rllint.docs` writes the table from the rule classes (with the rule pages; a test
 fails while it is stale). A family module is imported when one of its rules is needed (`Entry.rule`).
 """
 from __future__ import annotations
@@ -22,13 +22,14 @@ TABLE_MODULE = "rllint.catalogue_table"
 class Entry:
     """One rule as the table states it; the attributes are those of the rule class of the same name."""
 
-    __slots__ = ("code", "name", "severity", "tier", "kind", "module", "file_kinds", "triggers", "ignore_case",
-                 "options", "message", "_rule")
+    __slots__ = ("code", "name", "severity", "tier", "kind", "module", "fix", "file_kinds", "triggers",
+                 "ignore_case", "options", "message", "_rule")
 
-    def __init__(self, code: str, name: str, severity: str, tier: str, kind: str, module: str,
+    def __init__(self, code: str, name: str, severity: str, tier: str, kind: str, module: str, fix: Optional[str],
                  file_kinds: Tuple[str, ...], triggers: Tuple[str, ...], ignore_case: bool,
                  options: Tuple[str, ...], message: str, rule: Optional[type] = None) -> None:
         self.code, self.name, self.kind, self.module = code, name, kind, module
+        self.fix = fix  # the module of the rule's fix builder (`rllint.fix`), None when it has none
         self.severity, self.tier = Severity(severity), Tier(tier)
         self.file_kinds, self.triggers, self.ignore_case = file_kinds, triggers, ignore_case
         self.options, self.message = options, message
@@ -58,17 +59,21 @@ class Entry:
     def row(self) -> Dict[str, Any]:
         """The entry as the generated table writes it."""
         return {"code": self.code, "name": self.name, "severity": self.severity.value, "tier": self.tier.value,
-                "kind": self.kind, "module": self.module, "file_kinds": self.file_kinds, "triggers": self.triggers,
+                "kind": self.kind, "module": self.module, "fix": self.fix, "file_kinds": self.file_kinds,
+                "triggers": self.triggers,
                 "ignore_case": self.ignore_case, "options": self.options, "message": self.message}
 
     @classmethod
     def of(cls, rule: type) -> "Entry":
         """The entry of a rule class (for the table, and for rules made outside the catalogue, in tests)."""
+        from rllint.fix import load_builders
         from rllint.registry import CSTRule, LogRule
 
         kind = "log" if issubclass(rule, LogRule) else "cst" if issubclass(rule, CSTRule) else "runner"
+        builder = load_builders().get(rule.code)
+        fix = None if builder is None else builder.build.__module__
         return cls(rule.code, rule.name, getattr(rule.severity, "value", rule.severity), rule.tier.value, kind,
-                   rule.__module__, tuple(rule.file_kinds), tuple(rule.triggers), rule.triggers_ignore_case,
+                   rule.__module__, fix, tuple(rule.file_kinds), tuple(rule.triggers), rule.triggers_ignore_case,
                    tuple(option.key for option in rule.options), rule.message, rule)
 
 
@@ -158,11 +163,12 @@ def render_table() -> str:
     """The text of `rllint/catalogue_table.py`, from the rule classes (all of them imported)."""
     from rllint.registry import OPTIONS, load_rules
 
-    lines = ['"""Generated from the rule classes by `python -m rllint.docs`; do not edit by hand (`rllint.catalogue`)."""',
-             "", "RULES = ("]
+    lines = ['"""Generated from the rule classes by `python -m rllint.docs`; do not edit by hand '
+             '(`rllint.catalogue`)."""', "", "RULES = ("]
     lines += [textwrap.indent(pprint.pformat(Entry.of(rule).row(), width=112, sort_dicts=False), "    ") + ","
               for rule in load_rules().values()]
-    lines += [")", "", "# Each rule option's key -> the module that defines it (importing it registers the option).", "OPTIONS = {"]
+    lines += [")", "", "# Each rule option's key -> the module that defines it (importing it registers the option).",
+              "OPTIONS = {"]
     lines += [f"    {key!r}: {option.module!r}," for key, option in sorted(OPTIONS.items())]
     lines += ["}", ""]
     return "\n".join(lines)

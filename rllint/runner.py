@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import importlib
 import os
 import sys
 import threading
@@ -457,8 +458,9 @@ def _positioned(path: str, findings: List[Finding], wrapper: Optional[MetadataWr
     Findings at a node of `file` get the fix of their rule (`rllint.fix`), when there is one."""
     if not findings:
         return []
-    from rllint.fix import build_fix  # the fix builders only for files with findings
+    from rllint.fix import build_fix  # only for files with findings, and only the builders of their rules
 
+    catalogue = entries()
     positions = wrapper.resolve(PositionProvider) if wrapper is not None and any(f.node for f in findings) else {}
     spans = []
     for finding in findings:
@@ -469,7 +471,11 @@ def _positioned(path: str, findings: List[Finding], wrapper: Optional[MetadataWr
             line, column = where.start.line, where.start.column + 1
             end_line, end_column = where.end.line, where.end.column + 1
         where = path if finding.path is None else _shown_path(finding.path, path)
-        fix = build_fix(finding.rule.code, finding.node, file, positions) if finding.node is not None and file else None
+        fixer = catalogue[finding.rule.code].fix if finding.rule.code in catalogue else None
+        fix = None
+        if fixer is not None and finding.node is not None and file:
+            importlib.import_module(fixer)
+            fix = build_fix(finding.rule.code, finding.node, file, positions)
         spans.append((where, finding.rule, line, column, end_line, end_column, finding.message, fix,
                       finding.severity or finding.rule.severity))
     return [Diagnostic(where, line, col, end_line, end_col, rule.code, rule.name, severity, message, fix)

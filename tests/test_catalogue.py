@@ -42,9 +42,9 @@ def test_selection_reads_the_table_as_the_classes_would_be_read():
 
 
 def test_an_ignore_case_rule_is_triggered_whatever_the_spelling():
-    entry = Entry("RL990", "probe", "warning", "suspicious", "cst", "probe", ("python",), ("kl_coef",), True, (), "")
+    entry = Entry("RL990", "probe", "warning", "suspicious", "cst", "probe", None, ("python",), ("kl_coef",), True, (), "")
     assert entry.triggered("KL_COEF = 0.5\n", "kl_coef = 0.5\n")
-    exact = Entry("RL991", "probe", "warning", "suspicious", "cst", "probe", ("python",), ("kl_coef",), False, (), "")
+    exact = Entry("RL991", "probe", "warning", "suspicious", "cst", "probe", None, ("python",), ("kl_coef",), False, (), "")
     assert not exact.triggered("KL_COEF = 0.5\n", "kl_coef = 0.5\n")
 
 
@@ -69,6 +69,21 @@ def test_a_file_imports_the_families_of_the_rules_it_triggers_only():
         from rllint.settings import Settings
         source = "import torch\\nratio = torch.exp(logp - old_logp)\\n"  # RL101's word, and no finding to fix
         assert lint_text(source, "ratio.py", Settings()).diagnostics == []
+        """)
+    assert imported == ["libcst", "rllint.rules.logprobs", "rllint.rules.meta"]
+
+
+def test_a_fixable_finding_imports_the_fix_builders_of_its_rule_only():
+    imported = _imported_after("""
+        from rllint.runner import lint_text
+        from rllint.settings import Settings
+        source = ("import torch\\n\\ndef token_logps(logits, ids):\\n"
+                  "    logp = torch.log_softmax(logits.half(), dim=-1)\\n"
+                  "    return logp.gather(-1, ids.unsqueeze(-1)).squeeze(-1)\\n")
+        found = lint_text(source, "logps.py", Settings(select=["RL107"])).diagnostics
+        assert [(d.code, d.fix is not None) for d in found] == [("RL107", True)], found
+        fixers = sorted(m for m in sys.modules if m.startswith("rllint.fix."))
+        assert fixers == ["rllint.fix.edits", "rllint.fix.logprobs"], fixers
         """)
     assert imported == ["libcst", "rllint.rules.logprobs", "rllint.rules.meta"]
 

@@ -103,7 +103,7 @@ def build_fix(code: str, node: cst.CSTNode, file: Any, positions: Mapping[cst.CS
     again, so that every replacement is indented as its place needs (a statement at module level
     renders exactly as it is written). The edit spans the replaced nodes (`positions`); everything
     around them is the file's own text, byte for byte."""
-    builder = load_builders().get(code)
+    builder = BUILDERS.get(code) or load_builders().get(code)  # the runner imports the one module it needs
     plan = builder.build(node, file) if builder is not None else None
     if plan is None or any(original not in positions for original, _ in plan.changes):
         return None
