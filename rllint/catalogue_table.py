@@ -167,6 +167,33 @@ RULES = (
      'message': "`{value}` holds the old policy's log-probs but is given as the reference's (`{slot}`): the KL "
                 "anchor moves with every step and the penalty stays near zero (pass the reference model's "
                 'log-probs)'},
+    {'code': 'RL112',
+     'name': 'inverted-clip-objective',
+     'severity': 'error',
+     'tier': 'correctness',
+     'kind': 'cst',
+     'module': 'rllint.rules.logprobs',
+     'fix': None,
+     'file_kinds': ('python',),
+     'triggers': ('clamp', 'clip'),
+     'ignore_case': False,
+     'options': (),
+     'message': "`{expr}` takes the {taken} of the clipped surrogate's {terms}: the bound is optimistic, so for "
+                'negative advantages the clip no longer limits the update ({fix})'},
+    {'code': 'RL113',
+     'name': 'sequence-ratio-token-clip',
+     'severity': 'warning',
+     'tier': 'suspicious',
+     'kind': 'cst',
+     'module': 'rllint.rules.logprobs',
+     'fix': None,
+     'file_kinds': ('python',),
+     'triggers': ('clamp', 'clip'),
+     'ignore_case': False,
+     'options': (),
+     'message': '`{expr}` clips the whole-sequence ratio `exp({exponent})`, a sum of token log-ratios, to 1 +- '
+                '{c}: a product of hundreds of token ratios leaves that band almost always, so nearly every sample '
+                'is clipped or the ratio explodes (normalise by the length, as GSPO, with a range near 3e-4)'},
     {'code': 'RL201',
      'name': 'large-epsilon',
      'severity': 'error',
