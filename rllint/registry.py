@@ -36,6 +36,9 @@ class Option:
     choices: Tuple[Any, ...] = ()  # the allowed values, when only a few are
     # A further check of a well-typed value: the problem as a phrase, or None when the value is fine.
     check: Optional[Callable[[Any], Optional[str]]] = None
+    # Name patterns that make a model a reference or a policy: a file that holds one of their words is linted
+    # by every rule, whose own trigger words cannot know these names.
+    names_models: bool = False
     # The module that defines the option: importing it registers the option (`rllint.catalogue.import_option`).
     module: str = field(default="", compare=False)
 

@@ -18,6 +18,7 @@ import ast
 import functools
 import importlib
 import os
+import re
 import sys
 import threading
 import tokenize
@@ -32,12 +33,12 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from rllint import workers
 from rllint.analysis.nodes import AstNodes
 from rllint.cache import ResultCache, content_hash
-from rllint.catalogue import Entry, UnknownSelector, entries, find
+from rllint.catalogue import Entry, UnknownSelector, entries, find, import_option
 from rllint.diagnostic import Diagnostic, FileError
 from rllint.files import file_kind
 from rllint.index import importers_outside
 from rllint.notebook import NotebookError, place_all, read_cells
-from rllint.registry import Finding
+from rllint.registry import OPTIONS, Finding
 from rllint.rules.meta import SyntaxErrorRule, UnusedSuppression
 from rllint.settings import Settings
 from rllint.source import (MAX_FILE_BYTES, SourceError, Suppressions, decode_config, decode_source, read_source,
@@ -382,11 +383,24 @@ def _suppressions_of(path: str) -> Optional[Suppressions]:
         return None
 
 
-def triggered(rules: Sequence[Entry], text: str) -> List[type]:
+def triggered(rules: Sequence[Entry], text: str, settings: Optional[Settings] = None) -> List[type]:
     """The classes of the rules among `rules` that visit files and whose trigger words `text` holds (README,
-    "Developing"): only their family modules are imported, and none when no rule is triggered."""
+    "Developing"): only their family modules are imported, and none when no rule is triggered. A file that
+    holds a word of a model name the config adds (`reference-model-names`) triggers every rule."""
     lowered = text.lower() if any(rule.ignore_case for rule in rules) else text
+    if settings is not None and any(word in text for word in configured_model_words(settings)):
+        return [rule.rule for rule in rules if rule.kind == "cst"]
     return [rule.rule for rule in rules if rule.kind == "cst" and rule.triggered(text, lowered)]
+
+
+def configured_model_words(settings: Settings) -> List[str]:
+    """The literal parts of the model-name patterns set in the config (`ref_*_lm` gives `ref_`, `_lm`)."""
+    words = []
+    for key, patterns in settings.options.items():
+        import_option(key)
+        if key in OPTIONS and OPTIONS[key].names_models:
+            words += [word for pattern in patterns for word in re.split(r"[*?]|\[[^]]*\]", pattern) if word]
+    return words
 
 
 def _selects(rules: Sequence[Entry], rule: type) -> bool:
@@ -396,7 +410,7 @@ def _selects(rules: Sequence[Entry], rule: type) -> bool:
 def _run_cst_rules(
     text: str, path: str, tree: ast.Module, settings: Settings, rules: Sequence[Entry]
 ) -> Tuple[List[Finding], Optional[MetadataWrapper], Optional[FileContext]]:
-    triggered_rules = triggered(rules, text)
+    triggered_rules = triggered(rules, text, settings)
     if not triggered_rules:
         return [], None, None
     module, ast_nodes = _parse_cst(text, tree)
@@ -413,7 +427,7 @@ def _lint_config(text: str, path: str, kind: str, settings: Settings, rules: Seq
     A config that does not parse is reported (RL000) only when it speaks of RL: YAML
     files of other tools (templated Helm charts, CI files) are none of rllint's business.
     """
-    checks = triggered(rules, text)
+    checks = triggered(rules, text, settings)
     if not checks:
         return FileResult()
     from rllint.analysis.configs import ConfigSyntaxError, ConfigTooLarge, LaunchConfig, mentions_rl  # YAML

@@ -1,6 +1,7 @@
 """The word prefilter: a rule runs on a file only when one of its trigger words occurs in the text, and
 files that trigger no selected rule are never parsed by libcst. It must never cost a finding."""
 import re
+import textwrap
 
 import pytest
 
@@ -73,3 +74,27 @@ def test_hyperparameters_written_as_constants_trigger_their_rules():
     triggered = {rule.code for rule in runner.triggered(Settings(select=["RL"]).selected(), source)}
     assert {"RL402", "RL601", "RL602", "RL603", "RL604", "RL605"} <= triggered
     assert runner.triggered(Settings(select=["RL604"]).selected(), "import os\nSEED = 3\n") == []
+
+
+def test_a_model_name_the_config_adds_triggers_the_rules_that_judge_models():
+    text = textwrap.dedent("""
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        policy = AutoModelForCausalLM.from_pretrained("gpt2")
+        anchor_lm = AutoModelForCausalLM.from_pretrained("gpt2")
+        anchor_lm.requires_grad_(False)
+
+        def step(ids, adv, opt):
+            logp = torch.log_softmax(policy(ids).logits, -1)
+            anchor_logp = torch.log_softmax(anchor_lm(ids).logits, -1)
+            loss = -(logp.mean() * adv).mean() + 0.1 * (torch.exp(anchor_logp - logp) - (anchor_logp - logp) - 1).mean()
+            loss.backward()
+            opt.step()
+    """)
+    configured = Settings(select=["RL502"], options={"reference-model-names": ["anchor_*"]})
+    found = [d.code for d in lint_text(text, "step.py", configured).diagnostics]
+    assert found == ["RL502"]  # none of RL502's own words (`ref`, `old`, ...) is in the file
+    assert runner.configured_model_words(configured) == ["anchor_"]
+    assert runner.configured_model_words(Settings(options={"policy-model-names": ["[ab]ctor", "pi*net"]})) == [
+        "ctor", "pi", "net"]

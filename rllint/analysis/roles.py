@@ -31,11 +31,13 @@ REFERENCE_NAMES = Option(
     "reference-model-names", list, [],
     "Name patterns (fnmatch globs, matched against a variable or attribute name) of reference models, "
     "added to the built-in ones (`ref_model`, `ref_policy`, `reference_model`, `*_ref_model`...).",
+    names_models=True,
 )
 POLICY_NAMES = Option(
     "policy-model-names", list, [],
     "Name patterns (fnmatch globs) of the trained policy, added to the built-in ones "
     "(`model`, `policy`, `actor`, `policy_model`, `unwrapped_model`...).",
+    names_models=True,
 )
 
 # Built-in vocabularies, as fnmatch patterns over the last name of a dotted expression.
