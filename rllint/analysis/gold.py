@@ -12,7 +12,7 @@ containment (`gold in completion`, `completion.find(gold) >= 0`) rather than by 
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 import libcst as cst
 
@@ -43,7 +43,6 @@ class GoldAnswers:
     def __init__(self, file) -> None:
         self.file = file
         self.scopes: Scopes = file.fact(Scopes)
-        self._calls: Optional[List[Tuple[cst.Call, Scope]]] = None
 
     def is_gold(self, expr: cst.BaseExpression, scope: Scope, depth: int = 0) -> bool:
         if depth > _DEPTH:
@@ -105,21 +104,12 @@ class GoldAnswers:
                    holds: Callable[[cst.BaseExpression, Scope, int], bool]) -> bool:
         """Every call of `function` in the file passes `name` a value that `holds` (and there is at least one)."""
         found = False
-        for call, scope in self._calls_of(function.name.value):
+        for call, scope in self.scopes.calls_named(function.name.value):
             value = argument(call, function, name)
             if value is None or not holds(value, scope, depth + 1):
                 return False
             found = True
         return found
-
-    def _calls_of(self, function: str) -> List[Tuple[cst.Call, Scope]]:
-        if self._calls is None:
-            self._calls = [(call, self.scopes.module) for call in self.scopes.module.calls]
-            for node in walk(self.file.module, into_functions=True):
-                if isinstance(node, cst.FunctionDef):
-                    scope = self.scopes.of(node)
-                    self._calls.extend((call, scope) for call in scope.calls)
-        return [(call, scope) for call, scope in self._calls if call_tail(call) == function]
 
 
 def _gold_key(node: Optional[cst.CSTNode]) -> bool:

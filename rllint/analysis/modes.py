@@ -76,10 +76,10 @@ class ModelModes:
         if Setting(ENTRY, None) not in found:
             return frozenset(found)
         found.discard(Setting(ENTRY, None))
-        sites = self.sources.calls_of(function) if function is not None and depth < _CALLER_DEPTH else []
+        sites = self.sources.callers(function) if function is not None and depth < _CALLER_DEPTH else []
         for site, caller in sites:
             key = self._caller_key(site, function, model)
-            outer = caller.node if isinstance(caller.node, cst.FunctionDef) else None
+            outer = caller if isinstance(caller, cst.FunctionDef) else None
             found |= self.at(site, key, outer, depth + 1) if key else _UNKNOWN
         return frozenset(found) if sites else frozenset(found | _AT_ENTRY)
 

@@ -181,6 +181,8 @@ class RewardFunctions:
     def scores(self, function: cst.FunctionDef) -> bool:
         """`function` is a reward function or is called by one (through the file's functions): a check in an
         evaluation harness rewards no policy."""
+        if not self.defines_any:
+            return False
         cached = self._scores.get(id(function))
         if cached is None:
             sources = self.file.fact(TextSources)
@@ -191,7 +193,7 @@ class RewardFunctions:
                     continue
                 seen.add(id(current))
                 cached = self.is_reward(current)
-                work.extend(s.node for _, s in sources.calls_of(current) if isinstance(s.node, cst.FunctionDef))
+                work.extend(owner for _, owner in sources.callers(current) if isinstance(owner, cst.FunctionDef))
             self._scores[id(function)] = cached
         return cached
 

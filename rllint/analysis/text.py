@@ -16,7 +16,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple, Union
 import libcst as cst
 
 from rllint.analysis.imports import Imports
-from rllint.analysis.syntax import keyword, positional, walk
+from rllint.analysis.syntax import children, keyword, positional, walk
 
 FunctionOrModule = Union[cst.FunctionDef, cst.Module]
 
@@ -251,7 +251,9 @@ class Scopes:
         self.file = file
         self._scopes: Dict[int, Scope] = {}
         self._module_strings: Optional[Dict[str, str]] = None
-        self._comparisons: Optional[List[cst.Comparison]] = None
+        self._comparisons: List[cst.Comparison] = []
+        self._functions: Dict[str, List[cst.FunctionDef]] = defaultdict(list)
+        self._calls: Optional[Dict[str, List[Tuple[cst.Call, FunctionOrModule]]]] = None
 
     def of(self, node: FunctionOrModule) -> Scope:
         key = id(node)
@@ -265,9 +267,48 @@ class Scopes:
 
     def comparisons(self) -> List[cst.Comparison]:
         """Every comparison of the file, in functions and classes too."""
-        if self._comparisons is None:
-            self._comparisons = [n for n in walk(self.file.module, into_functions=True) if isinstance(n, cst.Comparison)]
+        self._index()
         return self._comparisons
+
+    def functions_named(self, name: str) -> List[cst.FunctionDef]:
+        """The file's functions and methods (at any depth) called `name`."""
+        self._index()
+        return self._functions.get(name, [])
+
+    def calls_named(self, name: str) -> List[Tuple[cst.Call, Scope]]:
+        """Every call in a scope of the file whose callee's last name is `name` (`f(...)`, `obj.f(...)`), with
+        that scope. Calls in a class body outside its methods, and in decorators and defaults, belong to no
+        scope and are left out, as `Scope.calls` leaves them out."""
+        return [(call, self.of(owner)) for call, owner in self.call_sites(name)]
+
+    def call_sites(self, name: str) -> List[Tuple[cst.Call, FunctionOrModule]]:
+        """As `calls_named`, with the function (or module) each call is in rather than its scope, which
+        costs a walk of that function to build."""
+        self._index()
+        return self._calls.get(name, [])
+
+    def _index(self) -> None:
+        """One walk of the whole file for the questions above: a file's rules ask them many times."""
+        if self._calls is not None:
+            return
+        self._calls = defaultdict(list)
+        module = self.file.module
+        stack: List[Tuple[cst.CSTNode, Optional[FunctionOrModule]]] = [(module, module)]
+        while stack:
+            node, owner = stack.pop()
+            if isinstance(node, cst.Call):
+                tail = call_tail(node)
+                if tail is not None and owner is not None:
+                    self._calls[tail].append((node, owner))
+            elif isinstance(node, cst.Comparison):
+                self._comparisons.append(node)
+            elif isinstance(node, cst.FunctionDef):
+                self._functions[node.name.value].append(node)
+                stack.extend((child, node if child is node.body else None) for child in reversed(children(node)))
+                continue
+            elif isinstance(node, cst.ClassDef):
+                owner = None
+            stack.extend((child, owner) for child in reversed(children(node)))
 
     def module_strings(self) -> Dict[str, str]:
         if self._module_strings is None:
@@ -513,8 +554,6 @@ class TextSources:
     def __init__(self, file) -> None:
         self.file = file
         self.scopes: Scopes = file.fact(Scopes)
-        self._functions: Optional[Dict[str, List[cst.FunctionDef]]] = None
-        self._calls: Optional[List[Tuple[cst.Call, Scope]]] = None
 
     def find(self, expr: cst.BaseExpression, scope: Scope, accept: Accept) -> Optional[cst.Call]:
         seen: Set[Tuple[int, int]] = set()
@@ -605,28 +644,17 @@ class TextSources:
             name = func.attr.value
         else:
             return []
-        found = self._by_name().get(name, [])
+        found = self.scopes.functions_named(name)
         return found if len(found) == 1 else []
 
     def calls_of(self, function: cst.FunctionDef) -> List[Tuple[cst.Call, Scope]]:
         """Every call in the file that runs `function`, with the scope it is in."""
-        if self._calls is None:
-            self._calls = [(call, self.scopes.module) for call in self.scopes.module.calls]
-            for node in self._all_functions():
-                scope = self.scopes.of(node)
-                self._calls.extend((call, scope) for call in scope.calls)
-        return [(call, scope) for call, scope in self._calls
-                if call_tail(call) == function.name.value and self.helpers(call) == [function]]
+        return [(call, self.scopes.of(owner)) for call, owner in self.callers(function)]
 
-    def _by_name(self) -> Dict[str, List[cst.FunctionDef]]:
-        if self._functions is None:
-            self._functions = defaultdict(list)
-            for node in self._all_functions():
-                self._functions[node.name.value].append(node)
-        return self._functions
-
-    def _all_functions(self) -> Iterator[cst.FunctionDef]:
-        return (n for n in walk(self.file.module, into_functions=True) if isinstance(n, cst.FunctionDef))
+    def callers(self, function: cst.FunctionDef) -> List[Tuple[cst.Call, FunctionOrModule]]:
+        """Every call in the file that runs `function`, with the function (or module) it is in."""
+        return [(call, owner) for call, owner in self.scopes.call_sites(function.name.value)
+                if self.helpers(call) == [function]]
 
 
 def argument(call: cst.Call, function: cst.FunctionDef, name: str) -> Optional[cst.BaseExpression]:

@@ -387,8 +387,8 @@ class IdsUse:
                     continue  # a model's output (a reward model's scores) is not the ids any more
                 tainted.update(_bound(stmt))
                 if isinstance(stmt, cst.Return) and isinstance(scope, cst.FunctionDef):
-                    work.extend((caller.node if caller.node is not self.file.module else None, site, depth + 1)
-                                for site, caller in self.sources.calls_of(scope))
+                    work.extend((caller if caller is not self.file.module else None, site, depth + 1)
+                                for site, caller in self.sources.callers(scope))
         return None
 
 
