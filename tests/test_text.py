@@ -411,3 +411,67 @@ def test_tokenizer_facts_of_truncation_engines_and_named_token_lists():
     assert facts.truncation_sides == {"left", None}
     assert facts.vllm_engines == {"engine", "self.llm"}
     assert facts.custom_tokens == ["<answer>", "</answer>", "<tool>"]
+
+
+# ---------------------------------------------------------------- the file's calls and functions, one walk
+
+def test_call_sites_give_the_function_or_module_each_call_is_in():
+    file = analyse("""
+        def score(text):
+            return grade(text)
+
+        class Judge:
+            weight = grade("class body")
+
+            def run(self, text):
+                def inner(t):
+                    return grade(t)
+                return grade(text) + inner(text)
+
+        total = grade("module")
+    """)
+    scopes = file.fact(Scopes)
+    owners = sorted(owner.name.value if isinstance(owner, cst.FunctionDef) else "(module)"
+                    for _, owner in scopes.call_sites("grade"))
+    assert owners == ["(module)", "inner", "run", "score"]  # the class body's call belongs to no scope
+    run = function(file, "run")
+    assert [s.node for _, s in scopes.calls_named("inner")] == [run]
+    assert scopes.calls_named("missing") == []
+
+
+def test_calls_in_decorators_and_defaults_belong_to_no_scope():
+    file = analyse("""
+        @register(name=tag("reward"))
+        def reward(text, limit=tag("default")):
+            return tag(text)
+    """)
+    owners = [owner for _, owner in file.fact(Scopes).call_sites("tag")]
+    assert owners == [function(file, "reward")]
+
+
+def test_functions_named_finds_methods_and_nested_functions():
+    file = analyse("""
+        def parse(x):
+            return x
+
+        class A:
+            def parse(self, x):
+                def parse(y):
+                    return y
+                return parse(x)
+    """)
+    assert len(file.fact(Scopes).functions_named("parse")) == 3
+    assert file.fact(Scopes).functions_named("absent") == []
+
+
+def test_comparisons_cover_functions_classes_and_the_module():
+    file = analyse("""
+        flag = a == b
+
+        class C:
+            same = c is d
+
+            def m(self):
+                return e in f
+    """)
+    assert [file.module.code_for_node(c) for c in file.fact(Scopes).comparisons()] == ["a == b", "c is d", "e in f"]
