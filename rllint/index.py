@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
+from rllint.analysis.nodes import AstNodes
 from rllint.cache import content_hash
 from rllint.source import SourceError, decode_source, read_source
 
@@ -68,8 +69,9 @@ class Summary:
     called: FrozenSet[str]  # names called as functions (`f(...)`, `mod.f(...)`: "f")
 
 
-def summarize(tree: ast.Module) -> Summary:
-    """The summary of a module's `ast` tree."""
+def summarize(tree: ast.Module, nodes: Optional[AstNodes] = None) -> Summary:
+    """The summary of a module's `ast` tree; `nodes`, the tree's nodes by type when a run has them, saves a walk."""
+    nodes = nodes or AstNodes.walked(tree)
     functions: Dict[str, Function] = {}
     imports: List[Tuple[str, str, int, str]] = []
     reads: Set[str] = set()
@@ -80,26 +82,26 @@ def summarize(tree: ast.Module) -> Summary:
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             functions[node.name] = _function(node)
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            imports.extend(_import_entries(node))
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if node.args.kwarg is not None:
-                passed_on.add(node.args.kwarg.arg)
-        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+    for node in nodes.in_source_order(ast.Import, ast.ImportFrom):
+        imports.extend(_import_entries(node))
+    for node in nodes.of(ast.FunctionDef, ast.AsyncFunctionDef):
+        if node.args.kwarg is not None:
+            passed_on.add(node.args.kwarg.arg)
+    for node in nodes.of(ast.Attribute):
+        if isinstance(node.ctx, ast.Load):
             reads.add(node.attr)
             if node.attr == "__dict__":
                 whole.add(_tail(node.value))
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
-            reads.add(node.value)
-        elif isinstance(node, ast.Call):
-            tail = _tail(node.func)
-            called.add(tail)
-            if tail in _WHOLE and node.args:
-                whole.add(_tail(node.args[0]))
-            whole.update(_tail(k.value) for k in node.keywords if k.arg is None)
-            if tail in SAMPLER_CALLS:
-                samples.extend(_number(k.value) for k in node.keywords if k.arg == "temperature")
+    reads.update(node.value for node in nodes.of(ast.Constant) if isinstance(node.value, str)
+                 and node.value.isidentifier())
+    for node in nodes.of(ast.Call):
+        tail = _tail(node.func)
+        called.add(tail)
+        if tail in _WHOLE and node.args:
+            whole.add(_tail(node.args[0]))
+        whole.update(_tail(k.value) for k in node.keywords if k.arg is None)
+        if tail in SAMPLER_CALLS:
+            samples.extend(_number(k.value) for k in node.keywords if k.arg == "temperature")
     return Summary(functions, tuple(imports), frozenset(reads), frozenset(whole - passed_on), tuple(samples),
                    frozenset(called))
 
@@ -411,7 +413,7 @@ class ProjectIndex:
     def own(self) -> Summary:
         """This file's summary, from the tree the run parsed."""
         if self._own is None:
-            self._own = summarize(self._file.tree)
+            self._own = summarize(self._file.tree, self._file.fact(AstNodes))
         return self._own
 
     def files(self) -> Tuple[str, ...]:

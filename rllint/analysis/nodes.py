@@ -12,9 +12,12 @@ from typing import Dict, List
 
 class AstNodes:
     def __init__(self, file) -> None:
-        self._by_type: Dict[type, List[ast.AST]] = {}
-        for node in ast.walk(file.tree):
-            self._by_type.setdefault(type(node), []).append(node)
+        self._by_type = _by_type(file.tree)
+
+    @classmethod
+    def walked(cls, tree: ast.AST) -> "AstNodes":
+        """The nodes of a tree that is not a linted file's (another module of the project)."""
+        return cls.indexed(_by_type(tree))
 
     @classmethod
     def indexed(cls, by_type: Dict[type, List[ast.AST]]) -> "AstNodes":
@@ -33,3 +36,10 @@ class AstNodes:
     def in_source_order(self, *types: type) -> List[ast.AST]:
         """The nodes of these exact types, as they stand in the source."""
         return sorted(self.of(*types), key=lambda node: (node.lineno, node.col_offset))
+
+
+def _by_type(tree: ast.AST) -> Dict[type, List[ast.AST]]:
+    found: Dict[type, List[ast.AST]] = {}
+    for node in ast.walk(tree):
+        found.setdefault(type(node), []).append(node)
+    return found

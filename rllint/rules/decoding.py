@@ -1873,7 +1873,7 @@ class LogprobsIgnoreTemperature(FunctionRule):
         """A log-prob helper (of this module or another) that divides the logits by its `temperature`
         parameter, whose default is 1, called without it while rollouts are sampled at another."""
         key = dotted(call.func)
-        if key is None:
+        if key is None or keyword(call, "temperature") is not None or any(a.star for a in call.args):
             return
         index = self.file.fact(ProjectIndex)
         function = index.own.functions.get(key)
@@ -1883,9 +1883,7 @@ class LogprobsIgnoreTemperature(FunctionRule):
             function, where = (found[1], os.path.basename(found[0])) if found is not None else (None, "")
         if function is None or function.temperature != 1 or not function.divides or not function.logprobs:
             return
-        position = function.params.index("temperature")
-        if keyword(call, "temperature") is not None or any(a.star for a in call.args) or \
-                len([a for a in call.args if a.keyword is None]) > position:
+        if len([a for a in call.args if a.keyword is None]) > function.params.index("temperature"):
             return
         temperature = self.sampling_temperature()
         if temperature is not None:
