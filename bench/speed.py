@@ -13,6 +13,10 @@ largest process of a run (`os.wait4`). Goals (issue 12): corpus with two process
 at most 200 MiB per process on any file up to 4 MB; lines per second on a 150k-line tree within 15%
 of a 10k-line tree; an unchanged warm re-run of the corpus at most 1.0 s; `rllint --version` and
 `rllint rules` import no libcst.
+
+The `floor` rows time what libcst alone costs on the same work (its import, and its parse of the files the
+prefilter lets through) against flake8's whole run: a goal below that ratio cannot be met while libcst
+parses every analysed file.
 """
 from __future__ import annotations
 
@@ -214,6 +218,39 @@ def dense_file(size: int, path: Path) -> None:
     path.write_text("a=1\n" * (size // 4))
 
 
+PARSE_ONLY = """\
+import sys, time
+start = time.process_time()
+import libcst
+imported = time.process_time()
+for path in sys.argv[1:]:
+    try:
+        libcst.parse_module(open(path, encoding="utf-8").read())
+    except Exception:
+        pass
+print(imported - start, time.process_time() - imported)
+"""
+
+
+def libcst_floor(paths: Sequence[Path]) -> Tuple[float, float]:
+    """(CPU seconds to import libcst, CPU seconds for libcst to parse `paths`): what any run that analyses these
+    files costs before its first rule, while the design card has libcst parse every analysed file."""
+    done = subprocess.run([sys.executable, "-c", PARSE_ONLY, *map(str, paths)], capture_output=True, text=True,
+                          check=True)
+    imported, parsed = done.stdout.split()
+    return float(imported), float(parsed)
+
+
+def analysed(files: Sequence[Path]) -> List[Path]:
+    """The files the prefilter lets through with the default rules: those libcst parses."""
+    from rllint.runner import triggered
+    from rllint.settings import Settings
+
+    settings = Settings()
+    rules = [rule for rule in settings.selected_for("x.py") if "python" in rule.file_kinds]
+    return [p for p in files if triggered(rules, p.read_text(encoding="utf-8", errors="replace"), settings)]
+
+
 def imports_libcst(argv: Sequence[str]) -> bool:
     probe = ("import runpy, sys; sys.argv = ['rllint', *sys.argv[1:]]\n"
              "try:\n    runpy.run_module('rllint', run_name='__main__')\n"
@@ -253,7 +290,7 @@ def main() -> int:
                         help="a folder of the released corpus (repeatable; default: download it)")
     parser.add_argument("--download-to", type=Path, default=Path(tempfile.gettempdir()) / "rllint-realworld")
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--only", default="imports,corpus,small,medium,large,linear,warm",
+    parser.add_argument("--only", default="imports,floor,corpus,small,medium,large,linear,warm",
                         help="comma-separated cases")
     args = parser.parse_args()
     cases = set(args.only.split(","))
@@ -296,6 +333,22 @@ def main() -> int:
             results = median_runs(commands, args.repeat)
             versus(table, f"one {line_count(medium):,}-line file ({medium.name})", results, "flake8", "<= 1.2x",
                    commands)
+        if "floor" in cases:
+            small = scratch / "grpo_small.py"
+            small.write_text(SMALL)
+            medium = min(files, key=lambda p: abs(line_count(p) - 2500))
+            parsed = analysed(files)
+            for label, paths, tool, goal in (("small file", [small], flake8(str(small)), 1.5),
+                                             (f"{line_count(medium):,}-line file", [medium], flake8(str(medium)), 1.2),
+                                             (f"corpus ({len(parsed)} of {len(files)} files parsed)", parsed,
+                                              flake8("-j", "1", "."), 1.0)):
+                median_runs({"flake8": tool}, args.repeat, corpus)
+                floors = [libcst_floor(paths) for _ in range(args.repeat)]
+                imported = statistics.median(f[0] for f in floors)
+                parse = statistics.median(f[1] for f in floors)
+                table.add(f"floor: libcst import + parse, {label}", f"{imported + parse:.2f} CPU",
+                          f"{cpu(tool):.2f} CPU (flake8)", f"{(imported + parse) / cpu(tool):.2f}x", f"<= {goal}x",
+                          "", f"import {imported:.2f}s, parse {parse:.2f}s, before any rule")
         if "large" in cases:
             for label, make in (("1.8 MB generated", lambda p: generated_file(1_800_000, p)),
                                 ("3.4 MB generated", lambda p: generated_file(3_400_000, p)),
