@@ -747,6 +747,9 @@ def _addends(node: cst.BaseExpression) -> List[cst.BaseExpression]:
     return [node]
 
 
+_CHAR_NAMES = {",": "commas", " ": "spaces", "$": "`$`", "%": "`%`"}
+
+
 class LenientAnswerMatch(FunctionRule):
     """
     ## What it does
@@ -791,18 +794,28 @@ class LenientAnswerMatch(FunctionRule):
     name = "lenient-answer-match"
     severity = Severity.WARNING
     tier = Tier.SUSPICIOUS
-    message = ("`{test}` in `{function}` pays when {what}: answers that list candidates or contain the gold "
-               "inside another number are rewarded")
+    message = "`{test}` in `{function}` {what}"
     triggers = _REWARD_TRIGGERS
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         function = self.function
-        if function is None or contains(node) is None or not self.file.fact(RewardFunctions).scores(function):
+        if function is None or not self.file.fact(RewardFunctions).scores(function):
             return
-        found = self.file.fact(AnswerMatches).containment(node, self.scope)
-        if found is None:
+        matches = self.file.fact(AnswerMatches)
+        found = matches.containment(node, self.scope) if contains(node) is not None else None
+        if found is not None:
+            gold, text = self.source(found.gold, 30), self.source(found.text, 30)
+            where = f"`{gold}` occurs anywhere in `{text}`" if found.inside else \
+                f"`{text}` occurs anywhere in `{gold}` (an empty answer always does)"
+            what = f"pays when {where}: answers that list candidates or contain the gold inside another number " \
+                   "are rewarded"
+            self.report(node, test=self.source(node), function=function.name.value, what=what)
             return
-        gold, text = self.source(found.gold, 30), self.source(found.text, 30)
-        what = f"`{gold}` occurs anywhere in `{text}`" if found.inside else \
-            f"`{text}` occurs anywhere in `{gold}` (an empty answer always does)"
-        self.report(node, test=self.source(node), function=function.name.value, what=what)
+        one_sided = matches.one_sided(node, self.scope)
+        if one_sided is not None:
+            chars = " and ".join(_CHAR_NAMES[c] for c in sorted(one_sided.chars))
+            cleaned, other = self.source(one_sided.cleaned, 30), self.source(one_sided.other, 30)
+            what = (f"removes {chars} from `{cleaned}` but not from `{other}`, which can hold them: "
+                    f"{'a correct answer' if one_sided.gold_cleaned else 'a gold answer'} written with them never "
+                    "matches")
+            self.report(node, test=self.source(node), function=function.name.value, what=what)
