@@ -304,14 +304,20 @@ class AnswerMatches:
             return self._sub(call, scope, env, depth)
         if tail in ("group", "findall") and isinstance(func, cst.Attribute):
             return self._regex_side(call, scope, env, depth)
-        if isinstance(func, cst.Attribute) and tail in _CLEANERS | _SPLITS | {"partition"}:
+        if isinstance(func, cst.Attribute) and tail in _SPLITS | {"partition"}:  # a piece keeps all but its separator
+            sep = positional(call, 0)
+            inner = self.side(func.value, scope, env, depth)
+            if inner is None or (sep is not None and literal_text(sep) is None):
+                return None
+            cut = frozenset([literal_text(sep) if sep is not None else " "] if tail in ("split", "rsplit") else [])
+            return Side(inner.kind, inner.removed, inner.holds - cut, inner.steps)
+        if isinstance(func, cst.Attribute) and tail in _CLEANERS:
             args = [literal_text(a.value) for a in call.args]
             if None in args or any(a.keyword is not None or a.star for a in call.args):
                 return None
             inner = self.side(func.value, scope, env, depth)
-            if inner is None or tail not in _CLEANERS:  # a piece keeps all but the separator it splits at
-                sep = frozenset(args[:1] or [" "]) if tail in ("split", "rsplit") else frozenset()
-                return inner and Side(inner.kind, inner.removed, inner.holds - sep, inner.steps)
+            if inner is None:
+                return None
             dropped = removed_by(lambda s: getattr(s, tail)(*args))
             return None if dropped is None else inner.then(dropped)
         helpers = self.file.fact(TextSources).helpers(call)
@@ -393,6 +399,8 @@ class AnswerMatches:
     def _side_name(self, expr: cst.Name, scope: Scope, env: Dict[str, Optional[Side]],
                    depth: int) -> Optional[Side]:
         name = expr.value
+        if "=" + name in env:  # the value a rebinding of `name` starts from
+            return env["=" + name]
         if name in scope.unpacked:
             return None
         values = [v for v in scope.assigned.get(name, ()) if not _default(v)]
@@ -414,7 +422,7 @@ class AnswerMatches:
         else:
             side = self._base(expr, scope)
         for value in again:  # `answer = answer.replace(",", "")`, in the order written
-            side = side and self.side(value, scope, {**env, name: side}, depth)
+            side = side and self.side(value, scope, {**env, "=" + name: side}, depth)
         return side
 
     def _base(self, expr: cst.BaseExpression, scope: Scope) -> Optional[Side]:
@@ -498,7 +506,8 @@ def _plain_flags(flags: cst.BaseExpression) -> bool:
 
 
 def removed_by(step: Callable[[str], str]) -> Optional[FrozenSet[str]]:
-    """The characters of `_SAMPLES` that a cleaning step drops from an answer, found by running it; None when it fails."""
+    """The characters of `_SAMPLES` that a cleaning step drops from an answer, found by running it; None when it
+    fails."""
     try:
         return frozenset(c for c, sample in _SAMPLES.items() if c not in step(sample))
     except (re.error, TypeError, IndexError, ValueError):
