@@ -289,6 +289,8 @@ class AnswerMatches:
             return self.side(expr.value, scope, env, deeper)
         if isinstance(expr, cst.IfExp):  # `m.group(1) if m else ""`
             return _merge([self.side(b, scope, env, deeper) for b in (expr.body, expr.orelse) if not _default(b)])
+        if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.Or) and _default(expr.right):
+            return self.side(expr.left, scope, env, deeper)  # `last_boxed(text) or ""`
         if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
             return self.side(expr.elt, scope, env, deeper)
         if isinstance(expr, cst.Name):
@@ -369,9 +371,12 @@ class AnswerMatches:
         `PATTERN.match(text)`, a name bound to one."""
         if depth > _MODEL_DEPTH:
             return None
-        if isinstance(expr, cst.Name):
+        if isinstance(expr, cst.Name):  # a name bound to a match, or an element of a list of matches
             values = [v for v in scope.assigned.get(expr.value, ()) if not _default(v)]
+            values += [element_source(i, p) for i, p in scope.iterated.get(expr.value, ())]
             return self._match(values[0], scope, env, depth + 1, calls) if len(values) == 1 else None
+        if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+            return self._match(expr.elt, scope, env, depth + 1, calls)
         if not isinstance(expr, cst.Call) or not isinstance(expr.func, cst.Attribute) or \
                 call_tail(expr) not in calls or keyword(expr, "flags") is not None:
             return None
