@@ -765,16 +765,33 @@ class LenientAnswerMatch(FunctionRule):
     list of accepted answers, equality after normalising both sides, math verifiers
     (`math_verify`, `sympy`) and format checks (`"<answer>" in text`) are not reported.
 
+    It also reports an equality test (`==`, `!=`) of the gold against the model's text that
+    removes commas, spaces, `$` or `%` from one side only, when the file shows it: the gold
+    is cleaned (`pred == gold.replace(",", "")`) while the model's side can still hold the
+    character (free text, or a regex group such as `(.*?)` or `([0-9,.]+)` that can match it), or
+    both sides are cleaned, differently (`pred.replace(",", "").strip() == gold.strip()`,
+    through names and the file's helpers). A prediction cleaned beside a raw gold is not
+    reported: that is how a reward reads a dataset whose preparation already cleaned the
+    reference (verl's GSM8K scorer). Nor are sides converted to numbers, a digit-only group
+    beside the cleaned gold, or one normaliser applied to both sides.
+
     ## Why is this bad?
     Containment pays for answers that are wrong. A completion that lists many numbers
     contains the right one; the gold `2` is inside `12`, `-2` and `2.5`; the letter `A` is
     inside nearly every sentence. The policy learns to enumerate candidates or to pad its
-    answer, and the reward curve rises while accuracy does not.
+    answer, and the reward curve rises while accuracy does not. Normalising one side only
+    does the opposite: a correct `1,000` never equals the cleaned `1000`, so right answers
+    in the dataset's own format are scored as wrong, and the policy learns a format instead
+    of the task.
 
     ## Example
     ```python
     def correctness(completions, ground_truth, **kwargs):
         return [1.0 if str(gt) in text else 0.0 for text, gt in zip(completions, ground_truth, strict=True)]
+
+    def exact(completions, ground_truth, **kwargs):
+        answers = [text.split("####")[-1].strip() for text in completions]
+        return [float(a == gt.replace(",", "")) for a, gt in zip(answers, ground_truth, strict=True)]
     ```
 
     ## Use instead
