@@ -419,11 +419,11 @@ class AnswerMatches:
             side = env[name]
         elif name in scope.params and isinstance(scope.node, cst.FunctionDef) and \
                 not self.file.fact(RewardFunctions).is_reward(scope.node) and \
-                self.file.fact(TextSources).calls_of(scope.node):
+                self.file.fact(TextSources).calls_of(scope.node):  # what every call of the helper passes
             function = scope.node
-            side = _merge([self.side(argument(call, function, name), caller, {}, depth)
-                           if argument(call, function, name) is not None else None
-                           for call, caller in self.file.fact(TextSources).calls_of(function)])
+            passed = [(argument(call, function, name), caller)
+                      for call, caller in self.file.fact(TextSources).calls_of(function)]
+            side = _merge([None if value is None else self.side(value, caller, {}, depth) for value, caller in passed])
         else:
             side = self._base(expr, scope)
         for value in again:  # `answer = answer.replace(",", "")`, in the order written
