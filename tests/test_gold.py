@@ -1,9 +1,11 @@
 """Gold answers (the dataset's reference) and how a function matches the model's answer against them."""
 import ast
 import re
+import sys
 import textwrap
 
 import libcst as cst
+import pytest
 
 from rllint.analysis.gold import ALL_CHARS, AnswerMatches, GoldAnswers, group_chars, removed_by
 from rllint.analysis.text import Scopes, walk
@@ -151,6 +153,13 @@ def test_what_a_regex_group_can_hold_is_read_from_the_parsed_pattern():
     assert group_chars(r"total:? \$?(\d+)|none", 1) == frozenset()
     assert group_chars(r"total:? \$?(\d+)", 0) == {" ", "$"}
     assert group_chars(r"(\w+)%", 1) == frozenset()
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="atomic groups and possessive repeats came with Python 3.11")
+def test_atomic_groups_and_possessive_repeats_are_read_through():
+    assert group_chars(r"answer: (?>([^\n]*))", 1) == ALL_CHARS
+    assert group_chars(r"(?>\d+),", 0) == {","}
+    assert group_chars(r"(\d++)", 1) == frozenset()
 
 
 def test_a_pattern_that_is_not_read_gives_no_answer():

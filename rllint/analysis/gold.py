@@ -552,6 +552,8 @@ def _group(items: list, group: int) -> Optional[list]:
             inner = next((g for g in (_group(list(b), group) for b in av[1]) if g is not None), None)
         elif op in _REPEATS:
             inner = _group(list(av[-1]), group)
+        elif op is _ATOMIC_GROUP:
+            inner = _group(list(av), group)
         else:
             continue
         if inner is not None:
@@ -575,10 +577,10 @@ def _can_match(items: list, char: str) -> Optional[bool]:
             if inside is None:
                 return None
             hit |= inside
-        elif op in _REPEATS or op in (sre_constants.SUBPATTERN, sre_constants.ATOMIC_GROUP):
+        elif op in _REPEATS or op in _GROUPS:
             if op in _REPEATS and av[1] == 0:
                 continue
-            inner = _can_match(list(av[-1]), char)
+            inner = _can_match(list(av if op is _ATOMIC_GROUP else av[-1]), char)  # an atomic group is its body
             if inner is None:
                 return None
             hit |= inner
@@ -592,7 +594,11 @@ def _can_match(items: list, char: str) -> Optional[bool]:
     return hit
 
 
-_REPEATS = (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT, sre_constants.POSSESSIVE_REPEAT)
+# Possessive repeats and atomic groups (`a*+`, `(?>...)`) came with Python 3.11; earlier parsers have neither.
+_REPEATS = tuple(op for op in (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT,
+                               getattr(sre_constants, "POSSESSIVE_REPEAT", None)) if op is not None)
+_ATOMIC_GROUP = getattr(sre_constants, "ATOMIC_GROUP", None)
+_GROUPS = tuple(op for op in (sre_constants.SUBPATTERN, _ATOMIC_GROUP) if op is not None)
 _CATEGORIES = {sre_constants.CATEGORY_DIGIT: str.isdigit, sre_constants.CATEGORY_SPACE: str.isspace,
                sre_constants.CATEGORY_WORD: lambda c: c.isalnum() or c == "_"}
 _NOT_CATEGORIES = {sre_constants.CATEGORY_NOT_DIGIT: sre_constants.CATEGORY_DIGIT,
