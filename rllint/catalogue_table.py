@@ -641,8 +641,7 @@ RULES = (
      'triggers': ('reward', 'score', 'completions', 'solution_str'),
      'ignore_case': False,
      'options': (),
-     'message': '`{test}` in `{function}` pays when {what}: answers that list candidates or contain the gold '
-                'inside another number are rewarded'},
+     'message': '`{test}` in `{function}` {what}'},
     {'code': 'RL501',
      'name': 'reference-not-frozen',
      'severity': 'error',

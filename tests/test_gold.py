@@ -1,10 +1,13 @@
 """Gold answers (the dataset's reference) and how a function matches the model's answer against them."""
 import ast
+import re
+import sys
 import textwrap
 
 import libcst as cst
+import pytest
 
-from rllint.analysis.gold import AnswerMatches, GoldAnswers
+from rllint.analysis.gold import ALL_CHARS, AnswerMatches, GoldAnswers, group_chars, removed_by
 from rllint.analysis.text import Scopes, walk
 from rllint.runner import FileContext
 from rllint.settings import Settings
@@ -128,3 +131,108 @@ def test_format_markers_other_columns_and_text_of_unknown_calls_are_not_containm
             return out
     """
     assert containments(source, "judge") == []
+
+
+# ---------------------------------------------------------------- one-sided normalisation
+
+def test_a_cleaning_step_is_read_by_running_it_on_sample_answers():
+    assert removed_by(lambda s: s.replace(",", "")) == {","}
+    assert removed_by(lambda s: s.strip().lower()) == frozenset()  # the ends only: `1 000` keeps its space
+    assert removed_by(lambda s: s.strip("$%")) == {"$", "%"}
+    assert removed_by(lambda s: re.sub(r"[\s$]+", "", s)) == {" ", "$"}
+    assert removed_by(lambda s: re.sub(r"(\d),(\d)", r"\1\2", s)) == {","}
+    assert removed_by(lambda s: re.sub(r"(", "", s)) is None
+
+
+def test_what_a_regex_group_can_hold_is_read_from_the_parsed_pattern():
+    assert group_chars(r"Final answer: (.+)", 1) == ALL_CHARS
+    assert group_chars(r"<ans>([^<]*)</ans>", 1) == ALL_CHARS
+    assert group_chars(r"=\s*([0-9.,]+)", 1) == {","}
+    assert group_chars(r"result (\S+)", 1) == {",", "$", "%"}
+    assert group_chars(r"(-?\d+(?:\.\d+)?)", 1) == frozenset()
+    assert group_chars(r"total:? \$?(\d+)|none", 1) == frozenset()
+    assert group_chars(r"total:? \$?(\d+)", 0) == {" ", "$"}
+    assert group_chars(r"(\w+)%", 1) == frozenset()
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="atomic groups and possessive repeats came with Python 3.11")
+def test_atomic_groups_and_possessive_repeats_are_read_through():
+    assert group_chars(r"answer: (?>([^\n]*))", 1) == ALL_CHARS
+    assert group_chars(r"(?>\d+),", 0) == {","}
+    assert group_chars(r"(\d++)", 1) == frozenset()
+
+
+def test_a_pattern_that_is_not_read_gives_no_answer():
+    assert group_chars(r"((?=\d)[\d,]+)", 1) is None  # a lookahead inside the group
+    assert group_chars(r"(?x) ( [\d ]+ )", 1) is None  # verbose: its spaces mean nothing
+    assert group_chars(r"(\d+", 1) is None
+    assert group_chars(r"(\d+)", 2) is None
+
+
+def one_sided(source: str, function: str):
+    file = analyse(source)
+    scope = scope_of(file, function)
+    matches = file.fact(AnswerMatches)
+    code = file.module.code_for_node
+    found = []
+    for node in scope.comparisons:
+        o = matches.one_sided(node, scope)
+        if o is not None:
+            found.append((code(o.cleaned), code(o.other), "".join(sorted(o.chars)), o.gold_cleaned))
+    return found
+
+
+def test_both_sides_cleaned_differently_drop_what_the_other_keeps():
+    source = r"""
+        import re
+
+        def squash(value):
+            return re.sub(r"[\s,]", "", value.lower())
+
+        def grade(completions, references, **kwargs):
+            marks = []
+            for out, ref in zip(completions, references, strict=True):
+                tail = out.rpartition("ANSWER:")[2]
+                guess = tail.strip()
+                guess = guess.replace("%", "")
+                marks.append((guess == ref.strip(), squash(tail) != ref.lower(), squash(tail) == squash(ref)))
+            return marks
+    """
+    assert one_sided(source, "grade") == [("guess", "ref.strip()", "%", False),
+                                          ("squash(tail)", "ref.lower()", " ,", False)]
+
+
+def test_a_cleaned_gold_beside_model_text_that_can_hold_what_it_dropped():
+    source = r"""
+        import re
+
+        LAST = re.compile(r"answer is\s*(.+?)\.?$")
+
+        def grade(completions, solution, **kwargs):
+            marks = []
+            for text, sol in zip(completions, solution, strict=True):
+                free = LAST.search(text)
+                digits = re.search(r"(\d+)$", text)
+                words = text.split()
+                marks.append((free.group(1) == sol.replace(",", ""), digits.group(1) == sol.replace(",", ""),
+                              words[-1] == sol.replace(" ", ""), words[-1] == sol.replace("$", "")))
+            return marks
+    """
+    assert one_sided(source, "grade") == [("sol.replace(\",\", \"\")", "free.group(1)", ",", True),
+                                          ("sol.replace(\"$\", \"\")", "words[-1]", "$", True)]
+
+
+def test_a_cleaned_prediction_beside_a_raw_gold_numbers_and_one_normaliser_are_not_one_sided():
+    source = r"""
+        def tidy(s):
+            return s.replace(",", "").replace("$", "").strip()
+
+        def grade(completions, gold, **kwargs):
+            marks = []
+            for text, g in zip(completions, gold, strict=True):
+                pred = text.split("=")[-1].replace(",", "")
+                marks.append((pred == g, float(pred) == float(g.replace(",", "")), tidy(pred) == tidy(g),
+                              pred.strip() == g.replace(",", "").strip(), text.lower() == "done"))
+            return marks
+    """
+    assert one_sided(source, "grade") == []

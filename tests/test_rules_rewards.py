@@ -393,6 +393,117 @@ def test_rl407_containment_outside_rewards_and_of_non_reference_columns_is_not_r
     assert codes(source, "RL407") == []
 
 
+def test_rl407_an_answer_cleaned_of_spaces_compared_with_a_gold_only_lowered_is_reported():
+    source = """
+        def unit_free_reward(completions, gold_value, **kwargs):
+            scores = []
+            for text, want in zip(completions, gold_value, strict=True):
+                said = text.rsplit("Final:", 1)[-1]
+                said = said.strip().lower().replace(" ", "")
+                scores.append(1.0 if said == want.strip().lower() else 0.0)
+            return scores
+    """
+    assert codes(source, "RL407") == [(7, "RL407")]
+
+
+def test_rl407_a_file_normaliser_on_one_side_and_a_strip_on_the_other_in_a_verl_module_is_reported():
+    source = r"""
+        import re
+
+        def _compact(s):
+            return re.sub(r"[,\s]", "", s)
+
+        def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+            m = re.search(r"\\boxed\{([^}]*)\}", solution_str)
+            if m is None:
+                return 0.0
+            return float(_compact(m.group(1)) == str(ground_truth).strip())
+    """
+    assert codes(source, "RL407") == [(11, "RL407")]
+
+
+def test_rl407_a_gold_cleaned_of_dollars_beside_a_regex_group_that_can_hold_one_is_reported():
+    source = r"""
+        import re
+
+        def price_reward(completions, target, **kwargs):
+            out = []
+            for c, t in zip(completions, target, strict=True):
+                hits = re.findall(r"answer:\s*(\S+)", c[0]["content"])
+                if not hits or hits[-1] != t.replace("$", "").strip():
+                    out.append(0.0)
+                else:
+                    out.append(1.0)
+            return out
+    """
+    assert codes(source, "RL407") == [(8, "RL407")]
+
+
+def test_rl407_a_gold_cleaned_of_commas_beside_a_piece_of_the_completion_in_a_helper_is_reported():
+    source = """
+        def _same(reply, expected):
+            return reply.partition("####")[2].strip() == expected.replace(",", "").strip()
+
+        def gsm_reward(prompts, completions, answer, **kwargs):
+            return [1.0 if _same(c, a) else 0.0 for c, a in zip(completions, answer, strict=True)]
+    """
+    assert codes(source, "RL407") == [(3, "RL407")]
+
+
+def test_rl407_one_normaliser_on_both_sides_and_a_prediction_cleaned_beside_a_raw_gold_are_not_reported():
+    source = r"""
+        import re
+
+        def _canon(x):
+            return x.replace(",", "").replace("$", "").strip().lower()
+
+        def extract(text):
+            found = re.search(r"####\s*(.*)", text)
+            return found.group(1).replace(",", "") if found else None
+
+        def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+            pred = extract(solution_str)
+            if pred is not None and pred == ground_truth:
+                return 1.0
+            if _canon(solution_str) == _canon(ground_truth):
+                return 1.0
+            return 1.0 if solution_str.replace(" ", "").strip() == ground_truth.replace(" ", "").strip() else 0.0
+    """
+    assert codes(source, "RL407") == []
+
+
+def test_rl407_numbers_digit_only_groups_verifiers_and_format_checks_are_not_reported():
+    source = r"""
+        import re
+        from math_verify import parse, verify
+
+        def numeric_reward(completions, answer, **kwargs):
+            out = []
+            for c, a in zip(completions, answer, strict=True):
+                m = re.search(r"(-?\d+(?:\.\d+)?)\s*$", c)
+                if m and m.group(1) == a.replace(",", ""):
+                    out.append(1.0)
+                elif float(c.split()[-1]) == float(a.replace(",", "")):
+                    out.append(1.0)
+                elif verify(parse(a.replace(",", "")), parse(c)):
+                    out.append(1.0)
+                else:
+                    out.append(0.2 if c.strip().lower().replace(" ", "") == "<answer></answer>" else 0.0)
+            return out
+    """
+    assert codes(source, "RL407") == []
+
+
+def test_rl407_a_one_sided_comparison_in_an_evaluation_harness_is_not_reported():
+    source = """
+        def accuracy(model_outputs, dataset):
+            hits = [o.split("####")[-1].strip() == row["answer"].replace(",", "")  # one-sided, but scores nothing
+                    for o, row in zip(model_outputs, dataset, strict=True)]
+            return sum(hits) / len(hits)
+    """
+    assert codes(source, "RL407") == []
+
+
 # ---------------------------------------------------------------- RL403: appends in an inner loop
 
 def test_rl403_an_append_in_an_inner_loop_without_break_is_reported_at_the_append():

@@ -747,6 +747,9 @@ def _addends(node: cst.BaseExpression) -> List[cst.BaseExpression]:
     return [node]
 
 
+_CHAR_NAMES = {",": "commas", " ": "spaces", "$": "`$`", "%": "`%`"}
+
+
 class LenientAnswerMatch(FunctionRule):
     """
     ## What it does
@@ -762,16 +765,33 @@ class LenientAnswerMatch(FunctionRule):
     list of accepted answers, equality after normalising both sides, math verifiers
     (`math_verify`, `sympy`) and format checks (`"<answer>" in text`) are not reported.
 
+    It also reports an equality test (`==`, `!=`) of the gold against the model's text that
+    removes commas, spaces, `$` or `%` from one side only, when the file shows it: the gold
+    is cleaned (`pred == gold.replace(",", "")`) while the model's side can still hold the
+    character (free text, or a regex group such as `(.*?)` or `([0-9,.]+)` that can match it), or
+    both sides are cleaned, differently (`pred.replace(",", "").strip() == gold.strip()`,
+    through names and the file's helpers). A prediction cleaned beside a raw gold is not
+    reported: that is how a reward reads a dataset whose preparation already cleaned the
+    reference (verl's GSM8K scorer). Nor are sides converted to numbers, a digit-only group
+    beside the cleaned gold, or one normaliser applied to both sides.
+
     ## Why is this bad?
     Containment pays for answers that are wrong. A completion that lists many numbers
     contains the right one; the gold `2` is inside `12`, `-2` and `2.5`; the letter `A` is
     inside nearly every sentence. The policy learns to enumerate candidates or to pad its
-    answer, and the reward curve rises while accuracy does not.
+    answer, and the reward curve rises while accuracy does not. Normalising one side only
+    does the opposite: a correct `1,000` never equals the cleaned `1000`, so right answers
+    in the dataset's own format are scored as wrong, and the policy learns a format instead
+    of the task.
 
     ## Example
     ```python
     def correctness(completions, ground_truth, **kwargs):
         return [1.0 if str(gt) in text else 0.0 for text, gt in zip(completions, ground_truth, strict=True)]
+
+    def exact(completions, ground_truth, **kwargs):
+        answers = [text.split("####")[-1].strip() for text in completions]
+        return [float(a == gt.replace(",", "")) for a, gt in zip(answers, ground_truth, strict=True)]
     ```
 
     ## Use instead
@@ -791,18 +811,28 @@ class LenientAnswerMatch(FunctionRule):
     name = "lenient-answer-match"
     severity = Severity.WARNING
     tier = Tier.SUSPICIOUS
-    message = ("`{test}` in `{function}` pays when {what}: answers that list candidates or contain the gold "
-               "inside another number are rewarded")
+    message = "`{test}` in `{function}` {what}"
     triggers = _REWARD_TRIGGERS
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         function = self.function
-        if function is None or contains(node) is None or not self.file.fact(RewardFunctions).scores(function):
+        if function is None or not self.file.fact(RewardFunctions).scores(function):
             return
-        found = self.file.fact(AnswerMatches).containment(node, self.scope)
-        if found is None:
+        matches = self.file.fact(AnswerMatches)
+        found = matches.containment(node, self.scope) if contains(node) is not None else None
+        if found is not None:
+            gold, text = self.source(found.gold, 30), self.source(found.text, 30)
+            where = f"`{gold}` occurs anywhere in `{text}`" if found.inside else \
+                f"`{text}` occurs anywhere in `{gold}` (an empty answer always does)"
+            what = f"pays when {where}: answers that list candidates or contain the gold inside another number " \
+                   "are rewarded"
+            self.report(node, test=self.source(node), function=function.name.value, what=what)
             return
-        gold, text = self.source(found.gold, 30), self.source(found.text, 30)
-        what = f"`{gold}` occurs anywhere in `{text}`" if found.inside else \
-            f"`{text}` occurs anywhere in `{gold}` (an empty answer always does)"
-        self.report(node, test=self.source(node), function=function.name.value, what=what)
+        one_sided = matches.one_sided(node, self.scope)
+        if one_sided is not None:
+            chars = " and ".join(_CHAR_NAMES[c] for c in sorted(one_sided.chars))
+            cleaned, other = self.source(one_sided.cleaned, 30), self.source(one_sided.other, 30)
+            what = (f"removes {chars} from `{cleaned}` but not from `{other}`, which can hold them: "
+                    f"{'a correct answer' if one_sided.gold_cleaned else 'a gold answer'} written with them never "
+                    "matches")
+            self.report(node, test=self.source(node), function=function.name.value, what=what)
