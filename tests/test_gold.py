@@ -61,17 +61,18 @@ def test_elements_of_a_gold_column_are_gold_and_a_name_rebound_to_the_models_tex
     assert not gold(file, "scorer", "answer")
 
 
-def containments(source: str, function: str):
+def matched(source: str, function: str, find, describe):
+    """`describe(code, fact)` of each comparison in `function` for which `find(matches, node, scope)` gives a fact."""
     file = analyse(source)
     scope = scope_of(file, function)
     matches = file.fact(AnswerMatches)
-    code = file.module.code_for_node
-    found = []
-    for node in scope.comparisons:
-        c = matches.containment(node, scope)
-        if c is not None:
-            found.append((code(c.gold), code(c.text), c.inside))
-    return found
+    facts = (find(matches, node, scope) for node in scope.comparisons)
+    return [describe(file.module.code_for_node, fact) for fact in facts if fact is not None]
+
+
+def containments(source: str, function: str):
+    return matched(source, function, AnswerMatches.containment,
+                   lambda code, c: (code(c.gold), code(c.text), c.inside))
 
 
 def test_containment_of_the_gold_in_the_completion_a_piece_of_it_or_a_regex_group():
@@ -170,16 +171,8 @@ def test_a_pattern_that_is_not_read_gives_no_answer():
 
 
 def one_sided(source: str, function: str):
-    file = analyse(source)
-    scope = scope_of(file, function)
-    matches = file.fact(AnswerMatches)
-    code = file.module.code_for_node
-    found = []
-    for node in scope.comparisons:
-        o = matches.one_sided(node, scope)
-        if o is not None:
-            found.append((code(o.cleaned), code(o.other), "".join(sorted(o.chars)), o.gold_cleaned))
-    return found
+    return matched(source, function, AnswerMatches.one_sided,
+                   lambda code, o: (code(o.cleaned), code(o.other), "".join(sorted(o.chars)), o.gold_cleaned))
 
 
 def test_both_sides_cleaned_differently_drop_what_the_other_keeps():
