@@ -494,6 +494,21 @@ def test_rl407_numbers_digit_only_groups_verifiers_and_format_checks_are_not_rep
     assert codes(source, "RL407") == []
 
 
+def test_rl407_a_sympy_equivalence_of_a_cleaned_gold_is_not_reported():
+    source = """
+        from sympy import simplify, sympify
+
+        def symbolic_reward(completions, solution, **kwargs):
+            scores = []
+            for text, gold in zip(completions, solution, strict=True):
+                said = text.split("Answer:")[-1].strip()
+                same = simplify(sympify(said) - sympify(gold.replace(",", ""))) == 0
+                scores.append(1.0 if same or sympify(said) == sympify(gold.replace(",", "")) else 0.0)
+            return scores
+    """
+    assert codes(source, "RL407") == []
+
+
 def test_rl407_a_one_sided_comparison_in_an_evaluation_harness_is_not_reported():
     source = """
         def accuracy(model_outputs, dataset):
