@@ -37,6 +37,10 @@ except ImportError:  # Python < 3.11
 HERE = Path(__file__).resolve().parent
 MANIFEST = HERE / "manifest.toml"
 LEDGER = HERE / "verdicts.toml"  # the default; `--ledger` names another (a family's part while it is judged)
+MISSES = HERE / "misses.toml"  # real bugs of the corpus, read in its code: a run says which it reports
+# A miss is reported by a finding of its rule in its file within this many lines (a finding may sit on the
+# value's line while the miss names the statement that uses it).
+MISS_LINES = 3
 VERDICTS = ("real", "false", "noise")
 UNJUDGED = "?"
 
@@ -218,6 +222,22 @@ def report(found: List[Found], ledger: List[dict]) -> Tuple[Dict[str, collection
     return per_rule, unjudged, gone
 
 
+def reported_misses(found: List[Found], misses: List[dict]) -> List[Tuple[dict, Optional[Found]]]:
+    """Each miss with the finding that reports it (None: still missed). The finding must be of the miss's
+    rule; a miss of a class no rule had (`new: ...`) counts for any finding there."""
+    by_file: Dict[Tuple[str, str], List[Found]] = collections.defaultdict(list)
+    for f in found:
+        by_file[(f.checkout, f.path)].append(f)
+    result = []
+    for miss in misses:
+        rule = miss["rule"]
+        match = next((f for f in by_file[(miss["repo"], miss["path"])]
+                      if abs(f.line - miss["line"]) <= MISS_LINES and (rule.startswith("new:") or f.code == rule)),
+                     None)
+        result.append((miss, match))
+    return result
+
+
 def print_table(per_rule: Dict[str, collections.Counter]) -> None:
     print(f"{'rule':6} {'found':>5} {'real':>5} {'false':>5} {'noise':>5} {'?':>4} {'precision':>9}")
     total: collections.Counter = collections.Counter()
@@ -282,6 +302,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(f"unjudged: {len(unjudged)}")
     for f in unjudged:
         print(f"  {f.checkout}/{f.path}:{f.line}: {f.code} {f.message}\n      | {f.text}")
+    if MISSES.exists():
+        misses = [m for m in tomllib.loads(MISSES.read_text()).get("miss", [])
+                  if not args.only or m["repo"] in args.only]
+        pairs = reported_misses(found, misses)
+        print(f"misses reported: {sum(f is not None for _, f in pairs)} of {len(pairs)}")
+        for miss, f in pairs:
+            mark = f"{f.code} at {f.line}" if f else "missed"
+            print(f"  [{mark}] {miss['repo']}/{miss['path']}:{miss['line']} ({miss['rule']})")
     if not args.only:  # a run over some checkouts says nothing about what is gone
         print(f"judged before, no longer found: {len(gone)}")
         for e in gone:
