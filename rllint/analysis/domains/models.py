@@ -1,0 +1,177 @@
+"""The models domain: what builds a model, what its forward returns, and what keeps it the same object.
+
+A value is a model because it is built as one (`from_pretrained` of a transformers / TRL / PEFT model
+class, an instance of an `nn.Module` subclass of the project, `deepcopy` of a model, TRL's
+`create_reference_model`, PEFT's `get_peft_model`), and each model object has an identity (`model`: the
+node that built it), so that facts about it (frozen, trained by an optimizer) found anywhere in the file
+apply to every name that holds it. The class a pretrained model is loaded with gives its architecture
+(`arch`), and the architecture the shape of its outputs: a causal language model's `logits` are
+`[batch, time, vocab]`.
+
+A forward runs with gradient when gradient is enabled there and the model is not frozen; under
+`no_grad` its output has none; a frozen model's output has what its inputs have.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+import libcst as cst
+
+from rllint.analysis.domains import Domain
+from rllint.analysis.domains.torch_ops import gradient
+from rllint.analysis.facts import (BATCH, CAUSAL_LM, GRAPH, IDS, LOGITS, MODEL, NO_GRAD, OPTIMIZER, OUTPUT, PARAMS,
+                                   SEQ2SEQ, SEQ_CLS, TENSOR, TIME, TOKENIZER, TUPLE, UNKNOWN, VALUE_HEAD, VOCAB, Value,
+                                   value, with_sources)
+
+# Methods that return the model they are called on (or the same parameters).
+SAME_MODEL = frozenset({"to", "cuda", "cpu", "eval", "train", "half", "float", "bfloat16", "requires_grad_"})
+# Attributes that unwrap a wrapper around the same model (DDP's `module`, PEFT's `base_model`).
+UNWRAP = frozenset({"module", "base_model", "pretrained_model", "_orig_mod"})
+OPTIMIZERS = frozenset({"Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "Adafactor", "Lion", "AdamW8bit", "Adam8bit",
+                        "PagedAdamW", "PagedAdamW8bit", "PagedAdamW32bit", "FusedAdam", "DeepSpeedCPUAdam", "Muon"})
+WRAPPERS = frozenset({"DistributedDataParallel", "DataParallel", "FullyShardedDataParallel", "DDP", "FSDP",
+                      "compile"})
+_PRETRAINED = ("from_pretrained", "from_config")
+
+
+def architecture(cls: str) -> Optional[str]:
+    """The architecture a transformers / TRL class name documents; None for a base model or another class."""
+    if "WithValueHead" in cls:
+        return VALUE_HEAD
+    if "CausalLM" in cls or "LMHeadModel" in cls:
+        return CAUSAL_LM
+    if "SequenceClassification" in cls or "TokenClassification" in cls:
+        return SEQ_CLS
+    if "Seq2SeqLM" in cls or "ConditionalGeneration" in cls:
+        return SEQ2SEQ
+    return None
+
+
+def is_model_class(cls: str) -> bool:
+    return "Model" in cls and not cls.endswith(("Config", "Tokenizer", "Processor", "Output"))
+
+
+class Models(Domain):
+    def call(self, frame, qual, node, args, kwargs):
+        owner, _, tail = qual.rpartition(".")
+        first = args[0] if args else None
+        if tail in _PRETRAINED:
+            cls = owner.rsplit(".", 1)[-1]
+            if "Tokenizer" in cls or cls.endswith("Processor"):
+                return value((node,), type=TOKENIZER)
+            if not is_model_class(cls):
+                return None
+            arch = architecture(cls)
+            facts = {"type": MODEL, "model": node, **({"arch": arch} if arch else {})}
+            if tail == "from_pretrained":
+                facts["pretrained"] = True
+            return Value(facts, {k: (node,) for k in facts if k != "type"})
+        if first is None or first.facts.get("type") != MODEL:
+            if tail in OPTIMIZERS:
+                return value((node,), type=OPTIMIZER)
+            return None
+        if qual in ("copy.deepcopy", "deepcopy"):
+            return first.but(model=node, frozen=None, why={"model": (node,)})
+        if tail == "create_reference_model":  # TRL freezes the copy it makes
+            return first.but(model=node, frozen=True, why={"model": (node,), "frozen": (node,)})
+        if tail == "get_peft_model":
+            return first.but(lora=True, why={"lora": (node,)})
+        if tail in WRAPPERS:
+            return first
+        return None
+
+    def method(self, frame, receiver, name, node, args, kwargs):
+        if receiver.facts.get("type") != MODEL:
+            if name == "prepare" and args and any(a.facts.get("type") == MODEL for a in args):
+                # `accelerator.prepare(model, optimizer, ...)` hands back the same objects, in order
+                items = tuple((i, a) for i, a in enumerate(args))
+                return args[0] if len(args) == 1 else Value({"type": TUPLE, "items": items})
+            return None
+        if name in SAME_MODEL:
+            return receiver
+        if name == "generate":
+            return Value({"type": TENSOR, "rank": 2, "axes": (BATCH, TIME), "content": IDS, "sampled": True,
+                          "grad": NO_GRAD, "obj": node},
+                         {"rank": (node,), "content": (node,), "sampled": (node,), "grad": (node,)})
+        if name in ("parameters", "named_parameters"):
+            return value((node,), type=PARAMS).but(model=receiver.facts.get("model"))
+        if name == "forward":
+            return self.forward(frame, receiver, node, args, kwargs)
+        return None
+
+    def attribute(self, frame, base, attr, node):
+        kind = base.facts.get("type")
+        if kind == MODEL and attr in UNWRAP:
+            return base
+        if kind == OUTPUT:
+            return output_field(base, attr, node)
+        return None
+
+    def subscript(self, frame, base, node):
+        if base.facts.get("type") != OUTPUT:
+            return None
+        key = frame.constant_key(node)
+        if key == 0:
+            return output_field(base, "logits", node)
+        if isinstance(key, str):
+            return output_field(base, key, node)
+        return None
+
+    def call_value(self, frame, callee, node, args, kwargs):
+        if callee.facts.get("type") != MODEL:
+            return None
+        return self.forward(frame, callee, node, args, kwargs)
+
+    def forward(self, frame, model: Value, node: cst.Call, args: List[Value], kwargs: Dict[str, Value]) -> Value:
+        """A model's forward: a project module runs its own `forward`; a pretrained one gives an output whose
+        fields follow its architecture. Either way the gradient follows from the mode and the model."""
+        result = frame.run_method(model, "forward", node, args, kwargs)
+        if result is None:
+            result = value(model.reason("arch") or (node,), type=OUTPUT, arch=model.facts.get("arch"))
+        frame.forward(node, model, args, kwargs, result)
+        if frame.mode is False:
+            return result.but(grad=NO_GRAD, why={"grad": (node,)})
+        if frame.mode is None:
+            return result.but(grad=None)
+        frozen = frame.flow.frozen(model)
+        if frozen is False:
+            return result.but(grad=GRAPH, why={"grad": (node,)})
+        if frozen:
+            grad, why = gradient(_float_inputs(model, args, kwargs), frame.mode, node)
+            return result.but(grad=grad, why={"grad": why} if grad else None)
+        return result.but(grad=None)
+
+
+def _float_inputs(model: Value, args: List[Value], kwargs: Dict[str, Value]) -> List[Value]:
+    """The inputs of a forward that can carry gradient. A transformers model's documented inputs are token
+    ids, masks, positions and labels (integer tensors) except `inputs_embeds`; a project module's are all."""
+    if model.facts.get("arch") is None and not model.facts.get("pretrained"):
+        return list(args) + list(kwargs.values())
+    return [kwargs[name] for name in ("inputs_embeds", "pixel_values") if name in kwargs]
+
+
+def output_field(output: Value, attr: str, node: cst.CSTNode) -> Value:
+    """A field of a forward's output, as the architecture documents it."""
+    arch = output.facts.get("arch")
+    facts: Dict = {"type": TENSOR, "obj": node}
+    if attr == "logits":
+        if arch in (CAUSAL_LM, VALUE_HEAD, SEQ2SEQ):
+            facts.update(rank=3, axes=(BATCH, TIME, VOCAB), content=LOGITS, dist=2)
+        elif arch == SEQ_CLS:
+            facts.update(rank=2, axes=(BATCH, None))
+    elif attr == "last_hidden_state":
+        facts.update(rank=3, axes=(BATCH, TIME, None))
+    elif attr == "loss":
+        facts.update(rank=0)
+    elif attr in ("hidden_states", "past_key_values", "attentions"):
+        facts = {"type": TUPLE}
+    else:
+        return with_sources(UNKNOWN, output.sources)
+    result = Value(facts, {k: output.reason("arch") for k in facts if k not in ("type", "obj")})
+    grad = output.facts.get("grad")
+    if grad is not None:
+        result = result.but(grad=grad, why={"grad": output.reason("grad")})
+    return with_sources(result, output.sources)
+
+
+MODELS = Models()

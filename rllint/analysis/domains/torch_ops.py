@@ -1,0 +1,701 @@
+"""The torch domain: what tensor operations do to rank, axis roles, the distribution axis, content,
+gradient, and which tensors an op saves for its backward.
+
+Each transfer is a function of the abstract operands (`Value`s), written from PyTorch's documented
+semantics, for `torch.*` / `F.*` calls, tensor methods, indexing and arithmetic. An op that is not
+listed gives a tensor whose shape is unknown; its gradient still follows from its operands.
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+from rllint.analysis.domains import Domain
+from rllint.analysis.facts import (BOOL, DETACHED, GRAPH, IDS, LOGPROBS, MASK, NO_GRAD, NORM, NUMBER, PROBS, SHAPE,
+                                   STD, TENSOR, TOKEN_LOGPROBS, TUPLE, UNKNOWN, VAR, Value, value, with_sources)
+
+
+class Operands:
+    """The operands of one op: the receiver (for methods), positional and keyword values, the call node,
+    and the gradient mode where it runs (None: unknown)."""
+
+    __slots__ = ("receiver", "args", "kwargs", "node", "grad_mode", "ints")
+
+    def __init__(self, receiver: Optional[Value], args: List[Value], kwargs: Dict[str, Value], node: cst.Call,
+                 grad_mode: Optional[bool], ints: Callable[[int, str], Optional[int]]) -> None:
+        self.receiver, self.args, self.kwargs, self.node, self.grad_mode = receiver, args, kwargs, node, grad_mode
+        self.ints = ints  # (position, keyword) -> the int literal written there, else None
+
+    def arg(self, position: int, keyword: str = "") -> Optional[Value]:
+        if keyword and keyword in self.kwargs:
+            return self.kwargs[keyword]
+        return self.args[position] if position < len(self.args) else None
+
+    def tensors(self) -> List[Value]:
+        found = [self.receiver] if self.receiver is not None else []
+        return found + list(self.args) + list(self.kwargs.values())
+
+
+# ---------------------------------------------------------------- gradient
+
+def gradient(operands: Sequence[Optional[Value]], mode: Optional[bool], node: cst.CSTNode
+             ) -> Tuple[Optional[str], Tuple[cst.CSTNode, ...]]:
+    """The gradient fact of an op's result: none under no_grad; a graph when an operand has one; none when
+    every operand is known to have none; else unknown."""
+    if mode is False:
+        return NO_GRAD, (node,)
+    unknown = False
+    for operand in operands:
+        if operand is None:
+            continue
+        grad = operand.facts.get("grad")
+        if grad == GRAPH:
+            return (GRAPH, operand.reason("grad")) if mode else (None, ())
+        if grad is None and operand.facts.get("type") not in (NUMBER, BOOL, SHAPE, "text", "none"):
+            unknown = True
+    if unknown:
+        return None, ()
+    return NO_GRAD, (node,)
+
+
+def tensor_result(operands: Operands, **facts) -> Value:
+    """A new tensor computed from the operands: their gradient and sources, and `facts`."""
+    inputs = operands.tensors()
+    grad, why = gradient(inputs, operands.grad_mode, operands.node)
+    sources = frozenset()
+    for operand in inputs:
+        if operand is not None:
+            sources |= operand.sources
+    result = {"type": TENSOR, "obj": operands.node, **{k: v for k, v in facts.items() if v is not None}}
+    reasons = {k: (operands.node,) for k in result if k not in ("type", "obj")}
+    if grad is not None:
+        result["grad"] = grad
+        reasons["grad"] = why
+    if sources:
+        result["sources"] = sources
+    return Value(result, reasons)
+
+
+# ---------------------------------------------------------------- shapes
+
+def norm_axis(axis: Optional[int], rank: Optional[int]) -> Optional[int]:
+    if axis is None or rank is None:
+        return None
+    if axis < 0:
+        axis += rank
+    return axis if 0 <= axis < rank else None
+
+
+def kept(v: Optional[Value]) -> Dict:
+    """The shape facts an elementwise op keeps."""
+    if v is None:
+        return {}
+    return {k: v.facts[k] for k in ("rank", "axes", "dist", "content") if k in v.facts}
+
+
+def broadcast(a: Optional[Value], b: Optional[Value]) -> Dict:
+    """Shape facts of an elementwise op of two operands: the larger rank wins when both are known; a
+    scalar (number or rank-0) keeps the other's facts."""
+    def scalar(v: Optional[Value]) -> bool:
+        return v is not None and (v.facts.get("type") in (NUMBER, BOOL) or v.facts.get("rank") == 0)
+
+    if scalar(b):
+        return kept(a)
+    if scalar(a):
+        return kept(b)
+    if a is None or b is None:
+        return {}
+    ra, rb = a.facts.get("rank"), b.facts.get("rank")
+    if ra is None or rb is None:
+        return {}
+    big = a if ra >= rb else b
+    facts = {"rank": max(ra, rb)}
+    if ra == rb and a.facts.get("axes") and a.facts.get("axes") == b.facts.get("axes"):
+        facts["axes"] = a.facts["axes"]
+    elif big.facts.get("axes") and ra != rb:
+        facts["axes"] = big.facts["axes"]
+    return facts
+
+
+def reduced(v: Value, dim: Optional[int], keepdim: bool, has_dim: bool) -> Dict:
+    """Shape facts after a reduction over `dim` (all axes when no dim is given)."""
+    rank = v.facts.get("rank")
+    if not has_dim:
+        return {"rank": 0}
+    axis = norm_axis(dim, rank)
+    if axis is None:
+        return {}
+    axes = v.facts.get("axes")
+    if keepdim:
+        facts = {"rank": rank}
+        if axes:
+            facts["axes"] = axes[:axis] + (None,) + axes[axis + 1:]
+        return facts
+    facts = {"rank": rank - 1}
+    if axes:
+        facts["axes"] = axes[:axis] + axes[axis + 1:]
+    dist = v.facts.get("dist")
+    if dist is not None and dist != axis:
+        facts["dist"] = dist - (1 if dist > axis else 0)
+    return facts
+
+
+def removed_axis(v: Value, axis: Optional[int]) -> Dict:
+    rank = v.facts.get("rank")
+    axis = norm_axis(axis, rank)
+    if axis is None:
+        return {}
+    facts: Dict = {"rank": rank - 1}
+    axes = v.facts.get("axes")
+    if axes:
+        facts["axes"] = axes[:axis] + axes[axis + 1:]
+    dist = v.facts.get("dist")
+    if dist is not None and dist != axis:
+        facts["dist"] = dist - (1 if dist > axis else 0)
+    if "content" in v.facts and dist != axis:
+        facts["content"] = v.facts["content"]
+    return facts
+
+
+def inserted_axis(v: Value, axis: Optional[int]) -> Dict:
+    rank = v.facts.get("rank")
+    if rank is None or axis is None:
+        return {}
+    if axis < 0:
+        axis += rank + 1
+    if not 0 <= axis <= rank:
+        return {}
+    facts: Dict = {"rank": rank + 1}
+    axes = v.facts.get("axes")
+    if axes:
+        facts["axes"] = axes[:axis] + (None,) + axes[axis:]
+    dist = v.facts.get("dist")
+    if dist is not None:
+        facts["dist"] = dist + (1 if dist >= axis else 0)
+    if "content" in v.facts:
+        facts["content"] = v.facts["content"]
+    return facts
+
+
+def permuted(v: Value, order: Sequence[Optional[int]]) -> Dict:
+    rank = v.facts.get("rank")
+    if rank is None or len(order) != rank or any(o is None for o in order):
+        return {"rank": rank} if rank is not None else {}
+    order = [norm_axis(o, rank) for o in order]
+    if any(o is None for o in order) or sorted(order) != list(range(rank)):
+        return {}
+    facts: Dict = {"rank": rank}
+    axes = v.facts.get("axes")
+    if axes:
+        facts["axes"] = tuple(axes[o] for o in order)
+    dist = v.facts.get("dist")
+    if dist is not None:
+        facts["dist"] = order.index(dist)
+    if "content" in v.facts:
+        facts["content"] = v.facts["content"]
+    return facts
+
+
+def reshaped(v: Value, sizes: Sequence[Value]) -> Dict:
+    """`view` / `reshape`: the rank is the number of sizes; an axis keeps its role where its size is read
+    from that axis of a tensor (`x.view(-1, x.size(-1))` keeps the vocabulary axis last)."""
+    if len(sizes) == 1 and sizes[0].facts.get("type") in (TUPLE, SHAPE) and sizes[0].facts.get("items") is not None:
+        sizes = [x for _, x in sizes[0].facts["items"]]
+    if any(s.facts.get("type") not in (NUMBER, None) for s in sizes):
+        return {}
+    rank = len(sizes)
+    roles = tuple(s.facts.get("axis_role") for s in sizes)
+    facts: Dict = {"rank": rank}
+    if any(roles):
+        facts["axes"] = roles
+    dist_role = _dist_role(v)
+    if dist_role is not None and roles and roles[-1] == dist_role and v.facts.get("dist") == v.facts.get("rank", 0) - 1:
+        facts["dist"] = rank - 1
+        if "content" in v.facts:
+            facts["content"] = v.facts["content"]
+    return facts
+
+
+def _dist_role(v: Value) -> Optional[str]:
+    axes, dist = v.facts.get("axes"), v.facts.get("dist")
+    if axes and dist is not None and dist < len(axes):
+        return axes[dist]
+    return None
+
+
+# ---------------------------------------------------------------- tables
+
+def _softmax(content: str, saved: str) -> Callable[[Operands, Value], Value]:
+    def transfer(ops: Operands, x: Value) -> Value:
+        rank = x.facts.get("rank")
+        dim = ops.ints(1 if ops.receiver is None else 0, "dim")
+        axis = norm_axis(dim, rank)
+        facts = {"rank": rank, "axes": x.facts.get("axes"), "content": content, "saved": saved}
+        if axis is not None:
+            facts["dist"] = axis
+        return tensor_result(ops, **facts)
+    return transfer
+
+
+def _elementwise(saved: Optional[str] = None, stat: Optional[str] = None) -> Callable[[Operands, Value], Value]:
+    def transfer(ops: Operands, x: Value) -> Value:
+        facts = kept(x)
+        if stat is not None:
+            facts = {**facts, "stat": stat}
+        elif x.facts.get("stat") in (VAR,) and saved == "sqrt":
+            facts = {**facts, "stat": STD}
+        return tensor_result(ops, saved=saved, **facts)
+    return transfer
+
+
+def _cast(ops: Operands, x: Value) -> Value:
+    """`.float()`, `.to(...)`, `.contiguous()`, `.clone()`: the same facts, a new object (except `to`)."""
+    result = tensor_result(ops, **kept(x), stat=x.facts.get("stat"))
+    return result
+
+
+def _detach(ops: Operands, x: Value) -> Value:
+    result = tensor_result(ops, **kept(x), stat=x.facts.get("stat"))
+    return result.but(grad=DETACHED, why={"grad": (ops.node,)})
+
+
+def _reduction(stat: Optional[str] = None, tuple_result: bool = False) -> Callable[[Operands, Value], Value]:
+    def transfer(ops: Operands, x: Value) -> Value:
+        position = 1 if ops.receiver is None else 0
+        dim = ops.ints(position, "dim")
+        has_dim = dim is not None or ops.arg(position, "dim") is not None
+        keepdim_value = ops.kwargs.get("keepdim")
+        keepdim = bool(keepdim_value is not None and keepdim_value.facts.get("number"))
+        facts = reduced(x, dim, keepdim, has_dim)
+        if stat is not None:
+            facts["stat"] = stat
+        result = tensor_result(ops, **facts)
+        if tuple_result and has_dim:  # `x.max(dim)` -> (values, indices)
+            indices = tensor_result(ops, **{k: v for k, v in facts.items() if k != "stat"}, content=IDS).but(
+                grad=NO_GRAD)
+            return Value({"type": TUPLE, "items": ((0, result), (1, indices)), "sources": result.sources})
+        return result
+    return transfer
+
+
+def _gather(ops: Operands, x: Value) -> Value:
+    """`x.gather(dim, index)`: the index's shape on `dim`; gathering log-probs along their distribution axis
+    gives per-token log-probs. The result's gradient is the source's (an index has none)."""
+    position = 1 if ops.receiver is None else 0
+    dim = ops.ints(position, "dim")
+    rank = x.facts.get("rank")
+    axis = norm_axis(dim, rank)
+    facts: Dict = {}
+    if rank is not None:
+        facts["rank"] = rank
+        axes = x.facts.get("axes")
+        if axes and axis is not None:
+            facts["axes"] = axes[:axis] + (None,) + axes[axis + 1:]
+    if x.facts.get("content") == LOGPROBS and axis is not None and axis == x.facts.get("dist"):
+        facts["content"] = TOKEN_LOGPROBS
+    source_only = Operands(None, [x], {}, ops.node, ops.grad_mode, ops.ints)
+    return tensor_result(source_only, **facts)
+
+
+def _squeeze(ops: Operands, x: Value) -> Value:
+    position = 1 if ops.receiver is None else 0
+    if ops.arg(position, "dim") is None:
+        facts = {}  # which axes have size 1 is not known
+    else:
+        facts = removed_axis(x, ops.ints(position, "dim"))
+        if x.facts.get("content") == TOKEN_LOGPROBS:
+            facts["content"] = TOKEN_LOGPROBS
+    return tensor_result(ops, **facts, stat=x.facts.get("stat"))
+
+
+def _unsqueeze(ops: Operands, x: Value) -> Value:
+    position = 1 if ops.receiver is None else 0
+    return tensor_result(ops, **inserted_axis(x, ops.ints(position, "dim")))
+
+
+def _transpose(ops: Operands, x: Value) -> Value:
+    rank = x.facts.get("rank")
+    position = 1 if ops.receiver is None else 0
+    a, b = norm_axis(ops.ints(position, "dim0"), rank), norm_axis(ops.ints(position + 1, "dim1"), rank)
+    if rank is None or a is None or b is None:
+        return tensor_result(ops, rank=rank)
+    order = list(range(rank))
+    order[a], order[b] = order[b], order[a]
+    return tensor_result(ops, **permuted(x, order))
+
+
+def _permute(ops: Operands, x: Value) -> Value:
+    count = len(ops.args) - (0 if ops.receiver is not None else 1)
+    order = [ops.ints(i + (0 if ops.receiver is not None else 1), "") for i in range(count)]
+    return tensor_result(ops, **permuted(x, order))
+
+
+def _view(ops: Operands, x: Value) -> Value:
+    sizes = ops.args if ops.receiver is not None else ops.args[1:]
+    return tensor_result(ops, **reshaped(x, sizes))
+
+
+def _flatten(ops: Operands, x: Value) -> Value:
+    rank = x.facts.get("rank")
+    position = 1 if ops.receiver is None else 0
+    start = ops.ints(position, "start_dim")
+    end = ops.ints(position + 1, "end_dim")
+    start = 0 if start is None and ops.arg(position, "start_dim") is None else start
+    end = -1 if end is None and ops.arg(position + 1, "end_dim") is None else end
+    a, b = norm_axis(start, rank), norm_axis(end, rank)
+    if rank is None or a is None or b is None or b < a:
+        return tensor_result(ops)
+    facts: Dict = {"rank": rank - (b - a)}
+    axes = x.facts.get("axes")
+    if axes:
+        facts["axes"] = axes[:a] + (None,) + axes[b + 1:]
+    dist = x.facts.get("dist")
+    if dist is not None and (dist < a or dist > b):
+        facts["dist"] = dist if dist < a else dist - (b - a)
+        facts["content"] = x.facts.get("content")
+    return tensor_result(ops, **facts)
+
+
+def _masked(ops: Operands, x: Value) -> Value:
+    """`masked_fill`, `where`-like ops that keep the shape of their first tensor."""
+    return tensor_result(ops, **kept(x), stat=x.facts.get("stat"))
+
+
+def _where(ops: Operands, x: Value) -> Value:
+    a, b = ops.arg(1, "input"), ops.arg(2, "other")
+    facts = broadcast(a, b)
+    return tensor_result(Operands(None, [v for v in (a, b) if v is not None], {}, ops.node, ops.grad_mode, ops.ints),
+                         **facts)
+
+
+def _compare(ops: Operands, x: Value) -> Value:
+    result = tensor_result(ops, **{k: v for k, v in kept(x).items() if k in ("rank", "axes")}, content=MASK)
+    return result.but(grad=NO_GRAD, why={"grad": (ops.node,)})
+
+
+def _ids(ops: Operands, x: Value) -> Value:
+    """`argmax`, `multinomial`, `topk` indices...: integer tensors, no gradient."""
+    result = tensor_result(ops, content=IDS)
+    return result.but(grad=NO_GRAD, why={"grad": (ops.node,)})
+
+
+def _creation(ops: Operands, x: Optional[Value]) -> Value:
+    """`torch.zeros(B, T)`, `torch.ones_like(x)`...: a new tensor without history (unless it asks for grad)."""
+    name = _tail(ops.node.func)
+    facts: Dict = {}
+    if name.endswith("_like") and x is not None:
+        facts = {k: v for k, v in kept(x).items() if k in ("rank", "axes")}
+    elif name in ("zeros", "ones", "empty", "full", "rand", "randn") and ops.args:
+        sizes = ops.args[:-1] if name == "full" else ops.args
+        if len(sizes) == 1 and sizes[0].facts.get("type") in (TUPLE, SHAPE) and sizes[0].facts.get("items"):
+            facts = {"rank": len(sizes[0].facts["items"])}
+        elif all(s.facts.get("type") == NUMBER for s in sizes):
+            facts = {"rank": len(sizes)}
+    requires = ops.kwargs.get("requires_grad")
+    grad = GRAPH if requires is not None and requires.facts.get("number") else NO_GRAD
+    return Value({"type": TENSOR, "obj": ops.node, "grad": grad, **facts}, {"grad": (ops.node,)})
+
+
+def _tail(func: cst.BaseExpression) -> str:
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    if isinstance(func, cst.Name):
+        return func.value
+    return ""
+
+
+Transfer = Callable[[Operands, Value], Value]
+
+# Methods of tensors and the `torch.` / `F.` functions of the same name (the tensor is the receiver, or the
+# first argument).
+OPS: Dict[str, Transfer] = {
+    "softmax": _softmax(PROBS, "softmax"),
+    "log_softmax": _softmax(LOGPROBS, "log_softmax"),
+    "exp": _elementwise("exp"),
+    "sigmoid": _elementwise("sigmoid"),
+    "tanh": _elementwise("tanh"),
+    "sqrt": _elementwise("sqrt"),
+    "rsqrt": _elementwise("rsqrt"),
+    "pow": _elementwise("pow"),
+    "log": _elementwise(),
+    "log1p": _elementwise(),
+    "expm1": _elementwise("exp"),
+    "logsigmoid": _elementwise(),
+    "softplus": _elementwise(),
+    "relu": _elementwise(),
+    "abs": _elementwise(),
+    "neg": _elementwise(),
+    "square": _elementwise(),
+    "clamp": _masked,
+    "clip": _masked,
+    "clamp_min": _masked,
+    "clamp_max": _masked,
+    "nan_to_num": _masked,
+    "masked_fill": _masked,
+    "float": _cast,
+    "double": _cast,
+    "half": _cast,
+    "bfloat16": _cast,
+    "to": _cast,
+    "type": _cast,
+    "contiguous": _cast,
+    "clone": _cast,
+    "cuda": _cast,
+    "cpu": _cast,
+    "detach": _detach,
+    "sum": _reduction(),
+    "mean": _reduction(),
+    "nanmean": _reduction(),
+    "std": _reduction(STD),
+    "var": _reduction(VAR),
+    "norm": _reduction(NORM),
+    "logsumexp": _reduction(),
+    "prod": _reduction(),
+    "amax": _reduction(),
+    "amin": _reduction(),
+    "max": _reduction(tuple_result=True),
+    "min": _reduction(tuple_result=True),
+    "gather": _gather,
+    "take_along_dim": _gather,
+    "squeeze": _squeeze,
+    "unsqueeze": _unsqueeze,
+    "transpose": _transpose,
+    "permute": _permute,
+    "view": _view,
+    "reshape": _view,
+    "flatten": _flatten,
+    "eq": _compare,
+    "ne": _compare,
+    "gt": _compare,
+    "lt": _compare,
+    "ge": _compare,
+    "le": _compare,
+    "isnan": _compare,
+    "isinf": _compare,
+    "logical_not": _compare,
+    "bool": _compare,
+    "long": _ids,
+    "int": _ids,
+    "argmax": _ids,
+    "argmin": _ids,
+    "argsort": _ids,
+    "multinomial": _ids,
+    "nonzero": _ids,
+}
+# torch.* functions that are not tensor methods
+FUNCTIONS: Dict[str, Transfer] = {
+    "where": _where,
+}
+CREATION = frozenset({"zeros", "ones", "empty", "full", "rand", "randn", "randint", "arange", "tensor", "as_tensor",
+                      "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like", "from_numpy",
+                      "eye", "linspace"})
+# In-place ops: they change their receiver's values (RL504).
+INPLACE = frozenset({"masked_fill_", "mul_", "add_", "sub_", "div_", "zero_", "clamp_", "clamp_min_", "clamp_max_",
+                     "clip_", "copy_", "fill_", "index_fill_", "index_add_", "index_copy_", "scatter_", "scatter_add_",
+                     "masked_scatter_", "neg_", "exp_", "log_", "pow_", "sqrt_", "abs_", "sigmoid_", "tanh_", "relu_",
+                     "nan_to_num_", "addcmul_", "addcdiv_", "lerp_", "floor_", "ceil_", "round_", "normal_",
+                     "uniform_"})
+# Ops whose backward needs their *output*: writing into it in place makes backward raise.
+SAVES_OUTPUT = frozenset({"exp", "softmax", "log_softmax", "sigmoid", "tanh", "sqrt", "rsqrt", "pow"})
+# Calls that turn a tensor into a Python number or array: its gradient stops there (RL503).
+STOPPERS = frozenset({"item", "tolist", "numpy"})
+
+
+def apply(name: str, ops: Operands, x: Optional[Value]) -> Optional[Value]:
+    """The result of op `name` on tensor `x` (the receiver, or the first argument), or None when unknown."""
+    transfer = OPS.get(name) or FUNCTIONS.get(name)
+    if transfer is None:
+        if name in CREATION:
+            return _creation(ops, x)
+        return None
+    return transfer(ops, x if x is not None else UNKNOWN)
+
+
+def int_reader(node: cst.Call) -> Callable[[int, str], Optional[int]]:
+    """(position, keyword) -> the int literal written there (positions count the call's own arguments)."""
+    def read(position: int, keyword: str) -> Optional[int]:
+        for arg in node.args:
+            if keyword and arg.keyword is not None and arg.keyword.value == keyword:
+                return int_literal(arg.value)
+        positional = [a for a in node.args if a.keyword is None and not a.star]
+        if position < len(positional):
+            return int_literal(positional[position].value)
+        return None
+    return read
+
+
+def int_literal(node: cst.CSTNode) -> Optional[int]:
+    if isinstance(node, cst.Integer):
+        return int(node.evaluated_value)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) and \
+            isinstance(node.expression, cst.Integer):
+        return -int(node.expression.evaluated_value)
+    return None
+
+
+def shape_of(tensor: Value, node: cst.CSTNode) -> Value:
+    """`x.shape` / `x.size()`: one number per axis, each remembering the axis's role."""
+    rank = tensor.facts.get("rank")
+    if rank is None:
+        return value(type=SHAPE)
+    axes = tensor.facts.get("axes") or (None,) * rank
+    items = tuple((i, value((node,), type=NUMBER).but(axis_role=axes[i])) for i in range(rank))
+    return value((node,), type=SHAPE).but(items=items)
+
+
+def index_tensor(base: Value, node: cst.Subscript, is_number: Callable[[cst.CSTNode], bool]) -> Value:
+    """`x[...]`: integers drop axes, slices keep them, `None` adds one, `...` stands for the axes not named;
+    tensors and masks as indices (advanced indexing) leave the shape unknown. The result is a view of `x`."""
+    rank = base.facts.get("rank")
+    facts: Dict = {}
+    if rank is not None:
+        axes = list(base.facts.get("axes") or (None,) * rank)
+        dist = base.facts.get("dist")
+        elements = list(node.slice)
+
+        def kind(element) -> str:
+            if not isinstance(element.slice, cst.Index):
+                return "slice"
+            index = element.slice.value
+            if isinstance(index, cst.Ellipsis):
+                return "ellipsis"
+            if isinstance(index, cst.Name) and index.value == "None":
+                return "new"
+            return "int" if is_number(index) else "advanced"
+
+        kinds = [kind(e) for e in elements]
+        named = sum(1 for k in kinds if k in ("slice", "int", "advanced"))
+        out: List[Optional[str]] = []
+        new_dist: Optional[int] = None
+        dropped_dist = False
+        axis = 0
+        ok = "advanced" not in kinds and named <= rank
+
+        def keep() -> None:
+            nonlocal axis, new_dist
+            if axis == dist:
+                new_dist = len(out)
+            out.append(axes[axis])
+            axis += 1
+
+        if ok:
+            for k in kinds:
+                if k == "ellipsis":
+                    for _ in range(rank - named):
+                        keep()
+                elif k == "new":
+                    out.append(None)
+                elif k == "int":
+                    dropped_dist = dropped_dist or axis == dist
+                    axis += 1
+                else:
+                    keep()
+            while axis < rank:
+                keep()
+            facts["rank"] = len(out)
+            if any(out):
+                facts["axes"] = tuple(out)
+            if new_dist is not None:
+                facts["dist"] = new_dist
+            if "content" in base.facts and not dropped_dist:
+                facts["content"] = base.facts["content"]
+    result = Value({"type": TENSOR, "obj": base.facts.get("obj", node), "view": node, **facts},
+                   {k: (node,) for k in facts})
+    for fact in ("grad", "sources", "stat", "saved", "sampled"):
+        if fact in base.facts:
+            result.facts[fact] = base.facts[fact]
+            if fact in base.why:
+                result.why[fact] = base.why[fact]
+    return result
+
+
+class Torch(Domain):
+    def call(self, frame, qual, node, args, kwargs):
+        if not qual.startswith("torch."):
+            return None
+        tail = qual.rsplit(".", 1)[-1]
+        if tail in ("no_grad", "inference_mode", "enable_grad", "set_grad_enabled", "autocast"):
+            return UNKNOWN
+        ops = Operands(None, args, kwargs, node, frame.mode, int_reader(node))
+        first = args[0] if args else kwargs.get("input")
+        result = apply(tail, ops, first)
+        if result is not None:
+            return result
+        if tail in ("cat", "stack", "concat"):
+            return _concat(tail, ops, args)
+        return tensor_result(ops) if tail[:1].islower() else None
+
+    def method(self, frame, receiver, name, node, args, kwargs):
+        if receiver.facts.get("type") != TENSOR:
+            return None
+        if name in INPLACE:
+            frame.inplace(node, receiver, f".{name}()")
+            return receiver
+        if name == "size":
+            dim = int_reader(node)(0, "dim")
+            if dim is None and not args:
+                return shape_of(receiver, node)
+            rank, axes = receiver.facts.get("rank"), receiver.facts.get("axes")
+            axis = norm_axis(dim, rank)
+            role = axes[axis] if axes and axis is not None else None
+            return value((node,), type=NUMBER).but(axis_role=role)
+        ops = Operands(receiver, args, kwargs, node, frame.mode, int_reader(node))
+        result = apply(name, ops, receiver)
+        return result if result is not None else tensor_result(ops)
+
+    def attribute(self, frame, base, attr, node):
+        if base.facts.get("type") != TENSOR:
+            return None
+        if attr == "shape":
+            return shape_of(base, node)
+        if attr == "data":
+            return base.but(grad=DETACHED, why={"grad": (node,)})
+        if attr in ("T", "mT"):
+            return base.derived().but(obj=node)
+        return None
+
+    def subscript(self, frame, base, node):
+        if base.facts.get("type") != TENSOR:
+            return None
+        return index_tensor(base, node, frame.is_number)
+
+    def arith(self, frame, operator, left, right, node):
+        lt, rt = left.facts.get("type"), right.facts.get("type")
+        if TENSOR not in (lt, rt):
+            return None
+        if lt == TENSOR and rt == TENSOR:
+            facts = broadcast(left, right)
+        else:
+            tensor, other = (left, right) if lt == TENSOR else (right, left)
+            facts = {k: v for k, v in kept(tensor).items() if k != "dist" or other.facts.get("type") == NUMBER}
+        stat = left.facts.get("stat") or right.facts.get("stat")
+        if stat and isinstance(operator, (cst.Add, cst.Subtract, cst.AddAssign, cst.SubtractAssign)):
+            facts = {**facts, "stat": stat}
+        if not isinstance(operator, (cst.Multiply, cst.Divide, cst.MultiplyAssign, cst.DivideAssign)):
+            facts.pop("dist", None)
+            if facts.get("content") not in (MASK,):
+                facts.pop("content", None)
+        ops = Operands(None, [left, right], {}, node, frame.mode, lambda p, k: None)
+        result = tensor_result(ops, **facts)
+        if isinstance(operator, (cst.Multiply, cst.Divide, cst.MultiplyAssign, cst.DivideAssign)):
+            for mine, other in ((left, right), (right, left)):
+                if other.facts.get("grad") == GRAPH:
+                    frame.saved(mine, "mul" if isinstance(operator, (cst.Multiply, cst.MultiplyAssign)) else "div")
+        if isinstance(operator, cst.Power):
+            result = result.but(saved="pow")
+        return result
+
+
+def _concat(name: str, ops: Operands, args: List[Value]) -> Value:
+    parts = args[0] if args else UNKNOWN
+    element = parts.facts.get("element")
+    inputs = [element] if element is not None else []
+    facts: Dict = {}
+    if element is not None and element.facts.get("rank") is not None:
+        facts["rank"] = element.facts["rank"] + (1 if name == "stack" else 0)
+    result = tensor_result(Operands(None, inputs, {}, ops.node, ops.grad_mode, ops.ints), **facts)
+    return with_sources(result, parts.sources)
+
+
+TORCH = Torch()

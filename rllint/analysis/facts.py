@@ -1,0 +1,215 @@
+"""Abstract values of the fact engine: what the code proves about a value, each fact with its provenance.
+
+A `Value` holds facts, each one *known* because of what the code does (the nodes in `why`); a fact
+that is absent is *unknown*. Nothing here comes from a name: a tensor is `[B, T, V]` because it is
+the `.logits` of a causal language model's forward, carries gradient because a trainable model's
+forward ran with gradient enabled, is completion text because it was decoded from sampled ids.
+
+Facts (absent = unknown):
+- `type`: what the object is: TENSOR, MODEL, OUTPUT (a model's forward output), TEXT, TEXTS (a list of
+  strings), NUMBER, BOOL, NONE, DICT, LIST, TUPLE, TOKENIZER, OPTIMIZER, PARAMS (`m.parameters()`),
+  REF (a module or an imported name: `qual` is its dotted name), FUNCTION, CLASS, INSTANCE, SHAPE.
+- tensors: `rank`; `axes`, the role of each axis (`BATCH`, `TIME`, `VOCAB`, or None); `dist`, the axis
+  over which the tensor is a (log-)distribution (from `softmax` / `log_softmax`); `content`
+  (LOGITS, LOGPROBS, PROBS, TOKEN_LOGPROBS, IDS, MASK).
+- `grad`: GRAPH (records autograd history), NO_GRAD (never had any) or DETACHED (cut from it).
+- `saved`: the op that saved this tensor for its backward (`exp`, `softmax`, an operand of `mul`...).
+- `stat`: a statistic of a batch: STD, VAR, NORM (an epsilon added to it guards a denominator).
+- `text`: COMPLETION (decoded from sampled ids, or a scoring function's completion), PROMPT, GOLD.
+- `number`: the number, and `origin`, how it got here ("literal", "default of parameter `lr`"...).
+- models: `model` (the node that built the object, its identity), `arch` (CAUSAL_LM, SEQ_CLS, VALUE_HEAD).
+- containers: `items` (dict: key -> Value; tuple/list: position -> Value) and `element` (what any element
+  of a list or a tensor's first axis holds).
+- `sources`: nodes of interest whose result flows into this value (`.item()` calls, string slices):
+  a value that reaches `backward()` carries the stoppers that cut its gradient in its sources.
+- `obj`: the node that made this tensor object (aliases and views share it).
+- `function` / `cls` / `bound`: a function of the project, a class, or a bound method's receiver.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, FrozenSet, Iterable, Optional, Tuple
+
+import libcst as cst
+
+# types
+TENSOR, MODEL, OUTPUT, TEXT, TEXTS, NUMBER, BOOL, NONE = ("tensor", "model", "output", "text", "texts", "number",
+                                                         "bool", "none")
+DICT, LIST, TUPLE, TOKENIZER, OPTIMIZER, PARAMS, REF = "dict", "list", "tuple", "tokenizer", "optimizer", "params", "ref"
+FUNCTION, CLASS, INSTANCE, SHAPE = "function", "class", "instance", "shape"
+# axis roles
+BATCH, TIME, VOCAB = "batch", "time", "vocab"
+# tensor contents
+LOGITS, LOGPROBS, PROBS, TOKEN_LOGPROBS, IDS, MASK = "logits", "logprobs", "probs", "token_logprobs", "ids", "mask"
+# gradient
+GRAPH, NO_GRAD, DETACHED = "graph", "no_grad", "detached"
+# statistics
+STD, VAR, NORM = "std", "var", "norm"
+# text
+COMPLETION, PROMPT, GOLD = "completion", "prompt", "gold"
+# architectures
+CAUSAL_LM, SEQ_CLS, VALUE_HEAD, SEQ2SEQ = "causal_lm", "seq_cls", "value_head", "seq2seq"
+
+NO_SOURCES: FrozenSet[cst.CSTNode] = frozenset()
+
+# Facts that describe one object (its identity, what it is) and do not survive arithmetic.
+_IDENTITY = ("model", "arch", "obj", "function", "cls", "bound", "qual", "items", "element", "origin")
+
+
+class Value:
+    """An abstract value: known facts (attributes) and their provenance (`why`: fact -> nodes)."""
+
+    __slots__ = ("facts", "why")
+
+    def __init__(self, facts: Optional[Dict[str, Any]] = None, why: Optional[Dict[str, Tuple[cst.CSTNode, ...]]] = None
+                 ) -> None:
+        self.facts: Dict[str, Any] = facts or {}
+        self.why: Dict[str, Tuple[cst.CSTNode, ...]] = why or {}
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self.facts.get(name)
+
+    def __repr__(self) -> str:
+        shown = {k: v for k, v in self.facts.items() if not isinstance(v, (cst.CSTNode, frozenset))}
+        return f"Value({shown})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Value) and self.facts == other.facts
+
+    def __hash__(self) -> int:
+        return hash(signature(self))
+
+    @property
+    def sources(self) -> FrozenSet[cst.CSTNode]:
+        return self.facts.get("sources", NO_SOURCES)
+
+    def known(self, fact: str) -> bool:
+        return fact in self.facts
+
+    def reason(self, fact: str) -> Tuple[cst.CSTNode, ...]:
+        """The nodes that proved `fact`."""
+        return self.why.get(fact, ())
+
+    def but(self, why: Optional[Dict[str, Tuple[cst.CSTNode, ...]]] = None, **changes: Any) -> "Value":
+        """A copy with `changes` (None removes a fact) and their provenance."""
+        facts = dict(self.facts)
+        reasons = dict(self.why)
+        for key, value in changes.items():
+            if value is None:
+                facts.pop(key, None)
+                reasons.pop(key, None)
+            else:
+                facts[key] = value
+        if why:
+            reasons.update(why)
+        return Value(facts, reasons)
+
+    def derived(self) -> "Value":
+        """What a computation from this value keeps: everything but the object's identity."""
+        return Value({k: v for k, v in self.facts.items() if k not in _IDENTITY},
+                     {k: v for k, v in self.why.items() if k not in _IDENTITY})
+
+
+UNKNOWN = Value()
+
+
+def value(why: Iterable[cst.CSTNode] = (), **facts: Any) -> Value:
+    """A value with `facts`, all proved by `why`."""
+    nodes = tuple(why)
+    facts = {k: v for k, v in facts.items() if v is not None}
+    return Value(facts, {k: nodes for k in facts} if nodes else {})
+
+
+def join(a: Optional[Value], b: Optional[Value]) -> Value:
+    """What holds on both paths: facts that agree (provenance of both), sources of either."""
+    if a is None or a is b:
+        return b if b is not None else UNKNOWN
+    if b is None:
+        return a
+    facts: Dict[str, Any] = {}
+    why: Dict[str, Tuple[cst.CSTNode, ...]] = {}
+    for key, left in a.facts.items():
+        if key == "sources":
+            continue
+        right = b.facts.get(key, _ABSENT)
+        if right is _ABSENT:
+            continue
+        if key == "items":
+            facts[key] = _join_items(left, right)
+            continue
+        if key == "element":
+            facts[key] = join(left, right)
+            continue
+        if left == right:
+            facts[key] = left
+            reasons = a.why.get(key, ()) + tuple(n for n in b.why.get(key, ()) if n not in a.why.get(key, ()))
+            if reasons:
+                why[key] = reasons
+    sources = a.sources | b.sources
+    if sources:
+        facts["sources"] = sources
+    return Value(facts, why)
+
+
+def join_all(values: Iterable[Value]) -> Value:
+    result: Optional[Value] = None
+    for item in values:
+        result = item if result is None else join(result, item)
+    return result if result is not None else UNKNOWN
+
+
+def with_sources(v: Value, sources: FrozenSet[cst.CSTNode]) -> Value:
+    if not sources or sources <= v.sources:
+        return v
+    return v.but(sources=v.sources | sources)
+
+
+def signature(v: Value) -> Tuple:
+    """A hashable summary of a value, for memoising what a function returns for given arguments."""
+    parts = []
+    for key in sorted(v.facts):
+        item = v.facts[key]
+        if key == "items":
+            item = tuple((k, signature(x)) for k, x in item)
+        elif key == "element":
+            item = signature(item)
+        elif key == "sources":
+            item = frozenset(id(n) for n in item)
+        elif isinstance(item, cst.CSTNode):
+            item = id(item)
+        elif key in ("function", "cls"):
+            item = id(item)
+        elif key == "bound":
+            item = signature(item)
+        parts.append((key, item))
+    return tuple(parts)
+
+
+def item_of(v: Value, key: Any) -> Optional[Value]:
+    """The element of a dict, tuple or list value at a constant key or position."""
+    items = v.facts.get("items")
+    if items is None:
+        return None
+    for k, x in items:
+        if k == key:
+            return x
+    return None
+
+
+def set_item(v: Value, key: Any, item: Value) -> Value:
+    """The container after `v[key] = item` (a dict store, or a position of a list)."""
+    items = tuple((k, x) for k, x in (v.facts.get("items") or ()) if k != key) + ((key, item),)
+    return v.but(items=items)
+
+
+def _join_items(left: Tuple, right: Tuple) -> Tuple:
+    """Elements of both containers: joined where both have the key, else the one path's (the key may hold it)."""
+    others = dict(right)
+    merged = [(k, join(x, others[k]) if k in others else x) for k, x in left]
+    seen = {k for k, _ in left}
+    merged.extend((k, x) for k, x in right if k not in seen)
+    return tuple(merged)
+
+
+_ABSENT = object()

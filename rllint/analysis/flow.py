@@ -1,0 +1,1109 @@
+"""The fact engine's interpreter: abstract values of every expression of a file, by following the code.
+
+Each function of the module IR (`rllint.analysis.ir`) is interpreted once in its *own context*: its
+parameters hold what every call site of the file passes (joined), or nothing known when a caller is out
+of sight (the function escapes: it is passed or stored as a value), or their defaults when nothing calls
+it. A call of a function of the project is interpreted again with the arguments of that call (a summary,
+memoised by the arguments' facts, at most `MAX_DEPTH` calls deep), so a helper's result is as precise as
+what it is given: `get_logps(policy, ids)` carries gradient, `get_logps(ref, ids)` under `no_grad` does
+not. What libraries do is the domains' business (`rllint.analysis.domains`).
+
+The gradient mode of a statement is its lexical one (`no_grad`, `enable_grad`, decorators), else the mode
+at every call site of its function, else True for the module's top level, for a function that takes a
+training step itself (it calls `backward`) and for the methods a trainer framework calls with gradient
+(`compute_loss` of a transformers / TRL trainer subclass), else unknown.
+
+Rules ask `Flow`: `value(expr)`, `grad_mode(statement)`, `callers(function)`, `frozen(model)`,
+`trained(model)`, and the events the interpretation saw (`inplace`, `stoppers`, `backwards`,
+`forwards`, `saved`, `reads`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
+
+import libcst as cst
+
+from rllint.analysis.domains import domains
+from rllint.analysis.domains.models import OPTIMIZERS
+from rllint.analysis.domains.torch_ops import STOPPERS
+from rllint.analysis.facts import (BOOL, CLASS, DICT, FUNCTION, INSTANCE, LIST, MODEL, NONE, NUMBER, REF,
+                                   TENSOR, TEXT, TEXTS, TUPLE, UNKNOWN, Value, item_of, join, join_all,
+                                   set_item, signature, value, with_sources)
+from rllint.analysis.ir import CallSite, ClassIR, FunctionIR, ModuleIR, Param
+from rllint.analysis.syntax import children
+
+MAX_DEPTH = 4  # nested calls interpreted with their arguments; deeper calls return an unknown value
+MAX_SUMMARIES = 2000  # interpretations of callees per file: a bound for pathological files
+
+NN_MODULE_BASES = frozenset({"torch.nn.Module", "nn.Module", "torch.nn.modules.module.Module"})
+_TRAINER_PACKAGES = ("transformers.", "trl.")
+_TRAINER_ENTRY_METHODS = frozenset({"compute_loss", "training_step"})
+_CONVERSIONS = frozenset({"float", "int"})
+
+
+@dataclass
+class Event:
+    """Something the interpretation of a function in its own context saw, for rules to filter."""
+
+    node: cst.CSTNode
+    statement: cst.CSTNode
+    function: FunctionIR
+    target: Value  # the value acted on: before an in-place op, a stopper's operand, the loss, the model
+    detail: str = ""  # the op
+    grad_mode: Optional[bool] = None
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+
+class IR:
+    """The module IR of a file, built once (`file.fact(IR).module`)."""
+
+    def __init__(self, file) -> None:
+        self.module = ModuleIR(file.module, file.path)
+
+
+class Flow:
+    """The abstract values of one file (`file.fact(Flow)`)."""
+
+    def __init__(self, file) -> None:
+        self.ir: ModuleIR = file.fact(IR).module
+        self.values: Dict[cst.CSTNode, Value] = {}
+        self._events: Dict[str, Dict[cst.CSTNode, Event]] = {"inplace": {}, "stopper": {}, "backward": {},
+                                                              "forward": {}}
+        self.reads: Dict[cst.CSTNode, List[Tuple[cst.CSTNode, cst.CSTNode]]] = {}  # obj -> (read, statement)
+        self.saved: Dict[cst.CSTNode, List[Tuple[cst.CSTNode, str]]] = {}  # obj -> (statement, op)
+        self.returned: Dict[FunctionIR, Value] = {}  # what each function returns in its own context
+        self.globals: Dict[str, Value] = {}
+        self._state: Dict[FunctionIR, str] = {}
+        self._modes: Dict[FunctionIR, Optional[bool]] = {}
+        self._callers: Dict[FunctionIR, Optional[List[CallSite]]] = {}
+        self._summaries: Dict[Tuple, Value] = {}
+        self._summary_count = 0
+        self._attributes: Dict[Tuple[str, str], Optional[Value]] = {}
+        self._located: Optional[Dict[cst.CSTNode, FunctionIR]] = None
+        self._freezes: Optional[List[Tuple[cst.CSTNode, FunctionIR]]] = None
+        self._optimized: Optional[List[Tuple[cst.CSTNode, FunctionIR]]] = None
+        self._analyze(self.ir.top)
+
+    # ---- events ----
+
+    @property
+    def inplace(self) -> List[Event]:
+        return list(self._events["inplace"].values())
+
+    @property
+    def stoppers(self) -> List[Event]:
+        return list(self._events["stopper"].values())
+
+    @property
+    def backwards(self) -> List[Event]:
+        return list(self._events["backward"].values())
+
+    @property
+    def forwards(self) -> List[Event]:
+        return list(self._events["forward"].values())
+
+    def record(self, kind: str, event: Event) -> None:
+        self._events[kind][event.node] = event  # a loop's second pass replaces its first
+
+    # ---- questions ----
+
+    def value(self, expr: cst.CSTNode) -> Value:
+        """The facts of an expression, in its function's own context."""
+        found = self.values.get(expr)
+        if found is None:
+            function = self._locate().get(expr)
+            if function is not None:
+                self._analyze(function)
+            found = self.values.get(expr, UNKNOWN)
+        return found
+
+    def analyze_all(self) -> None:
+        """Interpret every function: the events of the whole file."""
+        for function in self.ir.all_functions():
+            self._analyze(function)
+
+    def grad_mode(self, statement: cst.CSTNode) -> Optional[bool]:
+        """Whether gradient is enabled where `statement` runs (None: unknown)."""
+        context = self.ir.context.get(statement)
+        if context is not None and context.grad is not None:
+            return context.grad
+        return self.entry_mode(self.ir.function_at(statement))
+
+    def entry_mode(self, function: FunctionIR) -> Optional[bool]:
+        """The gradient mode a function starts in."""
+        if function not in self._modes:
+            self._modes[function] = None  # a call cycle decides nothing
+            self._modes[function] = self._entry_mode(function)
+        return self._modes[function]
+
+    def _entry_mode(self, function: FunctionIR) -> Optional[bool]:
+        if function.is_module:
+            return True
+        sites = self.callers(function)
+        if sites:
+            modes = {self.mode_at(site) for site in sites}
+            return modes.pop() if len(modes) == 1 else None
+        if any(_tail(site.node.func) == "backward" for site in function.calls):
+            return True  # it takes a training step: backward under no_grad would raise
+        cls = function.cls
+        if cls is not None and function.name in _TRAINER_ENTRY_METHODS and any(
+                base.startswith(_TRAINER_PACKAGES) for base in self._bases(cls)):
+            return True
+        return None
+
+    def mode_at(self, site: CallSite) -> Optional[bool]:
+        """The gradient mode at a call site."""
+        if site.context.grad is not None:
+            return site.context.grad
+        return self.entry_mode(site.function)
+
+    def callers(self, function: FunctionIR) -> List[CallSite]:
+        """The call sites of the file that call `function`; empty when it escapes (callers out of sight)."""
+        if function in self._callers:
+            return self._callers[function] or []
+        self._callers[function] = None  # recursion adds no caller
+        found: List[CallSite] = []
+        for site in self._candidate_sites(function):
+            if site.function is function:
+                continue
+            self._analyze(site.function)
+            callee = self.values.get(site.node.func)
+            if callee is None:
+                continue
+            if callee.facts.get("function") is function:
+                found.append(site)
+            elif function.name == "__init__" and callee.facts.get("cls") is function.cls and \
+                    callee.facts.get("type") == CLASS:
+                found.append(site)
+            elif function.name in ("forward", "__call__") and callee.facts.get("cls") is function.cls and \
+                    callee.facts.get("type") in (MODEL, INSTANCE):
+                found.append(site)
+        escapes = function.is_module or self.ir.escapes(function)
+        self._callers[function] = [] if escapes else found
+        return self._callers[function]
+
+    def _candidate_sites(self, function: FunctionIR) -> List[CallSite]:
+        if function.name in ("forward", "__call__") and function.cls is not None:
+            return [site for fn in self.ir.all_functions() for site in fn.calls]  # `model(x)` calls `forward`
+        if function.name == "__init__" and function.cls is not None:
+            return list(self.ir.calls_named.get(function.cls.name, ()))
+        return list(self.ir.calls_named.get(function.name, ()))
+
+    def frozen(self, model: Value) -> Optional[bool]:
+        """Whether a model's parameters are frozen in this file (`requires_grad_(False)`, a `requires_grad =
+        False` loop over its parameters, TRL's `create_reference_model`); None when it is not a known model."""
+        identity = model.facts.get("model")
+        if identity is None:
+            return None
+        if model.facts.get("frozen"):
+            return True
+        return any(self._holds(expr, function, identity) for expr, function in self._freeze_sites())
+
+    def trained(self, model: Value) -> bool:
+        """Whether the parameters of a model reach an optimizer (or `accelerator.prepare`) in this file."""
+        identity = model.facts.get("model")
+        return identity is not None and any(self._holds(expr, function, identity)
+                                            for expr, function in self._optimizer_sites())
+
+    def _holds(self, expr: cst.CSTNode, function: FunctionIR, identity: cst.CSTNode) -> bool:
+        self._analyze(function)
+        held = self.values.get(expr)
+        return held is not None and held.facts.get("model") is identity
+
+    def class_attribute(self, cls: ClassIR, name: str) -> Optional[Value]:
+        """`self.name` of an instance of `cls`: what the methods assign it (joined), else the class attribute."""
+        key = (cls.name, name)
+        if key in self._attributes:
+            return self._attributes[key]
+        self._attributes[key] = None  # while it is being found: unknown
+        found: List[Value] = []
+        for method in self._methods(cls):
+            targets = [t for stmt in method.statements for t in _self_stores(stmt, name)]
+            if targets:
+                self._analyze(method)
+                found.extend(self.values[t] for t in targets if t in self.values)
+        if not found and name in cls.attributes:
+            found.append(self.value(cls.attributes[name]))
+        result = join_all(found) if found else None
+        self._attributes[key] = result
+        return result
+
+    def method_of(self, cls: ClassIR, name: str) -> Optional[FunctionIR]:
+        """A method of `cls` or of its bases in this file."""
+        for owner in self._class_chain(cls):
+            if name in owner.methods:
+                return owner.methods[name]
+        return None
+
+    def is_module_class(self, cls: ClassIR) -> bool:
+        """A subclass of `torch.nn.Module` or of a transformers / TRL / PEFT model class."""
+        return any(base in NN_MODULE_BASES or base.endswith(".nn.Module") or
+                   (base.startswith(("transformers.", "trl.", "peft.")) and "Model" in base)
+                   for base in self._bases(cls))
+
+    # ---- analysis ----
+
+    def _locate(self) -> Dict[cst.CSTNode, FunctionIR]:
+        if self._located is None:
+            self._located = {node: function for function in self.ir.all_functions()
+                             for stmt in function.statements for node in statement_nodes(stmt)}
+        return self._located
+
+    def _analyze(self, function: FunctionIR) -> None:
+        if function in self._state:
+            return
+        self._state[function] = "running"
+        params = {} if function.is_module else self._entry_params(function)
+        frame = Frame(self, function, params, self.entry_mode(function), depth=0, record=True)
+        if function.is_module:
+            frame.env = self.globals
+        frame.run()
+        self.returned[function] = frame.returned()
+        self._state[function] = "done"
+
+    def _entry_params(self, function: FunctionIR) -> Dict[str, Value]:
+        """What every caller passes each parameter (joined); the default where no caller passes one."""
+        params: Dict[str, Value] = {}
+        sites = self.callers(function)
+        method = function.cls is not None and not _is_static(function)
+        for param in function.params:
+            if param.star:
+                continue
+            if method and param.index == 0:
+                params[param.name] = value(type=INSTANCE, cls=function.cls)
+                continue
+            if not sites:
+                params[param.name] = self.default(param, function) if not self.ir.escapes(function) else UNKNOWN
+                continue
+            seen: List[Value] = []
+            for site in sites:
+                bound = function.bind(site.node, method=method)
+                if param.name in bound:
+                    seen.append(self.values.get(bound[param.name], UNKNOWN))
+                elif any(a.star for a in site.node.args):
+                    seen.append(UNKNOWN)
+                else:
+                    seen.append(self.default(param, function))
+            params[param.name] = join_all(seen)
+        return params
+
+    def default(self, param: Param, function: FunctionIR) -> Value:
+        """A parameter nobody is seen passing holds its default, with where it is written."""
+        if param.default is None:
+            return UNKNOWN
+        frame = Frame(self, self.ir.top, {}, True, depth=MAX_DEPTH, record=False)
+        frame.env = dict(self.globals)
+        found = frame.expr(param.default)
+        if found.facts.get("type") == NUMBER:
+            return found.but(origin=f"default of parameter `{param.name}` of {function.name}()",
+                             why={"origin": (param.default,)})
+        return found
+
+    def summary(self, function: FunctionIR, args: Dict[str, Value], mode: Optional[bool], depth: int) -> Value:
+        """What `function` returns when called with `args` in gradient mode `mode`."""
+        if depth >= MAX_DEPTH or self._summary_count >= MAX_SUMMARIES:
+            return UNKNOWN
+        key = (id(function), mode, tuple(sorted((k, signature(v)) for k, v in args.items())))
+        cached = self._summaries.get(key)
+        if cached is not None:
+            return cached
+        self._summaries[key] = UNKNOWN  # recursion
+        self._summary_count += 1
+        params = {p.name: args.get(p.name) or self.default(p, function) for p in function.params if not p.star}
+        frame = Frame(self, function, params, mode, depth=depth + 1, record=False)
+        frame.run()
+        self._summaries[key] = result = frame.returned()
+        return result
+
+    # ---- what the file does to model objects anywhere ----
+
+    def _freeze_sites(self) -> List[Tuple[cst.CSTNode, FunctionIR]]:
+        if self._freezes is None:
+            self._freezes = []
+            for function in self.ir.all_functions():
+                for site in function.calls:
+                    call = site.node
+                    if isinstance(call.func, cst.Attribute) and call.func.attr.value == "requires_grad_" and \
+                            call.args and _is_false(call.args[0].value):
+                        self._freezes.append((call.func.value, function))
+                for stmt in function.statements:
+                    if isinstance(stmt, cst.For) and _loop_freezes(stmt):
+                        receiver = _parameters_receiver(stmt.iter)
+                        if receiver is not None:
+                            self._freezes.append((receiver, function))
+        return self._freezes
+
+    def _optimizer_sites(self) -> List[Tuple[cst.CSTNode, FunctionIR]]:
+        if self._optimized is None:
+            self._optimized = []
+            for function in self.ir.all_functions():
+                for site in function.calls:
+                    tail = _tail(site.node.func)
+                    if tail not in OPTIMIZERS and tail not in ("prepare", "initialize"):
+                        continue
+                    for node in _walk(site.node):
+                        receiver = _parameters_receiver(node)
+                        if receiver is not None:
+                            self._optimized.append((receiver, function))
+                        elif tail in ("prepare", "initialize") and node is not site.node and \
+                                isinstance(node, (cst.Name, cst.Attribute)):
+                            self._optimized.append((node, function))
+        return self._optimized
+
+    def _bases(self, cls: ClassIR) -> List[str]:
+        return [base for owner in self._class_chain(cls) for base in owner.bases]
+
+    def _class_chain(self, cls: ClassIR) -> Iterator[ClassIR]:
+        seen: Set[str] = set()
+        queue = [cls]
+        while queue:
+            current = queue.pop(0)
+            if current.name in seen:
+                continue
+            seen.add(current.name)
+            yield current
+            queue.extend(self.ir.classes[b.rsplit(".", 1)[-1]] for b in current.bases
+                         if b.rsplit(".", 1)[-1] in self.ir.classes)
+
+    def _methods(self, cls: ClassIR) -> List[FunctionIR]:
+        return [m for owner in self._class_chain(cls) for m in owner.methods.values()]
+
+
+# ---------------------------------------------------------------- the interpreter of one function
+
+class Frame:
+    """The interpretation of one function body, in one context. Domains call back into it."""
+
+    def __init__(self, flow: Flow, function: FunctionIR, params: Dict[str, Value], mode: Optional[bool],
+                 depth: int, record: bool) -> None:
+        self.flow = flow
+        self.ir = flow.ir
+        self.function = function
+        self.env: Dict[str, Value] = dict(params)
+        self.entry = mode
+        self.mode = mode  # the gradient mode of the current statement
+        self.depth = depth
+        self.recording = record
+        self.returns: List[Value] = []
+        self.statement: cst.CSTNode = function.node
+
+    def returned(self) -> Value:
+        if not self.returns:
+            return UNKNOWN if self.function.yields else value(type=NONE)
+        return join_all(self.returns)
+
+    # ---- hooks for domains ----
+
+    def inplace(self, node: cst.CSTNode, target: Value, op: str) -> None:
+        if self.recording:
+            self.flow.record("inplace", Event(node, self.statement, self.function, target, op, self.mode))
+
+    def saved(self, operand: Value, op: str) -> None:
+        obj = operand.facts.get("obj")
+        if self.recording and obj is not None:
+            self.flow.saved.setdefault(obj, []).append((self.statement, op))
+
+    def forward(self, node: cst.Call, model: Value, args: List[Value], kwargs: Dict[str, Value],
+                result: Value) -> None:
+        if self.recording:
+            self.flow.record("forward", Event(node, self.statement, self.function, model, "forward", self.mode,
+                                              {"args": args, "kwargs": kwargs}))
+
+    def run_method(self, receiver: Value, name: str, node: cst.Call, args: List[Value], kwargs: Dict[str, Value]
+                   ) -> Optional[Value]:
+        """Run a method of the project class of `receiver` with these arguments (None: no such method)."""
+        cls = receiver.facts.get("cls")
+        method = self.flow.method_of(cls, name) if cls is not None else None
+        if method is None:
+            return None
+        return self._invoke(method, node, args, kwargs, receiver)
+
+    def constant_key(self, node: cst.Subscript) -> Any:
+        key = constant_key(node)
+        return None if key is NO_KEY else key
+
+    def is_number(self, expr: cst.CSTNode) -> bool:
+        found = self.flow.values.get(expr) if self.recording else None
+        if found is None:
+            found = self._expr(expr) if isinstance(expr, (cst.Integer, cst.UnaryOperation)) else UNKNOWN
+        return found.facts.get("type") == NUMBER
+
+    @staticmethod
+    def is_slice(node: cst.Subscript) -> bool:
+        return any(isinstance(element.slice, cst.Slice) for element in node.slice)
+
+    # ---- statements ----
+
+    def run(self) -> None:
+        self.block(self.function.body)
+
+    def block(self, body: Sequence[cst.CSTNode]) -> None:
+        for stmt in body:
+            self.stmt(stmt)
+
+    def _enter(self, stmt: cst.CSTNode) -> None:
+        self.statement = stmt
+        context = self.ir.context.get(stmt)
+        self.mode = context.grad if context is not None and context.grad is not None else self.entry
+
+    def stmt(self, stmt: cst.CSTNode) -> None:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                self._enter(small)
+                self.small(small)
+        elif isinstance(stmt, cst.FunctionDef):
+            defined = (self.ir.functions.get(stmt.name.value) if self.function.is_module
+                       else self.function.nested.get(stmt.name.value))
+            if defined is not None:
+                self.env[stmt.name.value] = value(type=FUNCTION, function=defined)
+        elif isinstance(stmt, cst.ClassDef):
+            cls = self.ir.classes.get(stmt.name.value)
+            if cls is not None:
+                self.env[stmt.name.value] = value(type=CLASS, cls=cls)
+        else:
+            self._enter(stmt)
+            self._compound(stmt)
+
+    def _compound(self, stmt: cst.CSTNode) -> None:
+        if isinstance(stmt, cst.If):
+            self.expr(stmt.test)
+            before = dict(self.env)
+            self.block(stmt.body.body)
+            taken, self.env = self.env, before
+            if isinstance(stmt.orelse, cst.If):
+                self.stmt(stmt.orelse)
+            elif stmt.orelse is not None:
+                self.block(stmt.orelse.body.body)
+            self.env = join_env(taken, self.env)
+        elif isinstance(stmt, cst.For):
+            self._loop(stmt, lambda: self.assign(stmt.target, element_of(self.expr(stmt.iter)), stmt))
+        elif isinstance(stmt, cst.While):
+            self._loop(stmt, lambda: self.expr(stmt.test))
+        elif isinstance(stmt, cst.With):
+            for item in stmt.items:
+                entered = self.expr(item.item)
+                if item.asname is not None:
+                    self.assign(item.asname.name, entered if entered.facts.get("type") == MODEL else UNKNOWN, stmt)
+            self.block(stmt.body.body)
+        elif isinstance(stmt, (cst.Try, cst.TryStar)):
+            before = dict(self.env)
+            self.block(stmt.body.body)
+            paths = [self.env]
+            for handler in stmt.handlers:
+                self.env = join_env(before, paths[0])
+                self._enter(handler)
+                if handler.name is not None and isinstance(handler.name.name, cst.Name):
+                    self.env[handler.name.name.value] = UNKNOWN
+                self.block(handler.body.body)
+                paths.append(self.env)
+            self.env = paths[0]
+            for other in paths[1:]:
+                self.env = join_env(self.env, other)
+            for extra in (stmt.orelse, stmt.finalbody):
+                if extra is not None:
+                    self.block(extra.body.body)
+        elif isinstance(stmt, cst.Match):
+            self.expr(stmt.subject)
+            before = dict(self.env)
+            paths = []
+            for case in stmt.cases:
+                self.env = dict(before)
+                self.block(case.body.body)
+                paths.append(self.env)
+            self.env = before
+            for other in paths:
+                self.env = join_env(self.env, other)
+
+    def _loop(self, stmt: cst.CSTNode, head: Callable[[], Any]) -> None:
+        """A loop body runs twice: the second pass sees what the first left (loop-carried values)."""
+        before = dict(self.env)
+        for _ in range(2):
+            self._enter(stmt)
+            head()
+            self.block(stmt.body.body)
+            self.env = join_env(before, self.env)
+        if stmt.orelse is not None:
+            self.block(stmt.orelse.body.body)
+
+    def small(self, small: cst.CSTNode) -> None:
+        if isinstance(small, cst.Assign):
+            result = self.expr(small.value)
+            for target in small.targets:
+                self.assign(target.target, result, small)
+        elif isinstance(small, cst.AnnAssign):
+            if small.value is not None:
+                self.assign(small.target, self.expr(small.value), small)
+        elif isinstance(small, cst.AugAssign):
+            current = self.expr(small.target)
+            operand = self.expr(small.value)
+            if current.facts.get("type") == TENSOR:
+                self.inplace(small.target, current, _augmented(small.operator))
+            self.assign(small.target, self.arith(small.operator, current, operand, small), small)
+        elif isinstance(small, cst.Expr):
+            self.expr(small.value)
+        elif isinstance(small, cst.Return):
+            self.returns.append(self.expr(small.value) if small.value is not None else value(type=NONE))
+        elif isinstance(small, cst.Raise) and small.exc is not None:
+            self.expr(small.exc)
+        elif isinstance(small, cst.Assert):
+            self.expr(small.test)
+
+    def assign(self, target: cst.CSTNode, result: Value, stmt: cst.CSTNode) -> None:
+        if isinstance(target, cst.Name):
+            self.env[target.value] = result
+            self._note(target, result)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            starred = any(isinstance(e, cst.StarredElement) for e in target.elements)
+            for position, element in enumerate(target.elements):
+                if isinstance(element, cst.StarredElement):
+                    self.assign(element.value, with_sources(UNKNOWN, result.sources), stmt)
+                    continue
+                part = None if starred else item_of(result, position)
+                if part is None:
+                    part = element_of(result)
+                self.assign(element.value, part, stmt)
+        elif isinstance(target, cst.Attribute):
+            self.expr(target.value)
+            name = place(target)
+            if name is not None:
+                self.env[name] = result
+            self._note(target, result)
+        elif isinstance(target, cst.Subscript):
+            container = self.expr(target.value)
+            for element in target.slice:
+                if isinstance(element.slice, cst.Index):
+                    self.expr(element.slice.value)
+            if container.facts.get("type") == TENSOR:
+                self.inplace(target, container, "[...] =")
+            name = place(target.value)
+            if name is not None:
+                key = constant_key(target)
+                self.env[name] = set_item(container, key, result) if key is not NO_KEY else \
+                    with_sources(container, result.sources)
+            self._note(target, result)
+        elif isinstance(target, cst.StarredElement):
+            self.assign(target.value, UNKNOWN, stmt)
+
+    def _note(self, node: cst.CSTNode, result: Value) -> None:
+        if self.recording:
+            self.flow.values[node] = result
+
+    # ---- expressions ----
+
+    def expr(self, node: cst.CSTNode) -> Value:
+        result = self._expr(node)
+        if self.recording:
+            self.flow.values[node] = result
+            obj = result.facts.get("obj")
+            if obj is not None and isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)):
+                self.flow.reads.setdefault(obj, []).append((node, self.statement))
+        return result
+
+    def _expr(self, node: cst.CSTNode) -> Value:
+        if isinstance(node, cst.Name):
+            return self._name(node)
+        if isinstance(node, cst.Attribute):
+            return self._attribute(node)
+        if isinstance(node, cst.Call):
+            return self._call(node)
+        if isinstance(node, cst.Subscript):
+            return self._subscript(node)
+        if isinstance(node, cst.BinaryOperation):
+            return self.arith(node.operator, self.expr(node.left), self.expr(node.right), node)
+        if isinstance(node, cst.UnaryOperation):
+            return self._unary(node)
+        if isinstance(node, (cst.Integer, cst.Float)):
+            try:
+                number = float(node.evaluated_value)
+            except (ValueError, OverflowError):
+                return UNKNOWN
+            return value((node,), type=NUMBER, number=number, origin="literal")
+        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+            return value((node,), type=TEXT)
+        if isinstance(node, cst.FormattedString):
+            sources = frozenset()
+            for part in node.parts:
+                if isinstance(part, cst.FormattedStringExpression):
+                    sources |= self.expr(part.expression).sources
+            return with_sources(value((node,), type=TEXT, formatted=True), sources)
+        if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
+            return self._sequence(node)
+        if isinstance(node, cst.Dict):
+            return self._dict(node)
+        if isinstance(node, cst.Comparison):
+            return self._comparison(node)
+        if isinstance(node, cst.BooleanOperation):
+            return join(self.expr(node.left), self.expr(node.right))
+        if isinstance(node, cst.IfExp):
+            self.expr(node.test)
+            return join(self.expr(node.body), self.expr(node.orelse))
+        if isinstance(node, cst.NamedExpr):
+            result = self.expr(node.value)
+            self.assign(node.target, result, self.statement)
+            return result
+        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            return self._comprehension(node)
+        if isinstance(node, cst.Await):
+            return self.expr(node.expression)
+        return UNKNOWN
+
+    def _name(self, node: cst.Name) -> Value:
+        name = node.value
+        if name in self.env:
+            return self.env[name]
+        if name in ("True", "False"):
+            return value((node,), type=BOOL, number=1.0 if name == "True" else 0.0)
+        if name == "None":
+            return value((node,), type=NONE)
+        if not self.function.is_module and name in self.flow.globals:
+            return self.flow.globals[name]
+        if name in self.ir.functions:
+            return value(type=FUNCTION, function=self.ir.functions[name])
+        if name in self.ir.classes:
+            return value(type=CLASS, cls=self.ir.classes[name])
+        if name in self.ir.imports:
+            return value(type=REF, qual=self.ir.imports[name])
+        return UNKNOWN
+
+    def _attribute(self, node: cst.Attribute) -> Value:
+        name = place(node)
+        if name is not None and name in self.env:
+            self.expr(node.value)
+            return self.env[name]
+        base = self.expr(node.value)
+        attr = node.attr.value
+        kind = base.facts.get("type")
+        if kind == REF:
+            return value(type=REF, qual=f"{base.facts['qual']}.{attr}")
+        cls = base.facts.get("cls")
+        if kind in (INSTANCE, MODEL) and cls is not None:
+            method = self.flow.method_of(cls, attr)
+            if method is not None:
+                return value(type=FUNCTION, function=method).but(bound=base)
+            stored = self.flow.class_attribute(cls, attr)
+            if stored is not None:
+                return stored
+        for domain in domains():
+            found = domain.attribute(self, base, attr, node)
+            if found is not None:
+                return found
+        return with_sources(UNKNOWN.but(bound=base), base.sources) if base.facts else UNKNOWN
+
+    def _subscript(self, node: cst.Subscript) -> Value:
+        name = place(node)
+        base = self.expr(node.value)
+        for element in node.slice:
+            if isinstance(element.slice, cst.Index):
+                self.expr(element.slice.value)
+            else:
+                for part in (element.slice.lower, element.slice.upper, element.slice.step):
+                    if part is not None:
+                        self.expr(part)
+        if name is not None and name in self.env:
+            return self.env[name]
+        key = constant_key(node)
+        kind = base.facts.get("type")
+        if key is not NO_KEY:
+            found = item_of(base, key)
+            if found is not None:
+                return found
+        for domain in domains():
+            found = domain.subscript(self, base, node)
+            if found is not None:
+                return found
+        if kind in (LIST, TEXTS, TUPLE):
+            if self.is_slice(node):
+                return base
+            element = base.facts.get("element")
+            if element is not None:
+                return with_sources(element, base.sources)
+        return with_sources(UNKNOWN, base.sources)
+
+    def _unary(self, node: cst.UnaryOperation) -> Value:
+        operand = self.expr(node.expression)
+        if isinstance(node.operator, cst.Not):
+            return with_sources(value((node,), type=BOOL), operand.sources)
+        if isinstance(node.operator, cst.Minus) and operand.facts.get("type") == NUMBER and \
+                "number" in operand.facts:
+            return operand.but(number=-operand.facts["number"], why={"number": operand.reason("number") + (node,)})
+        if operand.facts.get("type") == TENSOR:
+            return operand.derived().but(obj=node)
+        return operand
+
+    def _comparison(self, node: cst.Comparison) -> Value:
+        left = self.expr(node.left)
+        sources = left.sources
+        for target in node.comparisons:
+            sources |= self.expr(target.comparator).sources
+        if left.facts.get("type") == TENSOR:
+            facts = {k: left.facts[k] for k in ("rank", "axes") if k in left.facts}
+            return with_sources(Value({"type": TENSOR, "grad": "no_grad", "content": "mask", "obj": node, **facts},
+                                      {"grad": (node,)}), sources)
+        return with_sources(value((node,), type=BOOL), sources)
+
+    def _sequence(self, node: cst.CSTNode) -> Value:
+        items = []
+        sources = frozenset()
+        exact = True
+        for position, element in enumerate(node.elements):
+            item = self.expr(element.value)
+            sources |= item.sources
+            if isinstance(element, cst.StarredElement):
+                exact = False
+            else:
+                items.append((position, item))
+        facts: Dict[str, Any] = {"type": TUPLE if isinstance(node, cst.Tuple) else LIST}
+        if exact:
+            facts["items"] = tuple(items)
+        if items:
+            facts["element"] = join_all(v for _, v in items)
+        return with_sources(Value(facts), sources)
+
+    def _dict(self, node: cst.Dict) -> Value:
+        items = []
+        sources = frozenset()
+        for element in node.elements:
+            if isinstance(element, cst.StarredDictElement):
+                sources |= self.expr(element.value).sources
+                continue
+            self.expr(element.key)
+            item = self.expr(element.value)
+            key = literal(element.key)
+            if key is NO_KEY:
+                sources |= item.sources
+            else:
+                items.append((key, item))
+        return with_sources(Value({"type": DICT, "items": tuple(items)}), sources)
+
+    def _comprehension(self, node: cst.CSTNode) -> Value:
+        saved = dict(self.env)
+        sources = frozenset()
+        comp = node.for_in
+        while comp is not None:
+            iterable = self.expr(comp.iter)
+            sources |= iterable.sources
+            self.assign(comp.target, element_of(iterable), self.statement)
+            for condition in comp.ifs:
+                self.expr(condition.test)
+            comp = comp.inner_for_in
+        if isinstance(node, cst.DictComp):
+            self.expr(node.key)
+            element = self.expr(node.value)
+        else:
+            element = self.expr(node.elt)
+        self.env = saved
+        kind = DICT if isinstance(node, cst.DictComp) else LIST
+        if kind == LIST and element.facts.get("type") == TEXT:
+            text = element.facts.get("text")
+            facts = {"type": TEXTS, "element": element, **({"text": text} if text else {})}
+            return with_sources(Value(facts, {"text": element.reason("text")} if text else {}),
+                                sources | element.sources)
+        return with_sources(Value({"type": kind, "element": element}), sources | element.sources)
+
+    def arith(self, operator: cst.CSTNode, left: Value, right: Value, node: cst.CSTNode) -> Value:
+        lt, rt = left.facts.get("type"), right.facts.get("type")
+        if lt == NUMBER and rt == NUMBER and "number" in left.facts and "number" in right.facts:
+            number = compute(operator, left.facts["number"], right.facts["number"])
+            if number is not None:
+                origin = next((o for o in (left.facts.get("origin"), right.facts.get("origin"))
+                               if o and o != "literal"), "literal")
+                result = Value({"type": NUMBER, "number": number, "origin": origin},
+                               {"number": left.reason("number") + right.reason("number") or (node,)})
+                return with_sources(result, left.sources | right.sources)
+        for domain in domains():
+            found = domain.arith(self, operator, left, right, node)
+            if found is not None:
+                return found
+        sources = left.sources | right.sources
+        stat = left.facts.get("stat") or right.facts.get("stat")
+        if stat and isinstance(operator, (cst.Add, cst.AddAssign)):
+            return with_sources(value(stat=stat), sources)
+        if lt == NUMBER and rt == NUMBER:
+            return with_sources(value(type=NUMBER), sources)
+        return with_sources(UNKNOWN, sources)
+
+    # ---- calls ----
+
+    def _call(self, node: cst.Call) -> Value:
+        callee = self.expr(node.func)
+        args: List[Value] = []
+        kwargs: Dict[str, Value] = {}
+        sources = frozenset()
+        for arg in node.args:
+            argument = self.expr(arg.value)
+            sources |= argument.sources
+            if arg.star:
+                continue
+            if arg.keyword is not None:
+                kwargs[arg.keyword.value] = argument
+            else:
+                args.append(argument)
+        name = _tail(node.func)
+        receiver = callee.facts.get("bound")
+        if name == "backward" and isinstance(node.func, cst.Attribute):
+            loss = args[0] if args and callee.facts.get("type") != FUNCTION else (
+                receiver if receiver is not None else UNKNOWN)
+            if self.recording:
+                self.flow.record("backward", Event(node, self.statement, self.function, loss, "backward", self.mode))
+            return value(type=NONE)
+        stopped = self._stopper(node, name, callee, args)
+        if stopped is not None:
+            return with_sources(stopped, sources | {node})
+        result = self._call_value(node, callee, args, kwargs)
+        if result.facts.get("saved") and result.facts.get("obj") is not None and self.recording:
+            self.flow.saved.setdefault(result.facts["obj"], []).append((self.statement, result.facts["saved"]))
+        return with_sources(result, sources)
+
+    def _stopper(self, node: cst.Call, name: str, callee: Value, args: List[Value]) -> Optional[Value]:
+        """`.item()`, `.tolist()`, `.numpy()`, `float(t)`, `int(t)`: a Python value, cut from the graph."""
+        receiver = callee.facts.get("bound")
+        if name in STOPPERS and receiver is not None and receiver.facts.get("type") in (TENSOR, None):
+            operand = receiver
+        elif isinstance(node.func, cst.Name) and name in _CONVERSIONS and args and \
+                args[0].facts.get("type") in (TENSOR, None) and name not in self.env:
+            operand = args[0]
+        else:
+            return None
+        if self.recording:
+            self.flow.record("stopper", Event(node, self.statement, self.function, operand, name, self.mode))
+        return value(type=LIST if name == "tolist" else NUMBER)
+
+    def _call_value(self, node: cst.Call, callee: Value, args: List[Value], kwargs: Dict[str, Value]) -> Value:
+        kind = callee.facts.get("type")
+        if kind == FUNCTION:
+            return self._invoke(callee.facts["function"], node, args, kwargs, callee.facts.get("bound"))
+        if kind == CLASS:
+            return self._construct(callee.facts["cls"], node, args, kwargs)
+        if kind == REF:
+            qual = callee.facts["qual"]
+            for domain in domains():
+                found = domain.call(self, qual, node, args, kwargs)
+                if found is not None:
+                    return found
+            return UNKNOWN
+        receiver = callee.facts.get("bound")
+        if receiver is not None:
+            name = _tail(node.func)
+            for domain in domains():
+                found = domain.method(self, receiver, name, node, args, kwargs)
+                if found is not None:
+                    return found
+            return with_sources(UNKNOWN, receiver.sources)
+        for domain in domains():
+            found = domain.call_value(self, callee, node, args, kwargs)
+            if found is not None:
+                return found
+        return UNKNOWN
+
+    def _invoke(self, function: FunctionIR, node: cst.Call, args: List[Value], kwargs: Dict[str, Value],
+                receiver: Optional[Value]) -> Value:
+        bound = function.bind(node, method=receiver is not None)
+        values = {param: self._argument(expr, node, args, kwargs) for param, expr in bound.items()}
+        if receiver is not None and function.params and function.params[0].index == 0:
+            values[function.params[0].name] = receiver
+        return self.flow.summary(function, values, self.mode, self.depth)
+
+    def _construct(self, cls: ClassIR, node: cst.Call, args: List[Value], kwargs: Dict[str, Value]) -> Value:
+        instance = value((node,), type=INSTANCE, cls=cls)
+        if self.flow.is_module_class(cls):
+            instance = instance.but(type=MODEL, model=node, why={"model": (node,)})
+        init = self.flow.method_of(cls, "__init__")
+        if init is not None:
+            self._invoke(init, node, args, kwargs, instance)
+        return instance
+
+    def _argument(self, expr: cst.CSTNode, node: cst.Call, args: List[Value], kwargs: Dict[str, Value]) -> Value:
+        positional = [a for a in node.args if a.keyword is None and not a.star]
+        for index, arg in enumerate(positional):
+            if arg.value is expr:
+                return args[index] if index < len(args) else UNKNOWN
+        for arg in node.args:
+            if arg.keyword is not None and arg.value is expr:
+                return kwargs.get(arg.keyword.value, UNKNOWN)
+        return UNKNOWN
+
+
+# ---------------------------------------------------------------- helpers
+
+NO_KEY = object()
+
+
+def join_env(a: Dict[str, Value], b: Dict[str, Value]) -> Dict[str, Value]:
+    """The environment after two paths meet; a name bound on one path only keeps that path's value."""
+    if a is b:
+        return a
+    merged = {}
+    for key in a.keys() | b.keys():
+        left, right = a.get(key), b.get(key)
+        merged[key] = join(left, right) if left is not None and right is not None else (left or right)
+    return merged
+
+
+def place(node: cst.CSTNode) -> Optional[str]:
+    """`x`, `self.x`, `out["loss"]`, `batch["ids"]`: an expression that names a place of the environment."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = place(node.value)
+        return f"{base}.{node.attr.value}" if base is not None else None
+    if isinstance(node, cst.Subscript):
+        key = constant_key(node)
+        base = place(node.value)
+        return f"{base}[{key!r}]" if key is not NO_KEY and base is not None else None
+    return None
+
+
+def constant_key(node: cst.Subscript) -> Any:
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return NO_KEY
+    return literal(node.slice[0].slice.value)
+
+
+def literal(node: cst.CSTNode) -> Any:
+    """A string or integer written literally, else NO_KEY."""
+    if isinstance(node, cst.SimpleString):
+        try:
+            evaluated = node.evaluated_value
+        except (ValueError, SyntaxError):
+            return NO_KEY
+        return evaluated if isinstance(evaluated, str) else NO_KEY
+    if isinstance(node, cst.Integer):
+        return int(node.evaluated_value)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) and \
+            isinstance(node.expression, cst.Integer):
+        return -int(node.expression.evaluated_value)
+    return NO_KEY
+
+
+def element_of(iterable: Value) -> Value:
+    """What a loop over `iterable` (or an unpacking of it) binds."""
+    element = iterable.facts.get("element")
+    if element is not None:
+        return with_sources(element, iterable.sources)
+    kind = iterable.facts.get("type")
+    if kind == TEXTS:
+        text = iterable.facts.get("text")
+        return Value({"type": TEXT, **({"text": text} if text else {})}, {"text": iterable.reason("text")} if text
+                     else {})
+    if kind == TENSOR:
+        facts: Dict[str, Any] = {"type": TENSOR}
+        rank = iterable.facts.get("rank")
+        if rank:
+            facts["rank"] = rank - 1
+        for fact in ("grad", "sources"):
+            if fact in iterable.facts:
+                facts[fact] = iterable.facts[fact]
+        return Value(facts, {"grad": iterable.reason("grad")} if "grad" in facts else {})
+    return with_sources(UNKNOWN, iterable.sources)
+
+
+def compute(operator: cst.CSTNode, a: float, b: float) -> Optional[float]:
+    try:
+        if isinstance(operator, cst.Add):
+            return a + b
+        if isinstance(operator, cst.Subtract):
+            return a - b
+        if isinstance(operator, cst.Multiply):
+            return a * b
+        if isinstance(operator, cst.Divide):
+            return a / b
+        if isinstance(operator, cst.Power):
+            return float(a ** b)
+        if isinstance(operator, cst.FloorDivide):
+            return a // b
+    except (ZeroDivisionError, OverflowError, ValueError, TypeError):
+        return None
+    return None
+
+
+def statement_nodes(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The nodes of a statement's own expressions (not its nested blocks or functions), itself first."""
+    yield root
+    if isinstance(root, (cst.If, cst.While)):
+        stack = [root.test]
+    elif isinstance(root, cst.For):
+        stack = [root.target, root.iter]
+    elif isinstance(root, cst.With):
+        stack = list(root.items)
+    elif isinstance(root, (cst.FunctionDef, cst.ClassDef, cst.Try, cst.TryStar, cst.Match)):
+        return
+    else:
+        stack = list(children(root))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(children(node))
+
+
+def _walk(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, cst.Lambda):
+            stack.extend(children(node))
+
+
+def _augmented(operator: cst.CSTNode) -> str:
+    return {cst.AddAssign: "+=", cst.SubtractAssign: "-=", cst.MultiplyAssign: "*=",
+            cst.DivideAssign: "/="}.get(type(operator), "op=")
+
+
+def _tail(func: cst.BaseExpression) -> str:
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    if isinstance(func, cst.Name):
+        return func.value
+    return ""
+
+
+def _is_false(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Name) and node.value == "False"
+
+
+def _loop_freezes(loop: cst.For) -> bool:
+    """`for p in m.parameters(): p.requires_grad = False` (or `p.requires_grad_(False)`)."""
+    for stmt in loop.body.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Assign) and _is_false(small.value) and any(
+                    isinstance(t.target, cst.Attribute) and t.target.attr.value == "requires_grad"
+                    for t in small.targets):
+                return True
+            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and \
+                    _tail(small.value.func) == "requires_grad_" and small.value.args and \
+                    _is_false(small.value.args[0].value):
+                return True
+    return False
+
+
+def _parameters_receiver(node: cst.CSTNode) -> Optional[cst.CSTNode]:
+    """`m` of `m.parameters()` / `m.named_parameters()`."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+            node.func.attr.value in ("parameters", "named_parameters"):
+        return node.func.value
+    return None
+
+
+def _self_stores(stmt: cst.CSTNode, name: str) -> Iterator[cst.CSTNode]:
+    """The targets `self.name` that a statement assigns."""
+    if isinstance(stmt, cst.Assign):
+        targets = [t.target for t in stmt.targets]
+    elif isinstance(stmt, cst.AnnAssign) and stmt.value is not None:
+        targets = [stmt.target]
+    else:
+        return
+    while targets:
+        target = targets.pop()
+        if isinstance(target, (cst.Tuple, cst.List)):
+            targets.extend(e.value for e in target.elements)
+        elif isinstance(target, cst.Attribute) and target.attr.value == name and \
+                isinstance(target.value, cst.Name) and target.value.value == "self":
+            yield target
+
+
+def _is_static(function: FunctionIR) -> bool:
+    return any(d.rsplit(".", 1)[-1] == "staticmethod" for d in function.decorators)

@@ -1,0 +1,278 @@
+"""The fact engine's interpreter: facts follow the code across assignments, calls, containers and callers."""
+from rllint.analysis.facts import BATCH, CAUSAL_LM, COMPLETION, GRAPH, NO_GRAD, TIME, TOKEN_LOGPROBS, VOCAB
+
+from engine import Engine
+
+CAUSAL = """
+    import torch
+    import torch.nn.functional as F
+    from transformers import AutoModelForCausalLM
+    policy = AutoModelForCausalLM.from_pretrained("gpt2")
+    optimizer = torch.optim.AdamW(policy.parameters(), lr=1e-6)
+"""
+
+
+def test_causal_lm_logits_are_batch_time_vocab_and_keep_their_axes_through_ops():
+    engine = Engine(CAUSAL + """
+    def step(ids):
+        logits = policy(ids).logits
+        shifted = logits[:, :-1]
+        logp = F.log_softmax(shifted / 0.7, dim=-1)
+        token = logp.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+        flat = logits.view(-1, logits.size(-1))
+        return token.sum()
+    """)
+    assert engine.facts("policy(ids).logits", "rank", "axes", "dist") == {
+        "rank": 3, "axes": (BATCH, TIME, VOCAB), "dist": 2}
+    assert engine.facts("logp", "rank", "dist", "content") == {"rank": 3, "dist": 2, "content": "logprobs"}
+    assert engine.facts("token", "rank", "axes", "content") == {
+        "rank": 2, "axes": (BATCH, TIME), "content": TOKEN_LOGPROBS}
+    assert engine.facts("flat", "rank", "axes", "dist") == {"rank": 2, "axes": (None, VOCAB), "dist": 1}
+
+
+def test_squeezing_the_batch_axis_leaves_time_and_vocab():
+    engine = Engine(CAUSAL + """
+    def score(ids):
+        logits = policy(ids).logits.squeeze(0)
+        logprobs = torch.log_softmax(logits, dim=-1)
+        return logprobs[:-1].gather(1, ids[0, 1:].unsqueeze(-1))
+    score(ids)
+    """)
+    assert engine.facts("logprobs[:-1]", "rank", "axes", "dist") == {"rank": 2, "axes": (TIME, VOCAB), "dist": 1}
+
+
+def test_a_parameter_nobody_passes_a_model_to_is_unknown_not_guessed_by_name():
+    engine = Engine("""
+    def token_logps(model, ids):
+        logits = model(ids).logits
+        return logits.log_softmax(-1)
+    """)
+    assert engine.facts("logits", "rank", "grad") == {"rank": None, "grad": None}
+
+
+def test_callers_give_parameters_their_values_and_helpers_are_interpreted_per_call():
+    engine = Engine(CAUSAL + """
+    ref = AutoModelForCausalLM.from_pretrained("gpt2").requires_grad_(False)
+
+    def token_logps(model, ids):
+        return model(ids).logits.log_softmax(-1)
+
+    def step(ids):
+        logp = token_logps(policy, ids)
+        with torch.no_grad():
+            old = token_logps(policy, ids)
+        ref_logp = token_logps(ref, ids)
+        loss = (logp - old).mean()
+        loss.backward()
+    """)
+    assert engine.facts("logp", "grad", "rank") == {"grad": GRAPH, "rank": 3}
+    assert engine.facts("old", "grad") == {"grad": NO_GRAD}
+    assert engine.facts("ref_logp", "grad") == {"grad": NO_GRAD}  # frozen, fed token ids
+
+
+def test_gradient_mode_of_a_helper_is_the_mode_at_every_caller():
+    engine = Engine(CAUSAL + """
+    def sample(logits):
+        logits[:, 0] = -1e9
+        return logits
+
+    def rollout(ids):
+        with torch.no_grad():
+            return sample(policy(ids).logits)
+
+    def train_step(ids):
+        out = sample(policy(ids).logits)
+        out.sum().backward()
+
+    def eval_only(ids):
+        with torch.inference_mode():
+            sample(policy(ids).logits)
+    """)
+    flow = engine.flow
+    modes = {flow.ir.functions[name].name: flow.entry_mode(flow.ir.functions[name])
+             for name in ("sample", "rollout", "train_step")}
+    # sample: its callers disagree; rollout: nothing calls it (its `no_grad` block is lexical)
+    assert modes == {"sample": None, "rollout": None, "train_step": True}
+
+
+def test_helper_called_only_under_no_grad_runs_without_gradient():
+    engine = Engine(CAUSAL + """
+    def mask_logits(logits):
+        logits[:, 0] = -1e9
+        return logits
+
+    def rollout(ids):
+        with torch.no_grad():
+            for _ in range(3):
+                mask_logits(policy(ids).logits)
+    """)
+    flow = engine.flow
+    assert flow.entry_mode(flow.ir.functions["mask_logits"]) is False
+    assert [e.grad_mode for e in flow.inplace] == [False]
+
+
+def test_a_function_passed_as_a_value_has_callers_out_of_sight():
+    engine = Engine(CAUSAL + """
+    def hook(logits):
+        logits[:, 0] = 0
+        return logits
+
+    def run(ids):
+        register(hook)
+        with torch.no_grad():
+            hook(policy(ids).logits)
+    """)
+    flow = engine.flow
+    assert flow.callers(flow.ir.functions["hook"]) == []
+    assert flow.entry_mode(flow.ir.functions["hook"]) is None
+
+
+def test_returned_dicts_keep_each_key_and_stoppers_reach_the_loss_only_through_their_key():
+    engine = Engine(CAUSAL + """
+    def losses(logp, adv):
+        kl = float(logp.mean())
+        loss = -(logp * adv).mean() + 0.1 * kl
+        return {"loss_tensor": loss, "loss": loss.item(), "kl": kl}
+
+    def step(ids, adv):
+        out = losses(policy(ids).logits.log_softmax(-1), adv)
+        out["loss_tensor"].backward()
+    """)
+    (backward,) = engine.flow.backwards
+    assert {engine.code(node) for node in backward.target.sources} == {"float(logp.mean())"}
+    assert engine.value("out").facts["items"][1][1].facts["type"] == "number"
+
+
+def test_tuples_returned_by_position():
+    engine = Engine(CAUSAL + """
+    def both(ids):
+        logits = policy(ids).logits
+        return logits, logits.mean().item()
+
+    def step(ids):
+        logits, metric = both(ids)
+        logits.sum().backward()
+    """)
+    assert engine.facts("logits", "rank") == {"rank": 3}
+    (backward,) = engine.flow.backwards
+    assert backward.target.sources == frozenset()
+
+
+def test_self_attributes_hold_what_the_methods_assign():
+    engine = Engine("""
+    import copy
+    from transformers import AutoModelForCausalLM
+    from trl import create_reference_model
+
+    class Trainer:
+        def __init__(self, name):
+            self.policy = AutoModelForCausalLM.from_pretrained(name)
+            self.ref = create_reference_model(self.policy)
+
+        def logps(self, model, ids):
+            return model(ids).logits.log_softmax(-1)
+
+        def step(self, ids):
+            new = self.logps(self.policy, ids)
+            old = self.logps(self.ref, ids)
+            (new - old).sum().backward()
+    """)
+    assert engine.facts("new", "grad", "rank") == {"grad": GRAPH, "rank": 3}
+    assert engine.facts("old", "grad") == {"grad": NO_GRAD}
+    assert engine.facts("self.policy", "arch", occurrence=-1) == {"arch": CAUSAL_LM}
+
+
+def test_freezing_anywhere_in_the_file_applies_to_the_model_object_under_any_name():
+    engine = Engine(CAUSAL + """
+    import copy
+    reference = copy.deepcopy(policy)
+
+    def freeze(model):
+        for p in model.parameters():
+            p.requires_grad = False
+
+    freeze(reference)
+
+    def step(ids):
+        ref_out = reference(ids).logits
+        out = policy(ids).logits
+        (out - ref_out).sum().backward()
+    """)
+    flow = engine.flow
+    assert flow.frozen(engine.value("reference", occurrence=0)) is True
+    assert flow.frozen(engine.value("policy", occurrence=0)) is False
+    assert flow.trained(engine.value("policy", occurrence=0)) is True
+    assert engine.facts("ref_out", "grad") == {"grad": NO_GRAD}
+    assert engine.facts("out", "grad") == {"grad": GRAPH}
+
+
+def test_parameter_defaults_are_numbers_with_their_origin():
+    engine = Engine("""
+    def train(lr=5e-5, eps=1e-8):
+        return lr * 2
+    """)
+    facts = engine.facts("lr", "number", "origin", occurrence=0)
+    assert facts == {"number": 5e-5, "origin": "default of parameter `lr` of train()"}
+
+
+def test_callers_replace_defaults():
+    engine = Engine("""
+    def train(lr=5e-5):
+        return lr
+
+    train(lr=1e-6)
+    """)
+    assert engine.facts("lr", "number", occurrence=0) == {"number": 1e-6}
+
+
+def test_decoded_samples_are_completions_and_slices_remember_themselves():
+    engine = Engine(CAUSAL + """
+    from transformers import AutoTokenizer
+    tokenizer = AutoTokenizer.from_pretrained("gpt2")
+
+    def rollout(ids):
+        out = policy.generate(ids, do_sample=True)
+        texts = tokenizer.batch_decode(out[:, ids.shape[1]:], skip_special_tokens=True)
+        for text in texts:
+            short = text[:3000]
+            report = f"{short}"
+        return texts
+    """)
+    assert engine.facts("texts", "type", "text", occurrence=0) == {"type": "texts", "text": COMPLETION}
+    short = engine.value("short", occurrence=0)
+    assert short.facts.get("text") == COMPLETION
+    assert [engine.code(n) for n in short.sources] == ["text[:3000]"]
+    assert [engine.code(n) for n in engine.value("report").sources] == ["text[:3000]"]
+
+
+def test_branches_join_to_what_both_paths_agree_on():
+    engine = Engine(CAUSAL + """
+    def f(ids, flag):
+        if flag:
+            x = policy(ids).logits
+        else:
+            x = policy(ids).logits.squeeze(0)
+        return x
+    f(ids, True)
+    """)
+    assert engine.facts("x", "rank", "type") == {"rank": None, "type": "tensor"}
+
+
+def test_nn_module_subclasses_are_models_whose_forward_is_interpreted():
+    engine = Engine("""
+    import torch
+    from torch import nn
+
+    class Policy(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.head = nn.Linear(8, 8)
+
+        def forward(self, x):
+            return torch.log_softmax(x, dim=-1)
+
+    net = Policy()
+    out = net(torch.zeros(4, 8))
+    """)
+    assert engine.facts("net", "type") == {"type": "model"}
+    assert engine.facts("out", "rank", "dist", "content") == {"rank": 2, "dist": 1, "content": "logprobs"}
