@@ -17,16 +17,15 @@ it like any node, and the runner places the finding in that file.
 from __future__ import annotations
 
 import ast
-import dataclasses
 import os
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Dict, Iterable, List, Optional, Set, Tuple, Union
 
 import libcst as cst
 
 from rllint.analysis.imports import Imports
 from rllint.analysis.nodes import AstNodes
+from rllint.analysis.positions import Lines
 from rllint.analysis.syntax import bound_names, children, dotted, keyword
 from rllint.registry import Option
 
@@ -198,7 +197,6 @@ class Values:
         self._classes: Dict[str, _Class] = {}
         self._declarations: List[Declaration] = []
         self._constants: Dict[str, List[Declaration]] = {}
-        self._lines: Optional[dict] = None
         # Names bound at module level by imports that may name a project module: name -> (module, level, name in it).
         self._project = _imports_by_name(file.tree)
         self._resolver = None
@@ -278,9 +276,7 @@ class Values:
         file: call it only to word a finding."""
         if isinstance(node, RemoteNode):
             return node.line
-        if self._lines is None:
-            self._lines = _start_lines(self._file.module)
-        return self._lines[node]
+        return self._file.fact(Lines).line(node)
 
     # ---- the walk ----------------------------------------------------------------
 
@@ -605,63 +601,6 @@ class Values:
             variable = key.evaluated_value if isinstance(key, cst.SimpleString) else "?"
             return Value(value.number, value.node, value.names, f"default of environment variable {variable}")
         return None
-
-
-def _start_lines(module: cst.Module) -> Dict[cst.CSTNode, int]:
-    """The line each node starts on, as libcst's PositionProvider gives it, from one code generation
-    that counts newlines only: several times cheaper than the full positions, which matters because
-    a value used from another module makes every importing file word a line. Falls back to
-    PositionProvider should libcst's code generation internals change."""
-    try:
-        state = _line_state()(default_indent=module.default_indent, default_newline=module.default_newline)
-        module._codegen(state)
-        return state.lines
-    except (ImportError, AttributeError, TypeError):
-        from libcst.metadata import MetadataWrapper, PositionProvider
-
-        positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-        return {node: where.start.line for node, where in positions.items()}
-
-
-@lru_cache(maxsize=None)
-def _line_state() -> type:
-    """A libcst CodegenState that records start lines the way PositionProvider's state records positions."""
-    from contextlib import contextmanager
-
-    from libcst._nodes.internal import CodegenState
-
-    @dataclass(frozen=False)
-    class LineState(CodegenState):
-        lines: Dict[cst.CSTNode, int] = dataclasses.field(default_factory=dict)
-        line: int = 1
-        starts: List[int] = dataclasses.field(default_factory=list)
-
-        def add_indent_tokens(self) -> None:
-            for token in self.indent_tokens:
-                self.add_token(token)
-
-        def add_token(self, value: str) -> None:
-            self.tokens.append(value)
-            if "\n" in value or "\r" in value:
-                self.line += value.count("\n") + value.count("\r") - value.count("\r\n")
-
-        def before_codegen(self, node: cst.CSTNode) -> None:
-            self.starts.append(self.line)
-
-        def after_codegen(self, node: cst.CSTNode) -> None:
-            start = self.starts.pop()
-            if node not in self.lines:  # a syntactic start recorded inside the node wins
-                self.lines[node] = start
-
-        @contextmanager
-        def record_syntactic_position(self, node, *, start_node=None, end_node=None):
-            start = self.line
-            try:
-                yield
-            finally:
-                self.lines[node] = self.lines[start_node] if start_node is not None else start
-
-    return LineState
 
 
 def _imports_by_name(tree: ast.Module) -> Dict[str, Tuple[str, int, Optional[str]]]:
