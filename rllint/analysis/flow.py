@@ -41,6 +41,11 @@ NN_MODULE_BASES = frozenset({"torch.nn.Module", "nn.Module", "torch.nn.modules.m
 _TRAINER_PACKAGES = ("transformers.", "trl.")
 _TRAINER_ENTRY_METHODS = frozenset({"compute_loss", "training_step"})
 _CONVERSIONS = frozenset({"float", "int"})
+# Calls that take a model and neither train nor freeze it (copies are new objects; wrappers keep the same one,
+# whose own parameters the file's optimizer and freeze sites name).
+_LEAVES_MODELS = frozenset({"deepcopy", "print", "isinstance", "len", "type", "id", "repr", "str", "getattr",
+                            "hasattr", "DistributedDataParallel", "DataParallel", "FullyShardedDataParallel",
+                            "compile", "create_reference_model", "get_peft_model", "unwrap_model"})
 
 
 @dataclass
@@ -209,6 +214,31 @@ class Flow:
         identity = model.facts.get("model")
         return identity is not None and any(self._holds(expr, function, identity)
                                             for expr, function in self._optimizer_sites())
+
+    def escaped(self, model: Value) -> bool:
+        """Whether a model object is handed to code this file does not show: a call of another module's
+        function, or of a library that is not known to leave its parameters alone. What happens to it there
+        (trained, frozen) is out of sight."""
+        identity = model.facts.get("model")
+        if identity is None:
+            return True
+        self.analyze_all()
+        for function in self.ir.all_functions():
+            for site in function.calls:
+                holds = [arg for arg in site.node.args
+                         if (self.values.get(arg.value) or UNKNOWN).facts.get("model") is identity]
+                if not holds:
+                    continue
+                callee = self.values.get(site.node.func) or UNKNOWN
+                target = callee.facts.get("function")
+                if target is not None and target.module is self.ir:
+                    continue  # interpreted here: its own calls are among these sites
+                if callee.facts.get("type") == REF and callee.facts["qual"].rsplit(".", 1)[-1] in _LEAVES_MODELS:
+                    continue
+                if isinstance(site.node.func, cst.Name) and site.node.func.value in _LEAVES_MODELS:
+                    continue
+                return True
+        return False
 
     def _holds(self, expr: cst.CSTNode, function: FunctionIR, identity: cst.CSTNode) -> bool:
         self._analyze(function)
