@@ -108,7 +108,7 @@ def test_helper_called_only_under_no_grad_runs_without_gradient():
     """)
     flow = engine.flow
     assert flow.entry_mode(flow.ir.functions["mask_logits"]) is False
-    assert [e.grad_mode for e in flow.inplace] == [False]
+    assert {e.grad_mode for e in flow.inplace} == {False}  # in its own context and through each call
 
 
 def test_a_function_passed_as_a_value_has_callers_out_of_sight():
@@ -307,3 +307,48 @@ def test_helpers_of_other_project_modules_are_interpreted_with_the_callers_argum
     logps = flow.globals["logps"]
     assert (logps.facts.get("rank"), logps.facts.get("grad")) == (1, "graph")
     assert set(file.dependencies) == {str(package / "__init__.py"), str(package / "core.py")}
+
+
+def test_autograd_grad_gives_plain_tensors_unless_it_builds_a_graph():
+    engine = Engine(CAUSAL + """
+    def step(ids):
+        loss = policy(ids).logits.sum()
+        (plain,) = torch.autograd.grad(loss, [ids])
+        (higher,) = torch.autograd.grad(loss, [ids], create_graph=True)
+    step(ids)
+    """)
+    assert engine.facts("plain", "grad") == {"grad": NO_GRAD}
+    assert engine.facts("higher", "grad") == {"grad": GRAPH}
+
+
+def test_an_object_from_out_of_sight_whose_parameters_train_is_a_model_known_by_its_place():
+    engine = Engine("""
+    import torch
+    from torch import optim
+
+    class ActorWorker:
+        def build(self, module, lr):
+            self.module = module
+            self.optimizer = optim.AdamW(self.module.parameters(), lr=lr)
+
+        def micro_batch(self, module, batch):
+            return module(input_ids=batch["input_ids"]).logits.log_softmax(-1)
+
+        def update(self, batch):
+            with torch.no_grad():
+                old = self.micro_batch(self.module, batch)
+            new = self.micro_batch(self.module, batch)
+            (new - old).sum().backward()
+            self.optimizer.step()
+
+    def train(model, loader):
+        opt = torch.optim.Adam(model.parameters())
+        for batch in loader:
+            out = model(batch)
+            untrained = other(batch)
+            (out.sum() + untrained.sum()).backward()
+    """)
+    assert engine.facts("new", "grad") == {"grad": "graph"}
+    assert engine.facts("old", "grad") == {"grad": "no_grad"}
+    assert engine.facts("out", "grad") == {"grad": "graph"}
+    assert engine.facts("untrained", "grad") == {"grad": None}

@@ -148,7 +148,8 @@ def test_rl502_follows_a_reference_forward_into_a_helper_of_another_module(tmp_p
 
 
 def test_rl502_leaves_a_helper_to_the_modules_that_call_it(tmp_path):
-    """A helper whose model parameter is named as a reference: its callers elsewhere decide."""
+    """A helper whose model parameter is named as a reference: the model it runs is out of sight when the
+    helper is linted alone, and its callers elsewhere decide."""
     helper = """\
         import torch.nn.functional as F
 
@@ -165,7 +166,7 @@ def test_rl502_leaves_a_helper_to_the_modules_that_call_it(tmp_path):
     """
     build(tmp_path, {"lib/__init__.py": "", "lib/refs.py": helper})
     alone = found(tmp_path, ["RL502"], "lib/refs.py", settings=_always(tmp_path, "RL502"))
-    assert alone == [("refs.py", 4, "RL502")]
+    assert alone == []
     build(tmp_path, {"kl.py": caller})
     assert found(tmp_path, ["RL502"], "lib/refs.py", settings=_always(tmp_path, "RL502")) == []
 

@@ -167,6 +167,10 @@ def test_a_verl_like_worker_passing_its_actor_as_the_reference():
 def test_a_helper_runs_its_model_whatever_its_parameter_is_called():
     source = """
         import torch
+        from transformers import AutoModelForCausalLM
+
+        agent = AutoModelForCausalLM.from_pretrained("gpt2")
+        opt = torch.optim.AdamW(agent.parameters(), lr=1e-6)
 
         def seq_logprobs(m, toks):
             out = m(input_ids=toks).logits[:, :-1].log_softmax(-1)
@@ -177,7 +181,7 @@ def test_a_helper_runs_its_model_whatever_its_parameter_is_called():
                 out = m(input_ids=toks).logits[:, :-1].log_softmax(-1)
             return out.gather(-1, toks[:, 1:, None]).squeeze(-1)
 
-        def update(agent, toks, old, adv, opt):
+        def update(toks, old, adv):
             lp = seq_logprobs(agent, toks)
             lp[toks[:, 1:] == 0] = 0.0  # reported
             base = frozen_logprobs(agent, toks)
@@ -185,9 +189,6 @@ def test_a_helper_runs_its_model_whatever_its_parameter_is_called():
             loss = -(torch.exp(lp - old) * adv).mean()
             loss.backward()
             opt.step()
-
-        def make_optimizer(agent):
-            return torch.optim.AdamW(agent.parameters(), lr=1e-6)
     """
     assert found(source, ["RL504"], **{"rl-context": "always"}) == marked(source, "RL504")
 
@@ -279,8 +280,12 @@ def test_helper_summaries_say_which_parameters_run_with_gradient():
 def test_torch_tensor_rewrapping_a_loss_value():
     source = """
         import torch
+        from transformers import AutoModelForCausalLM
 
-        def step(policy, batch, opt):
+        policy = AutoModelForCausalLM.from_pretrained("gpt2")
+        opt = torch.optim.AdamW(policy.parameters(), lr=1e-6)
+
+        def step(batch):
             logps = policy(batch["input_ids"]).logits.log_softmax(-1)
             ratio = torch.exp(logps - batch["old_logps"])
             surrogate = -(ratio * batch["advantages"]).mean()
@@ -357,6 +362,11 @@ def test_label_smoothing_spares_only_the_flipped_term():
 def test_a_helper_running_policy_and_reference_is_reported_at_its_reference_forward():
     source = """
         import torch
+        from transformers import AutoModelForCausalLM
+
+        policy = AutoModelForCausalLM.from_pretrained("gpt2")
+        ref_model = AutoModelForCausalLM.from_pretrained("gpt2")
+        opt = torch.optim.AdamW(policy.parameters(), lr=1e-6)
 
         def pair_loss(batch, pi, anchor):
             lp = pi(batch["input_ids"]).logits.log_softmax(-1)
@@ -372,7 +382,7 @@ def test_a_helper_running_policy_and_reference_is_reported_at_its_reference_forw
         def ref_only(batch, anchor):
             return anchor(batch["input_ids"]).logits.log_softmax(-1)
 
-        def train(policy, ref_model, loader, opt):
+        def train(loader):
             for batch in loader:
                 loss = pair_loss(batch, policy, ref_model) + pair_loss(batch, policy, ref_model)
                 loss = loss + pair_loss_ok(batch, policy, ref_model)

@@ -1,58 +1,361 @@
-"""The gradient rules' messages name the value and how it got there."""
+"""RL501-RL505 on the fact engine: each finding follows a value from where the code makes it; names decide
+nothing, and where the proof runs out the rules are silent."""
 import textwrap
 
 from rllint.runner import lint_text
 from rllint.settings import Settings
 
+SETUP = """
+import copy
+import torch
+import torch.nn.functional as F
+from transformers import AutoModelForCausalLM
 
-def messages(source: str, code: str):
-    result = lint_text(textwrap.dedent(source), "example.py", Settings(select=[code], options={"rl-context": "always"}))
-    return [(d.line, d.message) for d in result.diagnostics]
+policy = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+optimizer = torch.optim.AdamW(policy.parameters(), lr=1e-6)
+"""
 
 
-def test_item_in_loss_path_names_the_chain():
-    assert messages("""
-        def step(policy, batch, optimizer):
-            logps = policy(batch["input_ids"]).logits.log_softmax(-1)
-            ratio = (logps - batch["old_logps"]).exp()
-            scale = ratio.mean().item()
-            pg_loss = -(ratio * batch["advantages"]).mean() * scale
-            loss = pg_loss + 0.0
+OFFSET = SETUP.count("\n")  # messages name lines of the whole text
+
+
+def found(source: str, code: str, select=None, setup: str = SETUP):
+    text = setup + textwrap.dedent(source)
+    result = lint_text(text, "train.py", Settings(select=select or ["ALL"], options={"rl-context": "always"}))
+    offset = setup.count("\n")
+    return [(d.line - offset, d.message) for d in result.diagnostics if d.code == code]
+
+
+def lines(source: str, code: str, select=None, setup: str = SETUP):
+    return [line for line, _ in found(source, code, select, setup)]
+
+
+# ---- RL503 item-in-loss-path ----
+
+def test_rl503_a_python_number_inside_the_backpropagated_loss():
+    assert found("""
+        def step(ids, adv):
+            logps = policy(ids).logits.log_softmax(-1)
+            kl = float((logps - logps.detach()).mean())
+            loss = -(logps.sum(-1) * adv).mean() + 0.1 * kl
             loss.backward()
-            optimizer.step()
-    """, "RL503") == [(5, "`ratio.mean().item()` on line 5 is in the loss: `loss` (line 8) -> `pg_loss` -> `scale`; "
-                          "gradients stop here")]
+    """, "RL503") == [(4, "`float((logps - logps.detach()).mean())` cuts a tensor that carries gradient out of the "
+                          f"loss backpropagated on line {6 + OFFSET}; gradients stop here")]
 
 
-def test_in_place_names_the_forward():
-    assert messages("""
-        def f(model, ids, mask):
-            logps = model(ids).logits.log_softmax(-1)
-            logps.masked_fill_(mask, 0.0)
-            return logps
-    """, "RL504") == [(4, "in-place `.masked_fill_()` on `logps`, which carries gradient from policy forward "
-                          "`model(ids)`: autograd may need the overwritten values (use `masked_fill`, `torch.where` "
-                          "or an out-of-place op)")]
+def test_rl503_through_a_helper_and_a_returned_tuple():
+    assert lines("""
+        def kl_term(logps, ref):
+            delta = ref - logps
+            return torch.tensor((torch.exp(delta) - delta - 1).mean().item())
+
+        def losses(ids, ref):
+            logps = policy(ids).logits.log_softmax(-1).sum(-1)
+            return -logps.mean() + kl_term(logps, ref), logps.mean().item()
+
+        def step(ids, ref):
+            loss, metric = losses(ids, ref)
+            loss.backward()
+    """, "RL503") == [4]
 
 
-def test_reference_forward_names_the_model():
-    assert messages("""
-        def f(ref_model, ids):
-            return ref_model(ids).logits
-    """, "RL502") == [(3, "`ref_model(ids)` runs the reference `ref_model` with gradient enabled: autograd keeps its "
-                          "activations for a backward that must not reach it (wrap it in `torch.no_grad()` or detach "
-                          "the result)")]
+def test_rl503_logging_values_in_a_returned_dict_are_not_the_loss_key():
+    assert lines("""
+        def compute(ids, adv):
+            logps = policy(ids).logits.log_softmax(-1).sum(-1)
+            loss = -(logps * adv).mean()
+            return {"loss": loss.item(), "pg": logps.mean().item(), "loss_tensor": loss}
+
+        def step(ids, adv):
+            stats = compute(ids, adv)
+            stats["loss_tensor"].backward()
+            print(stats["loss"])
+    """, "RL503") == []
 
 
-def test_custom_reference_names_from_the_options():
+def test_rl503_item_after_backward_and_on_data_is_not_reported():
+    assert lines("""
+        def step(ids, adv, mask):
+            logps = policy(ids).logits.log_softmax(-1).sum(-1)
+            n_tokens = float(mask.sum())
+            loss = -(logps * adv).sum() / n_tokens
+            loss.backward()
+            return loss.item()
+    """, "RL503") == []
+
+
+def test_rl503_trainer_compute_loss_is_the_frameworks_loss():
+    assert lines("""
+        from trl import GRPOTrainer
+
+        class MyTrainer(GRPOTrainer):
+            def compute_loss(self, model, inputs, return_outputs=False):
+                logps = model(inputs["input_ids"]).logits.log_softmax(-1).sum(-1)
+                scale = logps.mean().item()
+                return -(logps * inputs["advantages"]).mean() * scale
+
+        trainer = MyTrainer(model=policy)
+    """, "RL503") == [7]
+
+
+# ---- RL504 in-place-on-graph-tensor ----
+
+def test_rl504_overwriting_the_output_of_exp():
+    assert found("""
+        def step(ids, old, adv, mask):
+            logps = policy(ids).logits.log_softmax(-1).sum(-1)
+            ratio = torch.exp(logps - old)
+            ratio[mask == 0] = 0.0
+            (ratio * adv).mean().backward()
+    """, "RL504") == [(5, "in-place `[...] =` on `ratio`, which carries gradient: `exp` saved this tensor for its "
+                          "backward, which raises once the values change (use `masked_fill`, `torch.where` or an "
+                          "out-of-place op)")]
+
+
+def test_rl504_an_operand_of_a_product_and_a_slice_of_the_logits():
+    assert lines("""
+        def step(ids, adv, k):
+            logits = policy(ids).logits
+            logps = logits.log_softmax(-1).sum(-1)
+            weighted = logps * logps.exp()
+            logps.mul_(2.0)
+            tail = logits[:, -k:]
+            tail.div_(0.7)
+            weighted.mean().backward()
+    """, "RL504") == [6, 8]
+
+
+def test_rl504_an_alias_read_later_sees_the_masked_values():
+    assert lines("""
+        def step(ids, mask):
+            logps = policy(ids).logits.log_softmax(-1).sum(-1)
+            kept = logps
+            logps[mask == 0] = 0.0
+            (kept.mean() + logps.mean()).backward()
+    """, "RL504") == [5]
+
+
+def test_rl504_harmless_in_place_ops_need_the_rule_named():
     source = """
-        import copy
-
-        def build(policy):
-            anchor = copy.deepcopy(policy)
-            return anchor
+        def step(ids, temperature, mask):
+            logits = policy(ids).logits
+            logits.div_(temperature)
+            picked = logits.log_softmax(-1).gather(-1, ids.unsqueeze(-1)).squeeze(-1)
+            picked.masked_fill_(mask == 0, 0.0)
+            picked.sum().backward()
     """
-    assert messages(source, "RL501") == []
-    result = lint_text(textwrap.dedent(source), "example.py",
-                       Settings(select=["RL501"], options={"reference-model-names": ["anchor"]}))
-    assert [(d.line, d.code) for d in result.diagnostics] == [(5, "RL501")]
+    assert lines(source, "RL504", select=["ALL"]) == []
+    assert lines(source, "RL504", select=["RL504"]) == [4, 6]
+
+
+def test_rl504_data_tensors_detached_values_and_no_grad_helpers():
+    assert lines("""
+        def labels_of(input_ids, pad):
+            labels = input_ids.clone()
+            labels[labels == pad] = -100
+            return labels
+
+        def sample(logits):
+            logits[:, 0] = -1e9
+            return logits.softmax(-1)
+
+        def rollout(ids):
+            with torch.no_grad():
+                probs = sample(policy(ids).logits)
+            return probs
+
+        def step(ids):
+            base = policy(ids).logits.log_softmax(-1).detach()
+            base[:, 0] = 0.0
+            return base
+    """, "RL504") == []
+
+
+def test_rl504_a_helper_whose_callers_run_it_with_gradient_is_reported_once():
+    assert lines("""
+        def mask_probs(logits, mask):
+            probs = logits.softmax(-1)
+            probs[mask] = 0.0
+            return probs
+
+        def step(ids, mask):
+            mask_probs(policy(ids).logits, mask).sum().backward()
+
+        def rollout(ids, mask):
+            with torch.no_grad():
+                return mask_probs(policy(ids).logits, mask)
+    """, "RL504") == [4]
+
+
+# ---- RL502 reference-forward-with-grad ----
+
+def test_rl502_an_untrained_unfrozen_model_run_with_gradient_through_a_helper():
+    assert found("""
+        ref = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+
+        def token_logps(model, ids):
+            return model(ids).logits.log_softmax(-1)
+
+        def step(ids):
+            logps = token_logps(policy, ids)
+            ref_logps = token_logps(ref, ids)
+            (logps - ref_logps).mean().backward()
+            optimizer.step()
+    """, "RL502") == [(9, "`token_logps(ref, ids)` runs `ref`, a model this file never trains, with gradient "
+                          "enabled: autograd keeps its activations for a backward that must not reach it (wrap it "
+                          "in `torch.no_grad()`)")]
+
+
+def test_rl502_a_copy_on_a_trainer_attribute():
+    assert lines("""
+        class Trainer:
+            def __init__(self, model):
+                self.model = model
+                self.old = copy.deepcopy(model)
+
+            def step(self, ids):
+                new = self.model(ids).logits
+                old = self.old(ids).logits
+                (new - old).pow(2).mean().backward()
+
+        Trainer(policy)
+    """, "RL502") == [9]
+
+
+def test_rl502_look_alikes():
+    assert lines("""
+        frozen = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B").requires_grad_(False)
+        ref = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+        critic = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+        critic_opt = torch.optim.AdamW(critic.parameters(), lr=1e-5)
+        received = load_elsewhere()
+
+        @torch.no_grad()
+        def ref_logps(ids):
+            return ref(ids).logits
+
+        def step(ids, outside):
+            new = policy(ids).logits
+            a = ref_logps(ids)
+            b = ref(ids).logits.detach()
+            c = frozen(ids).logits
+            d = critic(ids).logits
+            e = outside(ids).logits
+            with torch.inference_mode():
+                f = ref(ids).logits
+            (new - a - b - c - d - e - f).mean().backward()
+    """, "RL502") == []
+
+
+def test_rl502_a_model_handed_to_unseen_code_is_out_of_sight():
+    assert lines("""
+        ref = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+        prepare_reference(ref)
+
+        def step(ids):
+            (policy(ids).logits - ref(ids).logits).mean().backward()
+    """, "RL502") == []
+
+
+def test_rl502_a_frozen_reference_is_reported_only_when_named():
+    source = """
+        ref = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+        for p in ref.parameters():
+            p.requires_grad = False
+
+        def step(ids):
+            (policy(ids).logits - ref(ids).logits).mean().backward()
+    """
+    assert lines(source, "RL502", select=["ALL"]) == []
+    assert lines(source, "RL502", select=["RL502"]) == [7]
+
+
+def test_rl502_needs_a_training_step_in_the_file():
+    assert lines("""
+        ref = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+        scores = ref(ids).logits
+    """, "RL502") == []
+
+
+# ---- RL505 policy-forward-under-no-grad ----
+
+def test_rl505_a_loss_built_only_from_no_grad_forwards():
+    assert found("""
+        def token_logps(model, ids):
+            return model(ids).logits.log_softmax(-1).sum(-1)
+
+        def step(ids, scores):
+            rewards = torch.tensor(scores)
+            adv = (rewards - rewards.mean()) / (rewards.std() + 1e-6)
+            with torch.no_grad():
+                old = token_logps(policy, ids)
+                new = token_logps(policy, ids)
+            loss = -(torch.exp(new - old) * adv).mean()
+            loss.backward()
+    """, "RL505") == [(10, f"the loss `loss` backpropagated on line {12 + OFFSET} has no gradient: it is cut here "
+                          "(under no_grad), and backpropagating it trains nothing (compute the current log-probs with "
+                          "gradient)")]
+
+
+def test_rl505_a_zero_weighted_term_does_not_give_the_loss_a_gradient():
+    assert lines("""
+        def step(ids, scores):
+            adv = torch.tensor(scores)
+            logps = policy(ids).logits.log_softmax(-1).sum(-1).detach()
+            loss = -(logps * adv).mean() + 0.0 * policy(ids).logits.sum()
+            loss.backward()
+    """, "RL505") == [4]
+
+
+def test_rl505_look_alikes():
+    assert lines("""
+        def step(ids, adv):
+            with torch.no_grad():
+                old = policy(ids).logits.log_softmax(-1).sum(-1)
+            new = policy(ids).logits.log_softmax(-1).sum(-1)
+            (-(torch.exp(new - old) * adv).mean()).backward()
+
+        def unknown(loss):
+            loss.backward()
+    """, "RL505") == []
+
+
+# ---- RL501 reference-not-frozen ----
+
+def test_rl501_the_policy_handed_to_a_trainer_as_its_reference():
+    assert lines("""
+        from trl import PPOTrainer
+        alias = policy
+        trainer = PPOTrainer(config, model=policy, ref_model=alias, processing_class=tokenizer)
+    """, "RL501") == [4]
+
+
+def test_rl501_a_trainer_reference_whose_parameters_train():
+    assert lines("""
+        from trl import PPOTrainer
+        ref = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+        both = torch.optim.AdamW([{"params": policy.parameters()}, {"params": ref.parameters()}])
+        trainer = PPOTrainer(config, model=policy, ref_model=ref, optimizers=(both, None))
+    """, "RL501") == [4]
+
+
+def test_rl501_names_alone_are_reported_only_when_the_rule_is_named():
+    source = """
+        class Trainer:
+            def __init__(self, model):
+                self.model = model
+                self.ref_model = self.model
+    """
+    assert lines(source, "RL501", select=["ALL"]) == []
+    assert lines(source, "RL501", select=["RL501"]) == [5]
+
+
+def test_rl501_look_alikes():
+    assert lines("""
+        from trl import PPOTrainer, create_reference_model
+        ref = create_reference_model(policy)
+        t1 = PPOTrainer(config, model=policy, ref_model=ref)
+        t2 = PPOTrainer(config, model=policy, ref_model=None)
+        copy_ = copy.deepcopy(policy).requires_grad_(False)
+        t3 = PPOTrainer(config, model=policy, ref_model=copy_)
+    """, "RL501") == []

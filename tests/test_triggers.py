@@ -78,23 +78,14 @@ def test_hyperparameters_written_as_constants_trigger_their_rules():
 
 def test_a_model_name_the_config_adds_triggers_the_rules_that_judge_models():
     text = textwrap.dedent("""
-        import torch
-        from transformers import AutoModelForCausalLM
-
-        policy = AutoModelForCausalLM.from_pretrained("gpt2")
-        anchor_lm = AutoModelForCausalLM.from_pretrained("gpt2")
-        anchor_lm.requires_grad_(False)
-
-        def step(ids, adv, opt):
-            logp = torch.log_softmax(policy(ids).logits, -1)
-            anchor_logp = torch.log_softmax(anchor_lm(ids).logits, -1)
-            loss = -(logp.mean() * adv).mean() + 0.1 * (torch.exp(anchor_logp - logp) - (anchor_logp - logp) - 1).mean()
-            loss.backward()
-            opt.step()
+        class Tuner:
+            def __init__(self, model):
+                self.model = model
+                self.anchor_lm = self.model
     """)
-    configured = Settings(select=["RL502"], options={"reference-model-names": ["anchor_*"]})
+    configured = Settings(select=["RL501"], options={"reference-model-names": ["anchor_*"], "rl-context": "always"})
     found = [d.code for d in lint_text(text, "step.py", configured).diagnostics]
-    assert found == ["RL502"]  # none of RL502's own words (`ref`, `old`, ...) is in the file
+    assert found == ["RL501"]  # its by-name form; none of RL501's own words (`ref`, `deepcopy`...) is in the file
     assert runner.configured_model_words(configured) == ["anchor_"]
     assert runner.configured_model_words(Settings(options={"policy-model-names": ["[ab]ctor", "pi*net"]})) == [
         "ctor", "pi", "net"]

@@ -12,7 +12,9 @@ Facts (absent = unknown):
 - tensors: `rank`; `axes`, the role of each axis (`BATCH`, `TIME`, `VOCAB`, or None); `dist`, the axis
   over which the tensor is a (log-)distribution (from `softmax` / `log_softmax`); `content`
   (LOGITS, LOGPROBS, PROBS, TOKEN_LOGPROBS, IDS, MASK).
-- `grad`: GRAPH (records autograd history), NO_GRAD (never had any) or DETACHED (cut from it).
+- `grad`: GRAPH (records autograd history), NO_GRAD (never had any) or DETACHED (cut from it); `cut`: the
+  node where a model's graph was cut on this value's way (a forward under no_grad, a `.detach()`, a call
+  run under no_grad), when no operand carries a graph.
 - `saved`: the op that saved this tensor for its backward (`exp`, `softmax`, an operand of `mul`...).
 - `stat`: a statistic of a batch: STD, VAR, NORM (an epsilon added to it guards a denominator).
 - `text`: COMPLETION (decoded from sampled ids, or a scoring function's completion), PROMPT, GOLD.
@@ -146,6 +148,8 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
             reasons = a.why.get(key, ()) + tuple(n for n in b.why.get(key, ()) if n not in a.why.get(key, ()))
             if reasons:
                 why[key] = reasons
+    if facts.get("type") in _NAMED_BY and _NAMED_BY[facts["type"]] not in facts:
+        del facts["type"]  # two different functions (classes, imported names): which one is unknown
     sources = a.sources | b.sources
     if sources:
         facts["sources"] = sources
@@ -213,3 +217,5 @@ def _join_items(left: Tuple, right: Tuple) -> Tuple:
 
 
 _ABSENT = object()
+# The fact that says which one a value of these types is.
+_NAMED_BY = {"ref": "qual", "function": "function", "class": "cls"}

@@ -19,7 +19,7 @@ Rules ask `Flow`: `value(expr)`, `grad_mode(statement)`, `callers(function)`, `f
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
@@ -28,7 +28,7 @@ from rllint.analysis import summaries
 from rllint.analysis.domains import domains
 from rllint.analysis.domains.models import OPTIMIZERS
 from rllint.analysis.domains.torch_ops import STOPPERS
-from rllint.analysis.facts import (BOOL, CLASS, DICT, FUNCTION, INSTANCE, LIST, MODEL, NONE, NUMBER, REF,
+from rllint.analysis.facts import (BOOL, CLASS, DICT, FUNCTION, GRAPH, INSTANCE, LIST, MODEL, NONE, NUMBER, REF,
                                    TENSOR, TEXT, TEXTS, TUPLE, UNKNOWN, Value, item_of, join, join_all,
                                    set_item, signature, value, with_sources)
 from rllint.analysis.ir import CallSite, ClassIR, FunctionIR, ModuleIR, Param
@@ -59,6 +59,17 @@ class Event:
     detail: str = ""  # the op
     grad_mode: Optional[bool] = None
     extra: Dict[str, Any] = field(default_factory=dict)
+    # The call of this file through which a helper's event happened (None: in the function's own context).
+    # An event in another module's helper is reported there, at this call.
+    via: Optional[cst.Call] = None
+    via_statement: Optional[cst.CSTNode] = None
+
+    @property
+    def local(self) -> bool:
+        """Whether the event's own node is in the file the flow is of (else only its `via` call is)."""
+        return self.via is None or self.function.module is self.via_module
+
+    via_module: Optional[ModuleIR] = None
 
 
 class IR:
@@ -76,22 +87,24 @@ class Flow:
         self.ir: ModuleIR = file.fact(IR).module
         self.ir.flow = self
         self.values: Dict[cst.CSTNode, Value] = {}
-        self._events: Dict[str, Dict[cst.CSTNode, Event]] = {"inplace": {}, "stopper": {}, "backward": {},
-                                                              "forward": {}}
+        self._events: Dict[str, Dict[Tuple[cst.CSTNode, Optional[cst.Call]], Event]] = {
+            "inplace": {}, "stopper": {}, "backward": {}, "forward": {}}
         self.reads: Dict[cst.CSTNode, List[Tuple[cst.CSTNode, cst.CSTNode]]] = {}  # obj -> (read, statement)
         self.saved: Dict[cst.CSTNode, List[Tuple[cst.CSTNode, str]]] = {}  # obj -> (statement, op)
+        self.opaque: Set[cst.CSTNode] = set()  # calls out of sight handed a model or a graph (`Frame._opaque`)
         self.returned: Dict[FunctionIR, Value] = {}  # what each function returns in its own context
         self.globals: Dict[str, Value] = {}
         self._state: Dict[FunctionIR, str] = {}
         self._modes: Dict[FunctionIR, Optional[bool]] = {}
         self._callers: Dict[FunctionIR, Optional[List[CallSite]]] = {}
-        self._summaries: Dict[Tuple, Value] = {}
+        self._summaries: Dict[Tuple, Tuple[Value, List[Tuple[str, Event]]]] = {}
         self._summary_count = 0
         self._attributes: Dict[Tuple[str, str], Optional[Value]] = {}
         self._located: Optional[Dict[cst.CSTNode, FunctionIR]] = None
         self._freezes: Optional[List[Tuple[cst.CSTNode, FunctionIR]]] = None
         self._optimized: Optional[List[Tuple[cst.CSTNode, FunctionIR]]] = None
         self._imported: Dict[Tuple[str, int], Optional[object]] = {}
+        self._trained_places: Optional[Set[Tuple]] = None
         self._analyze(self.ir.top)
 
     # ---- events ----
@@ -113,7 +126,15 @@ class Flow:
         return list(self._events["forward"].values())
 
     def record(self, kind: str, event: Event) -> None:
-        self._events[kind][event.node] = event  # a loop's second pass replaces its first
+        """Keep an event; `saved` and `read` events fill `saved` and `reads` (keyed by the tensor object)."""
+        if kind == "opaque":
+            self.opaque.add(event.node)
+        elif kind == "saved":
+            self.saved.setdefault(event.target.facts["obj"], []).append((event.statement, event.detail))
+        elif kind == "read":
+            self.reads.setdefault(event.target.facts["obj"], []).append((event.node, event.statement))
+        else:
+            self._events[kind][(event.node, event.via)] = event  # a loop's second pass replaces its first
 
     # ---- questions ----
 
@@ -149,17 +170,34 @@ class Flow:
     def _entry_mode(self, function: FunctionIR) -> Optional[bool]:
         if function.is_module:
             return True
+        if any(_tail(site.node.func) == "backward" for site in function.calls):
+            return True  # it takes a training step: backward under no_grad would raise
         sites = self.callers(function)
         if sites:
             modes = {self.mode_at(site) for site in sites}
             return modes.pop() if len(modes) == 1 else None
-        if any(_tail(site.node.func) == "backward" for site in function.calls):
-            return True  # it takes a training step: backward under no_grad would raise
+        return True if self.framework_entry(function) else None
+
+    def _trainer_model(self, cls: ClassIR) -> Value:
+        """The model a trainer framework hands its `compute_loss` / `training_step`: the `model` its
+        constructor got (keyword, or first positional argument), at every construction of the class."""
+        seen: List[Value] = []
+        for site in self.ir.calls_named.get(cls.name, ()):
+            self._analyze(site.function)
+            callee = self.values.get(site.node.func)
+            if callee is None or callee.facts.get("cls") is not cls:
+                continue
+            given = next((a.value for a in site.node.args if a.keyword is not None and a.keyword.value == "model"),
+                         site.node.args[0].value if site.node.args and site.node.args[0].keyword is None else None)
+            seen.append(self.values.get(given, UNKNOWN) if given is not None else UNKNOWN)
+        return join_all(seen) if seen else UNKNOWN
+
+    def framework_entry(self, function: FunctionIR) -> bool:
+        """A method a trainer framework calls with gradient enabled and whose loss it backpropagates:
+        `compute_loss` / `training_step` of a subclass of a transformers or TRL trainer."""
         cls = function.cls
-        if cls is not None and function.name in _TRAINER_ENTRY_METHODS and any(
-                base.startswith(_TRAINER_PACKAGES) for base in self._bases(cls)):
-            return True
-        return None
+        return cls is not None and function.name in _TRAINER_ENTRY_METHODS and any(
+            base.startswith(_TRAINER_PACKAGES) for base in self._bases(cls))
 
     def mode_at(self, site: CallSite) -> Optional[bool]:
         """The gradient mode at a call site."""
@@ -205,15 +243,38 @@ class Flow:
         identity = model.facts.get("model")
         if identity is None:
             return None
-        if model.facts.get("frozen"):
+        if model.facts.get("frozen") or any(self._holds(expr, function, identity)
+                                            for expr, function in self._freeze_sites()):
             return True
-        return any(self._holds(expr, function, identity) for expr, function in self._freeze_sites())
+        if isinstance(identity, tuple):  # from out of sight: frozen where it was built, unless it trains here
+            return False if self.trained_place(identity) or identity[0] == "param" and \
+                identity[1].endswith(tuple("." + m for m in _TRAINER_ENTRY_METHODS)) else None
+        return False
 
     def trained(self, model: Value) -> bool:
         """Whether the parameters of a model reach an optimizer (or `accelerator.prepare`) in this file."""
         identity = model.facts.get("model")
         return identity is not None and any(self._holds(expr, function, identity)
-                                            for expr, function in self._optimizer_sites())
+                                            for expr, function in self.optimizer_sites())
+
+    def trained_place(self, place_key: Tuple) -> bool:
+        """Whether an object from out of sight, known by its place (a parameter, an attribute of a class), has
+        its parameters handed to an optimizer of this file: it is a model, and it trains."""
+        if self._trained_places is None:
+            self._trained_places = {key for expr, function in self.optimizer_sites()
+                                    for key in [place_key_of(expr, function)] if key is not None}
+        return place_key in self._trained_places
+
+    def trained_models(self) -> Set[Any]:
+        """The identities of the models whose parameters an optimizer of this file receives (a building node, or
+        the place of a model from out of sight)."""
+        found = set()
+        for expr, function in self.optimizer_sites():
+            self._analyze(function)
+            identity = (self.values.get(expr) or UNKNOWN).facts.get("model") or place_key_of(expr, function)
+            if identity is not None:
+                found.add(identity)
+        return found
 
     def escaped(self, model: Value) -> bool:
         """Whether a model object is handed to code this file does not show: a call of another module's
@@ -226,13 +287,16 @@ class Flow:
         for function in self.ir.all_functions():
             for site in function.calls:
                 holds = [arg for arg in site.node.args
-                         if (self.values.get(arg.value) or UNKNOWN).facts.get("model") is identity]
+                         if (self.values.get(arg.value) or UNKNOWN).facts.get("model") == identity]
                 if not holds:
                     continue
                 callee = self.values.get(site.node.func) or UNKNOWN
                 target = callee.facts.get("function")
-                if target is not None and target.module is self.ir:
-                    continue  # interpreted here: its own calls are among these sites
+                if target is None and callee.facts.get("type") == REF:
+                    imported = self.imported(callee.facts["qual"], callee.facts.get("level", 0))
+                    target = imported if isinstance(imported, FunctionIR) else None
+                if target is not None and (target.module is self.ir or not target.module.flow.changes_models()):
+                    continue  # interpreted: its own calls are among these sites, or it freezes and trains nothing
                 if callee.facts.get("type") == REF and callee.facts["qual"].rsplit(".", 1)[-1] in _LEAVES_MODELS:
                     continue
                 if isinstance(site.node.func, cst.Name) and site.node.func.value in _LEAVES_MODELS:
@@ -240,10 +304,17 @@ class Flow:
                 return True
         return False
 
-    def _holds(self, expr: cst.CSTNode, function: FunctionIR, identity: cst.CSTNode) -> bool:
+    def changes_models(self) -> bool:
+        """Whether this module freezes or trains any model (another module's helper that does neither only runs
+        the models it is given)."""
+        return bool(self._freeze_sites() or self.optimizer_sites())
+
+    def _holds(self, expr: cst.CSTNode, function: FunctionIR, identity: Any) -> bool:
+        if isinstance(identity, tuple):  # a place: matched by how the expression names it
+            return place_key_of(expr, function) == identity
         self._analyze(function)
         held = self.values.get(expr)
-        return held is not None and held.facts.get("model") is identity
+        return held is not None and held.facts.get("model") == identity
 
     def class_attribute(self, cls: ClassIR, name: str) -> Optional[Value]:
         """`self.name` of an instance of `cls`: what the methods assign it (joined), else the class attribute."""
@@ -259,7 +330,9 @@ class Flow:
                 found.extend(self.values[t] for t in targets if t in self.values)
         if not found and name in cls.attributes:
             found.append(self.value(cls.attributes[name]))
-        result = join_all(found) if found else None
+        result = join_all(found)
+        if not result.facts.get("type"):  # an object from out of sight: this attribute is its identity
+            result = result.but(place=("attr", cls.name, name))
         self._attributes[key] = result
         return result
 
@@ -326,7 +399,14 @@ class Flow:
                 params[param.name] = value(type=INSTANCE, cls=function.cls)
                 continue
             if not sites:
-                params[param.name] = self.default(param, function) if not self.ir.escapes(function) else UNKNOWN
+                if param.name == "model" and self.framework_entry(function):
+                    found = self._trainer_model(function.cls)
+                    if not found.facts.get("type"):  # the trainer's policy, built out of sight
+                        found = found.but(type=MODEL, model=("param", function.qualname, param.name))
+                else:
+                    found = self.default(param, function) if not self.ir.escapes(function) else UNKNOWN
+                params[param.name] = found if found.facts.get("type") else found.but(
+                    place=("param", function.qualname, param.name))
                 continue
             seen: List[Value] = []
             for site in sites:
@@ -352,20 +432,22 @@ class Flow:
                              why={"origin": (param.default,)})
         return found
 
-    def summary(self, function: FunctionIR, args: Dict[str, Value], mode: Optional[bool], depth: int) -> Value:
-        """What `function` returns when called with `args` in gradient mode `mode`."""
+    def summary(self, function: FunctionIR, args: Dict[str, Value], mode: Optional[bool], depth: int
+                ) -> Tuple[Value, List[Tuple[str, "Event"]]]:
+        """What `function` returns when called with `args` in gradient mode `mode`, and the events of that run
+        (the caller records them as happening through its call)."""
         if depth >= MAX_DEPTH or self._summary_count >= MAX_SUMMARIES:
-            return UNKNOWN
+            return UNKNOWN, []
         key = (id(function), mode, tuple(sorted((k, signature(v)) for k, v in args.items())))
         cached = self._summaries.get(key)
         if cached is not None:
             return cached
-        self._summaries[key] = UNKNOWN  # recursion
+        self._summaries[key] = (UNKNOWN, [])  # recursion
         self._summary_count += 1
         params = {p.name: args.get(p.name) or self.default(p, function) for p in function.params if not p.star}
         frame = Frame(self, function, params, mode, depth=depth + 1, record=False)
         frame.run()
-        self._summaries[key] = result = frame.returned()
+        self._summaries[key] = result = (frame.returned(), frame.collected)
         return result
 
     # ---- what the file does to model objects anywhere ----
@@ -386,7 +468,9 @@ class Flow:
                             self._freezes.append((receiver, function))
         return self._freezes
 
-    def _optimizer_sites(self) -> List[Tuple[cst.CSTNode, FunctionIR]]:
+    def optimizer_sites(self) -> List[Tuple[cst.CSTNode, FunctionIR]]:
+        """The expressions whose parameters an optimizer (or `accelerator.prepare`, `deepspeed.initialize`)
+        receives, with the function they are written in."""
         if self._optimized is None:
             self._optimized = []
             for function in self.ir.all_functions():
@@ -437,6 +521,7 @@ class Frame:
         self.mode = mode  # the gradient mode of the current statement
         self.depth = depth
         self.recording = record
+        self.collected: List[Tuple[str, Event]] = []  # a summary's events, for its caller to record
         self.returns: List[Value] = []
         self.statement: cst.CSTNode = function.node
 
@@ -447,20 +532,24 @@ class Frame:
 
     # ---- hooks for domains ----
 
-    def inplace(self, node: cst.CSTNode, target: Value, op: str) -> None:
+    def emit(self, kind: str, node: cst.CSTNode, target: Value, detail: str = "", **extra: Any) -> None:
+        """An event of this run: recorded now in a function's own context, else handed to the caller."""
+        event = Event(node, self.statement, self.function, target, detail, self.mode, extra)
         if self.recording:
-            self.flow.record("inplace", Event(node, self.statement, self.function, target, op, self.mode))
+            self.flow.record(kind, event)
+        else:
+            self.collected.append((kind, event))
+
+    def inplace(self, node: cst.CSTNode, target: Value, op: str) -> None:
+        self.emit("inplace", node, target, op)
 
     def saved(self, operand: Value, op: str) -> None:
-        obj = operand.facts.get("obj")
-        if self.recording and obj is not None:
-            self.flow.saved.setdefault(obj, []).append((self.statement, op))
+        if operand.facts.get("obj") is not None:
+            self.emit("saved", operand.facts["obj"], operand, op)
 
     def forward(self, node: cst.Call, model: Value, args: List[Value], kwargs: Dict[str, Value],
                 result: Value) -> None:
-        if self.recording:
-            self.flow.record("forward", Event(node, self.statement, self.function, model, "forward", self.mode,
-                                              {"args": args, "kwargs": kwargs}))
+        self.emit("forward", node, model, "forward", args=args, kwargs=kwargs)
 
     def run_method(self, receiver: Value, name: str, node: cst.Call, args: List[Value], kwargs: Dict[str, Value]
                    ) -> Optional[Value]:
@@ -590,7 +679,7 @@ class Frame:
             current = self.expr(small.target)
             operand = self.expr(small.value)
             if current.facts.get("type") == TENSOR:
-                self.inplace(small.target, current, _augmented(small.operator))
+                self.inplace(small, current, _augmented(small.operator))
             self.assign(small.target, self.arith(small.operator, current, operand, small), small)
         elif isinstance(small, cst.Expr):
             self.expr(small.value)
@@ -627,7 +716,7 @@ class Frame:
                 if isinstance(element.slice, cst.Index):
                     self.expr(element.slice.value)
             if container.facts.get("type") == TENSOR:
-                self.inplace(target, container, "[...] =")
+                self.inplace(stmt, container, "[...] =")
             name = place(target.value)
             if name is not None:
                 key = constant_key(target)
@@ -647,9 +736,8 @@ class Frame:
         result = self._expr(node)
         if self.recording:
             self.flow.values[node] = result
-            obj = result.facts.get("obj")
-            if obj is not None and isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)):
-                self.flow.reads.setdefault(obj, []).append((node, self.statement))
+        if result.facts.get("obj") is not None and isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)):
+            self.emit("read", node, result)
         return result
 
     def _expr(self, node: cst.CSTNode) -> Value:
@@ -900,15 +988,14 @@ class Frame:
         if name == "backward" and isinstance(node.func, cst.Attribute):
             loss = args[0] if args and callee.facts.get("type") != FUNCTION else (
                 receiver if receiver is not None else UNKNOWN)
-            if self.recording:
-                self.flow.record("backward", Event(node, self.statement, self.function, loss, "backward", self.mode))
+            self.emit("backward", node, loss, "backward")
             return value(type=NONE)
         stopped = self._stopper(node, name, callee, args)
         if stopped is not None:
             return with_sources(stopped, sources | {node})
         result = self._call_value(node, callee, args, kwargs)
-        if result.facts.get("saved") and result.facts.get("obj") is not None and self.recording:
-            self.flow.saved.setdefault(result.facts["obj"], []).append((self.statement, result.facts["saved"]))
+        if result.facts.get("saved"):
+            self.saved(result, result.facts["saved"])
         return with_sources(result, sources)
 
     def _stopper(self, node: cst.Call, name: str, callee: Value, args: List[Value]) -> Optional[Value]:
@@ -919,10 +1006,13 @@ class Frame:
         elif isinstance(node.func, cst.Name) and name in _CONVERSIONS and args and \
                 args[0].facts.get("type") in (TENSOR, None) and name not in self.env:
             operand = args[0]
+        elif callee.facts.get("qual") == "torch.tensor" and args and args[0].facts.get("grad") == GRAPH:
+            operand = args[0]  # a copy without history: a new leaf
         else:
             return None
-        if self.recording:
-            self.flow.record("stopper", Event(node, self.statement, self.function, operand, name, self.mode))
+        self.emit("stopper", node, operand, name)
+        if name == "tensor":
+            return Value({"type": TENSOR, "grad": "no_grad", "obj": node}, {"grad": (node,)})
         return value(type=LIST if name == "tolist" else NUMBER)
 
     def _call_value(self, node: cst.Call, callee: Value, args: List[Value], kwargs: Dict[str, Value]) -> Value:
@@ -933,19 +1023,44 @@ class Frame:
             return self._construct(callee.facts["cls"], node, args, kwargs)
         if kind == REF:
             return self._call_imported(callee, node, args, kwargs)
+        place_key = callee.facts.get("place")
+        if kind is None and place_key is not None and self.flow.trained_place(place_key):
+            callee = callee.but(type=MODEL, model=place_key)  # its parameters train: a model, known by its place
+            kind = MODEL
+        elif kind is None and receiver_of(callee) is None and _used_as_model(node, self.ir):
+            # called as a transformers model is (token ids by keyword, `.logits` read): a model of unknown weights
+            callee = callee.but(type=MODEL, model=place_key) if place_key is not None else callee.but(type=MODEL)
+            kind = MODEL
         receiver = callee.facts.get("bound")
+        if receiver is not None and receiver.facts.get("type") is None and receiver.facts.get("place") is not None \
+                and self.flow.trained_place(receiver.facts["place"]):
+            receiver = receiver.but(type=MODEL, model=receiver.facts["place"])
         if receiver is not None:
             name = _tail(node.func)
             for domain in domains():
                 found = domain.method(self, receiver, name, node, args, kwargs)
                 if found is not None:
                     return found
-            return with_sources(UNKNOWN, receiver.sources)
+            return with_sources(self._opaque(node, args, kwargs), receiver.sources)
         for domain in domains():
             found = domain.call_value(self, callee, node, args, kwargs)
             if found is not None:
                 return found
+        return self._opaque(node, args, kwargs)
+
+    def _opaque(self, node: cst.Call, args: List[Value], kwargs: Dict[str, Value]) -> Value:
+        """A call nobody here can interpret. Handed a model or a tensor with a graph, its result may carry
+        gradient this file does not show (`opaque`)."""
+        if any(v.facts.get("type") in (MODEL, "output") or v.facts.get("grad") == GRAPH
+               for v in list(args) + list(kwargs.values())):
+            return self.opaque(node, UNKNOWN)
         return UNKNOWN
+
+    def opaque(self, node: cst.Call, result: Value) -> Value:
+        """`result` of `node` may carry gradient that the code does not show: the call is its own source, and
+        `Flow.opaque` names it, so that no one proves a value free of gradient through it."""
+        self.emit("opaque", node, UNKNOWN)
+        return with_sources(result, frozenset({node}))
 
     def _call_imported(self, callee: Value, node: cst.Call, args: List[Value], kwargs: Dict[str, Value]
                        ) -> Value:
@@ -962,7 +1077,7 @@ class Frame:
             return self._invoke(target, node, args, kwargs, None)
         if isinstance(target, ClassIR):
             return self._construct(target, node, args, kwargs)
-        return UNKNOWN
+        return self._opaque(node, args, kwargs)
 
     def _invoke(self, function: FunctionIR, node: cst.Call, args: List[Value], kwargs: Dict[str, Value],
                 receiver: Optional[Value]) -> Value:
@@ -971,9 +1086,18 @@ class Frame:
         if receiver is not None and function.params and function.params[0].index == 0:
             values[function.params[0].name] = receiver
         owner: Flow = function.module.flow
-        result = owner.summary(function, values, self.mode, self.depth)
+        result, events = owner.summary(function, values, self.mode, self.depth)
         if owner is not self.flow:  # what the other module read makes this file's result stale when it changes
             self.flow.file.dependencies.update(owner.file.dependencies)
+        if result.facts.get("cut") is not None and (self.mode is False or function.module is not self.ir):
+            result = result.but(cut=node)  # cut at this call: it runs under no_grad, or in another module
+        if result.facts.get("grad") is not None and function.module is not self.ir:
+            result = result.but(why={"grad": (node,) + result.reason("grad")})  # reported in this file
+        for kind, event in events:
+            if self.recording:
+                self.flow.record(kind, replace(event, via=node, via_statement=self.statement, via_module=self.ir))
+            else:
+                self.collected.append((kind, event))
         return result
 
     def _construct(self, cls: ClassIR, node: cst.Call, args: List[Value], kwargs: Dict[str, Value]) -> Value:
@@ -1064,7 +1188,7 @@ def element_of(iterable: Value) -> Value:
         rank = iterable.facts.get("rank")
         if rank:
             facts["rank"] = rank - 1
-        for fact in ("grad", "sources"):
+        for fact in ("grad", "cut", "sources"):
             if fact in iterable.facts:
                 facts[fact] = iterable.facts[fact]
         return Value(facts, {"grad": iterable.reason("grad")} if "grad" in facts else {})
@@ -1159,6 +1283,50 @@ def _parameters_receiver(node: cst.CSTNode) -> Optional[cst.CSTNode]:
             node.func.attr.value in ("parameters", "named_parameters"):
         return node.func.value
     return None
+
+
+def receiver_of(callee: Value) -> Optional[Value]:
+    return callee.facts.get("bound")
+
+
+_MODEL_KEYWORDS = frozenset({"input_ids", "inputs_embeds", "attention_mask"})
+
+
+def _used_as_model(call: cst.Call, ir: ModuleIR) -> bool:
+    """A call written as a transformers model's forward: token ids or embeddings by keyword, or its output's
+    `.logits` / `.last_hidden_state` read."""
+    return call in ir.output_read or any(a.keyword is not None and a.keyword.value in _MODEL_KEYWORDS
+                                         for a in call.args)
+
+
+def place_key_of(expr: cst.CSTNode, function: FunctionIR) -> Optional[Tuple]:
+    """The place an expression names, as the engine keys objects from out of sight: `self.x` in a method
+    is ("attr", class, "x"); a parameter the function never rebinds is ("param", function, name)."""
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        cls = function.cls or (function.parent.cls if function.parent is not None else None)
+        return ("attr", cls.name, expr.attr.value) if cls is not None else None
+    if isinstance(expr, cst.Name) and function.param(expr.value) is not None and \
+            not any(_rebinds(stmt, expr.value) for stmt in function.statements):
+        return ("param", function.qualname, expr.value)
+    return None
+
+
+def _rebinds(stmt: cst.CSTNode, name: str) -> bool:
+    if isinstance(stmt, cst.Assign):
+        targets = [t.target for t in stmt.targets]
+    elif isinstance(stmt, (cst.AnnAssign, cst.AugAssign)):
+        targets = [stmt.target]
+    elif isinstance(stmt, cst.For):
+        targets = [stmt.target]
+    else:
+        return False
+    while targets:
+        target = targets.pop()
+        if isinstance(target, cst.Name) and target.value == name:
+            return True
+        if isinstance(target, (cst.Tuple, cst.List)):
+            targets.extend(e.value for e in target.elements)
+    return False
 
 
 def _self_stores(stmt: cst.CSTNode, name: str) -> Iterator[cst.CSTNode]:

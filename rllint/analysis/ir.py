@@ -30,6 +30,7 @@ SET_GRAD = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled
 AUTOCAST = frozenset({"torch.autocast", "torch.cuda.amp.autocast", "torch.amp.autocast", "torch.cpu.amp.autocast"})
 
 MODULE_SCOPE = "<module>"
+_OUTPUT_FIELDS = frozenset({"logits", "last_hidden_state"})
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,8 @@ class ModuleIR:
         self.owner: Dict[cst.CSTNode, FunctionIR] = {}  # statement -> the function it is in
         self.calls_named: Dict[str, List[CallSite]] = {}  # last name of the callee -> its call sites
         self.mentions: Dict[str, List[cst.Name]] = {}  # names read other than as a call's callee
+        # Calls whose result's `.logits` / `.last_hidden_state` is read: used as a transformers model's forward.
+        self.output_read: set = set()
         self.top = FunctionIR(module, MODULE_SCOPE, MODULE_SCOPE, self)
         self.flow = None  # the interpreter of this module (`rllint.analysis.flow.Flow`), once built
         _Builder(self).run()
@@ -319,6 +322,8 @@ class _Builder:
                     ir.calls_named.setdefault(tail, []).append(site)
                 callees.add(id(node.func))
             if isinstance(node, cst.Attribute):
+                if node.attr.value in _OUTPUT_FIELDS and isinstance(node.value, cst.Call):
+                    ir.output_read.add(node.value)
                 if id(node) not in callees:
                     ir.mentions.setdefault(node.attr.value, []).append(node.attr)
                 stack.append(node.value)  # not the attribute's own Name, which is no variable

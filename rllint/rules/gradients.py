@@ -1,7 +1,8 @@
-"""RL5xx: gradients and optimization: frozen references, no-grad regions, the loss slice, clip bounds.
+"""RL5xx: gradients and optimization: frozen references, no-grad regions, what reaches backward, clip bounds.
 
-Each rule asks `GradFlow` (grad regions, gradient taint, model forwards), `LossSlice`
-(what reaches backward) and `ModelRoles` (which model is which) and only words findings.
+Each rule asks the fact engine (`rllint.analysis.flow.Flow`: gradient facts followed from model forwards,
+the gradient mode at every caller, model objects and what the file does to them, and what flows into each
+backward) and only words findings.
 """
 from __future__ import annotations
 
@@ -11,12 +12,15 @@ from typing import List, Optional, Tuple
 import libcst as cst
 
 from rllint.analysis.clipping import clamp_of, one_and
-from rllint.analysis.grad import INPLACE_METHODS, STOPPED, GradFlow
+from rllint.analysis.domains.torch_ops import INPLACE
+from rllint.analysis.facts import GRAPH, Value, item_of
+from rllint.analysis.flow import Flow, place_key_of, statement_nodes
+from rllint.analysis.grad import GradFlow
 from rllint.analysis.imports import Imports
-from rllint.analysis.loss import LossSlice
-from rllint.analysis.roles import (OLD_POLICY, POLICY_NAMES, REFERENCE, REFERENCE_NAMES, REWARD, ModelRoles,
-                                   call_name)
-from rllint.analysis.syntax import dotted
+from rllint.analysis.names import POLICY_NAMES, REFERENCE_NAMES
+from rllint.analysis.positions import Lines
+from rllint.analysis.roles import ModelRoles, call_name
+from rllint.analysis.syntax import children, dotted, keyword
 from rllint.analysis.tensors import TensorRule, argument, number_value
 from rllint.analysis.values import Values
 from rllint.diagnostic import Severity, Tier
@@ -31,42 +35,41 @@ def _code(rule: CSTRule, node: cst.CSTNode, limit: int = 70) -> str:
 class ReferenceNotFrozen(CSTRule):
     """
     ## What it does
-    Reports a KL reference model that is not a frozen copy of the policy: the reference
-    is the policy object itself (`ref_model = model`, `self.ref = self.policy`, or a trainer
-    given the same object twice, `Trainer(model=p, ref_model=p)`); its
-    parameters are given to an optimizer (reported at the `ref.parameters()` expression);
-    or it is built with `copy.deepcopy` / `from_pretrained` and the file never freezes it
-    (no `requires_grad_(False)`, no `p.requires_grad = False` loop over its parameters,
-    no `create_reference_model`) nor hands it to code that may (a trainer, a DeepSpeed or
-    accelerate wrapper).
+    Reports a KL reference model that is not a frozen copy of the policy, where the code proves it:
+    a trainer given the same model object as the policy and as the reference
+    (`PPOTrainer(model=policy, ref_model=policy)`, through any names that hold that object), or
+    a model handed to a trainer as its reference whose parameters also reach an optimizer of this
+    file (reported at the `ref.parameters()` expression).
 
-    `ref_model = None`, PEFT set-ups that use the policy with its adapter disabled as
-    the reference (`ref = model if use_peft else ...`), and a copy that this file only ever
-    runs under `torch.no_grad()` (no gradient can reach it here) are not reported.
+    When RL501 is selected by name (`--select RL501`, or its family `RL5`), it also reports by
+    names, as earlier versions did: an assignment that makes a reference-named attribute hold the
+    policy (`self.ref_model = self.model`), and a reference-named model built with `deepcopy` /
+    `from_pretrained` that the file never freezes. The names come from a built-in vocabulary
+    (`ref_model`, `reference_model`, `ref_policy`...) extended by the options.
+
+    `ref_model = None`, PEFT set-ups that use the policy with its adapter disabled as the
+    reference, and frozen copies (`requires_grad_(False)`, a `requires_grad = False` loop over its
+    parameters, TRL's `create_reference_model`) are not reported.
 
     ## Why is this bad?
-    The KL penalty measures how far the policy moved from where it started. If the
-    reference is the policy, the KL is always zero; if its weights train (an optimizer
-    holds them, or they keep `requires_grad=True` and receive gradient through a
-    forward that was not under `torch.no_grad()`), the anchor drifts with the policy and
-    the penalty stops constraining anything. An unfrozen copy also doubles optimizer
-    state and gradient memory when its parameters end up in a parameter group.
+    The KL penalty measures how far the policy moved from where it started. If the reference is
+    the policy, the KL is always zero; if its weights train, the anchor drifts with the policy and
+    the penalty stops constraining anything.
 
     ## Example
     ```python
     policy = AutoModelForCausalLM.from_pretrained(name)
-    ref_model = policy
+    trainer = PPOTrainer(config, model=policy, ref_model=policy, processing_class=tokenizer)
     ```
 
     ## Use instead
     ```python
-    policy = AutoModelForCausalLM.from_pretrained(name)
-    ref_model = copy.deepcopy(policy).eval().requires_grad_(False)
+    trainer = PPOTrainer(config, model=policy, ref_model=create_reference_model(policy), processing_class=tokenizer)
     ```
 
     ## Options
-    - `reference-model-names` and `policy-model-names`: name patterns that extend the
-      built-in vocabularies of reference and policy names.
+    - `reference-model-names` and `policy-model-names`: name patterns that extend the built-in
+      vocabularies of the by-name form (reported only when RL501 is selected by name).
 
     ## References
     - TRL, `create_reference_model`.
@@ -81,6 +84,35 @@ class ReferenceNotFrozen(CSTRule):
     triggers = ("ref", "initial_", "frozen_", "deepcopy", "from_pretrained")
 
     def visit_Module(self, node: cst.Module) -> None:
+        flow = self.file.fact(Flow)
+        flow.analyze_all()
+        for function in flow.ir.all_functions():
+            for site in function.calls:
+                self._trainer_call(flow, site.node)
+        if self.file.settings.names(self.code):
+            self._by_name()
+
+    def _trainer_call(self, flow: Flow, call: cst.Call) -> None:
+        reference = keyword(call, "ref_model") or keyword(call, "ref_policy")
+        policy = keyword(call, "model") or keyword(call, "policy") or (
+            call.args[0] if call.args and call.args[0].keyword is None else None)
+        if reference is None or _passes(call, "peft_config"):  # PEFT: the policy with its adapter disabled
+            return
+        identity = _identity(flow.value(reference.value))
+        if identity is None:
+            return
+        if policy is not None and _identity(flow.value(policy.value)) == identity:
+            self.report(reference, detail=(
+                f"`{_code(self, reference)}` hands the trainer the policy itself as its reference: the KL to it "
+                f"is always zero and it moves with every update (use a frozen copy, e.g. `create_reference_model`)"))
+            return
+        for expr, owner in flow.optimizer_sites():
+            if _identity(flow.value(expr)) == identity or place_key_of(expr, owner) == identity:
+                self.report(expr, detail=(
+                    f"`{_code(self, expr)}` gives the parameters of the trainer's reference model to an optimizer: "
+                    f"the KL anchor trains along with the policy (optimize the policy's parameters only)"))
+
+    def _by_name(self) -> None:
         roles = self.file.fact(ModelRoles)
         for stmt, target, source in roles.aliases:
             alias = f"{target}={source}" if isinstance(stmt, cst.Arg) else f"{target} = {source}"
@@ -103,102 +135,130 @@ class ReferenceNotFrozen(CSTRule):
 class ReferenceForwardWithGrad(CSTRule):
     """
     ## What it does
-    Reports a forward pass of the reference model, the old policy or the reward model
-    (`ref_model(...)`, `self.ref_model.forward(...)`, `get_logps(ref_model, ...)` with a
-    helper of this file or of another module of the project that runs the model it is given
-    with gradient, `reward_model(...)`) that runs
-    outside `torch.no_grad()` / `torch.inference_mode()` / a `@torch.no_grad()` function
-    (or a private or nested function only ever called from such places), and whose result is not
-    `.detach()`ed right away. It is reported even when the model is frozen elsewhere:
-    freezing is not visible at the call site.
+    Reports the forward pass of a model that this file never trains, run with gradient enabled in a
+    file that trains another model (an optimizer of the file receives the policy's parameters): a reference, old-policy or reward model
+    (`ref_logits = ref_model(ids).logits`), directly or through a helper, here or in another module of
+    the project. By default it is reported where the forward records a graph: the model's parameters
+    still require grad (the project never freezes it: no `requires_grad_(False)`, no `requires_grad =
+    False` loop over its parameters, not made by TRL's `create_reference_model`), it is not handed to
+    code this file does not show (which might freeze or train it), gradient is enabled where the
+    forward runs (not under `torch.no_grad()` / `torch.inference_mode()` / a `@torch.no_grad()`
+    function, here or at every caller), and its result is not detached in the same expression.
 
-    A call is a model's forward by what the code shows, not by its name: token tensors go in
-    (`input_ids=`, `*_ids`, `seq`), logits or hidden states are read from its output, or the
-    file builds it as a model (`from_pretrained`, `deepcopy`) or uses it as one
-    (`.parameters()`, `.eval()`, `.generate()`). `self.monitor_reward_model(scores)`, an
-    HTTP client `query_reward_model(url, texts)` or a weakref called `reference` are not.
-    A helper that runs both the policy and the reference it is given (`pair_loss(batch, policy,
-    ref)`) is reported at its own forward of the reference, where the fix goes: no_grad around
-    the call would cut the policy's gradient too.
-    Not reported either: a helper that runs the model it is given under no_grad itself, a
-    helper's own forward of its model parameter when other modules call it (they are judged there),
-    functions that every call site of this file runs under no_grad, reward models this file
-    trains (their parameters reach an optimizer, or their output feeds a backward that is not
-    a policy-gradient step), MLX and JAX code, and files that are not RL post-training code.
+    When RL502 is selected by name (`--select RL502` or `RL5`), a frozen model's forward outside
+    no_grad is reported too (autograd still records the ops that follow it if an input requires grad).
+
+    A helper that runs the model is reported at its call, where `no_grad` goes; one that also runs
+    the policy with gradient is reported at its own forward of the untrained model.
+
+    Not reported: forwards under no_grad, or detached at once; models that an optimizer of this file
+    trains (a reward model being trained, a critic); models this file only receives (a parameter with no
+    caller here: who built it is out of sight); MLX and JAX code, where gradients are taken only of named
+    parameters.
 
     ## Why is this bad?
-    Autograd records every operation of a forward that runs with gradient enabled and
-    keeps its activations until the graph is freed: a second full model's worth of
-    activation memory per step, often the difference between fitting a batch and OOM. If
-    the model is not frozen, its weights also receive gradient through the KL or reward
-    term and the optimizer state grows.
+    Autograd records every operation of a forward that runs with gradient enabled and keeps its
+    activations until the graph is freed: a second full model's worth of activation memory per step,
+    often the difference between fitting a batch and OOM. Since the model's weights require grad and its
+    output reaches the loss, they also receive gradient that nothing uses.
 
     ## Example
     ```python
-    ref_logps = get_per_token_logps(self.ref_model, input_ids, attention_mask)
+    ref_model = AutoModelForCausalLM.from_pretrained(name)
+    ref_logps = token_logps(ref_model, input_ids)
     ```
 
     ## Use instead
     ```python
+    ref_model = AutoModelForCausalLM.from_pretrained(name).requires_grad_(False)
     with torch.no_grad():
-        ref_logps = get_per_token_logps(self.ref_model, input_ids, attention_mask)
+        ref_logps = token_logps(ref_model, input_ids)
     ```
 
     ## Options
-    - `reference-model-names` and `policy-model-names`: name patterns that extend the
-      built-in vocabularies of reference and policy names.
+    None.
     """
 
     code = "RL502"
     name = "reference-forward-with-grad"
     severity = Severity.ERROR
-    # Off by default: whether a forward runs with gradient often depends on callers in other modules
-    # (primer precision 0.27 after the fixes of issue 9).
-    tier = Tier.PEDANTIC
-    message = ("`{call}` runs the {role} `{model}` with gradient enabled: autograd keeps its activations "
-               "for a backward that must not reach it (wrap it in `torch.no_grad()` or detach the result)")
-    options = (REFERENCE_NAMES, POLICY_NAMES)
-    triggers = ("ref", "old", "reward_", "rm(", "rm.", "initial_", "frozen_", "behavio")
+    tier = Tier.CORRECTNESS
+    message = ("`{call}` runs `{model}`, a model this file never trains, with gradient enabled{frozen}: autograd "
+               "keeps its activations for a backward that must not reach it (wrap it in `torch.no_grad()`)")
+    triggers = ("backward",)
 
     def visit_Module(self, node: cst.Module) -> None:
-        grad = self.file.fact(GradFlow)
-        for forward in grad.reported_forwards():
-            if forward.role not in (REFERENCE, OLD_POLICY, REWARD) or forward.no_grad or forward.detached:
+        flow = self.file.fact(Flow)
+        flow.analyze_all()
+        trained = flow.trained_models()
+        if not flow.backwards or not trained:  # which model is the policy is out of sight
+            return
+        broad = self.file.settings.names(self.code)
+        reported = set()
+        for event in flow.forwards:
+            model = event.target
+            identity = model.facts.get("model")
+            if event.grad_mode is not True or not isinstance(identity, cst.CSTNode) or identity in trained:
+                continue  # a model from out of sight (a parameter, an attribute) may be frozen where it is built
+            if event.via is None and flow.callers(event.function):
+                continue  # judged at each call, in the caller's context
+            frozen = flow.frozen(model)
+            if (frozen and not broad) or flow.escaped(model):
                 continue
-            if forward.adapter_off or not grad.model_evidence(forward) or self.file.fact(LossSlice).trains(
-                    forward.model):
+            at = event.via or event.node
+            if event.via is not None and event.function.module is flow.ir and any(
+                    other.via is event.via and other.target.facts.get("model") in trained for other in flow.forwards):
+                at = event.node  # the helper also runs the policy: no_grad around its call would cut its gradient
+            if at in reported or _detached_at_once(at, event.via_statement or event.statement):
                 continue
-            self.report(forward.node, call=_code(self, forward.node), role=forward.role, model=forward.model)
+            reported.add(at)
+            self.report(at, call=_code(self, at), model=_code(self, _model_expr(flow, event), 40),
+                        frozen=" (its weights are frozen, but the ops after it are recorded)" if frozen else "")
+
+
+def _model_expr(flow: Flow, event) -> cst.CSTNode:
+    """The expression that names the model in the reported call: the argument of a helper's call that holds
+    it, or the callee of a direct forward."""
+    if event.via is not None:
+        identity = event.target.facts.get("model")
+        for arg in event.via.args:
+            if flow.value(arg.value).facts.get("model") == identity:
+                return arg.value
+        return event.via.func
+    func = event.node.func
+    return func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func
 
 
 class ItemInLossPath(CSTRule):
     """
     ## What it does
-    Reports `.item()`, `.tolist()`, `.numpy()`, `float(t)`, `int(t)`, numpy calls and
-    `torch.tensor(t)` (a copy, a new leaf even with `requires_grad=True`) applied to a value
-    that carries gradient, inside the backward slice of a loss: the
-    statements whose values reach `loss.backward()`, `accelerator.backward(loss)`,
-    `engine.backward(loss)`, `scaler.scale(loss).backward()`, or the return of a
-    `compute_loss` / `*_loss` function, including through local helper functions.
-    The same calls for logging and metrics, outside that slice, are not reported, nor
-    metrics returned next to the loss (`return loss, pg_loss.item()`).
+    Reports `.item()`, `.tolist()`, `.numpy()`, `float(t)` and `int(t)` applied to a tensor that
+    carries gradient, whose result flows into a loss that is backpropagated: `loss.backward()`,
+    `accelerator.backward(loss)`, `scaler.scale(loss).backward()`, or the loss a trainer framework
+    backpropagates (`compute_loss` of a transformers / TRL trainer). The value is followed through
+    assignments, helpers of this file and of other modules, and returned dicts and tuples key by key: a
+    loss function that returns `{"loss": loss, "kl": kl.item()}` to a caller that runs
+    `out["loss"].backward()` keeps `kl.item()` out of the loss. The same calls for logging and metrics,
+    outside what reaches the backward, are not reported.
 
     ## Why is this bad?
-    A Python number has no autograd history. Whatever is computed from it and then
-    re-wrapped (`torch.tensor(...)`, `requires_grad=True`) is a new leaf: the loss still
-    has a value, `backward()` still runs, but no gradient reaches the policy through that
-    term, and training silently optimizes something else (often nothing).
+    A Python number has no autograd history. Whatever is computed from it and then re-wrapped
+    (`torch.tensor(...)`, `requires_grad=True`) is a new leaf: the loss still has a value, `backward()`
+    still runs, but no gradient reaches the policy through that term, and training silently optimizes
+    something else (often nothing).
 
     ## Example
     ```python
     kl = float((torch.exp(delta) - delta - 1).mean())
-    return pg_loss + beta * kl
+    loss = pg_loss + beta * kl
+    loss.backward()
     ```
 
     ## Use instead
     ```python
     kl = (torch.exp(delta) - delta - 1).mean()
-    return pg_loss + beta * kl
+    loss = pg_loss + beta * kl
+    loss.backward()
     ```
 
     ## Options
@@ -209,49 +269,65 @@ class ItemInLossPath(CSTRule):
     name = "item-in-loss-path"
     severity = Severity.ERROR
     tier = Tier.CORRECTNESS
-    message = "`{expr}` on line {line} is in the loss: {path}; gradients stop here"
-    triggers = ("backward", "loss")
+    message = "`{expr}` cuts a tensor that carries gradient out of the loss backpropagated on line {line}; gradients stop here"
+    triggers = ("backward", "compute_loss")
 
     def visit_Module(self, node: cst.Module) -> None:
-        grad = self.file.fact(GradFlow)
-        losses = self.file.fact(LossSlice)
-        for stopper in grad.stoppers:
-            if not losses.contains(stopper.statement, stopper.node) or grad.gradient_of(stopper) is None:
-                continue
-            lines = self.file.fact(Values)
-            path = losses.describe(stopper.statement, lines.line)
-            self.report(stopper.node, expr=_code(self, stopper.node), line=lines.line(stopper.node), path=path)
+        flow = self.file.fact(Flow)
+        flow.analyze_all()
+        stoppers = {}
+        for event in flow.stoppers:
+            if event.target.facts.get("grad") == GRAPH or event.node not in stoppers:
+                stoppers[event.node] = event
+        lines = self.file.fact(Lines)
+        found = {}
+        for sink, loss in _losses(flow):
+            for source in loss.sources:
+                event = stoppers.get(source)
+                if event is not None and event.target.facts.get("grad") == GRAPH:
+                    found.setdefault(event.node if event.local else event.via, sink)
+        for at, sink in sorted(found.items(), key=lambda item: lines.line(item[0])):
+            self.report(at, expr=_code(self, at), line=lines.line(sink))
 
 
 class InPlaceOnGraphTensor(CSTRule):
     """
     ## What it does
-    Reports in-place masking or arithmetic on a tensor that carries gradient (derived from a
-    policy or value-model forward, or a current log-prob / logit / ratio parameter of a loss
-    helper; not detached, not under no_grad): `logps[mask] = 0`, `ratio[~mask] *= 0`,
-    `.masked_fill_()`, `.mul_()`, `.add_()`, `.div_()`, `.zero_()`, `.clamp_()`, `.copy_()`.
-    In-place operations on data tensors (`labels[labels == pad] = -100`, `input_ids`,
-    `attention_mask`), on detached tensors and under no_grad are not reported, nor the first
-    in-place op on a fresh model output or reduction before anything else uses it
-    (`logits = model(ids).logits; logits.div_(temperature)`, `kl = kl_div(...).sum(-1);
-    kl.masked_fill_(pad, 0.0)`): nothing saved for backward is overwritten, and autograd
-    raises if it were. MLX and JAX code and files that are not RL post-training code are
-    not reported.
+    Reports in-place masking or arithmetic on a tensor that carries gradient (`logps[mask] = 0`,
+    `ratio[~mask] *= 0`, `.masked_fill_()`, `.mul_()`, `.add_()`, `.div_()`, `.clamp_()`...) where the
+    engine can prove it harmful:
+    - the tensor was saved for backward: the output of `exp`, `softmax`, `log_softmax`, `sigmoid`,
+      `tanh`, `sqrt`, `pow` (or a view of it), or an operand of a `*` / `/` with a tensor that carries
+      gradient, before the in-place op: backward raises "one of the variables needed for gradient
+      computation has been modified by an inplace operation", on the cluster, after the job was queued;
+    - it is a slice of a larger tensor that carries a graph (`logits[:, -k:].div_(t)`): the base's
+      whole storage stays alive through backward (TRL #6553);
+    - it aliases a tensor that is read again later under another name (a second variable, a batch dict
+      entry): that reader silently sees the masked values.
+    Gradient is followed from the model forwards that produce it (not from names); a function run under
+    no_grad at every caller is not reported.
+
+    When RL504 is selected by name (`--select RL504` or `RL5`), every in-place op on a tensor that
+    carries gradient is reported, also where nothing saved is overwritten (masking a `gather` or linear
+    output in place, scaling a fresh lm-head output): harmless for the gradient, but fragile.
+
+    Not reported: in-place ops on data tensors (`labels[labels == pad] = -100`, `input_ids`,
+    `attention_mask`), on detached tensors and under no_grad.
 
     ## Why is this bad?
-    Autograd saves tensors it needs for the backward pass. Overwriting one in place
-    either raises "one of the variables needed for gradient computation has been modified
-    by an inplace operation" at `backward()` time, far from the cause, or, through views
-    and `.data`, silently yields wrong gradients.
+    Autograd saves tensors it needs for the backward pass. Overwriting one in place either raises at
+    `backward()` time, far from the cause, or, through views and aliases, silently changes what other
+    code reads.
 
     ## Example
     ```python
-    per_token_logps[completion_mask == 0] = 0.0
+    ratio = torch.exp(logps - old_logps)
+    ratio[completion_mask == 0] = 0.0
     ```
 
     ## Use instead
     ```python
-    per_token_logps = per_token_logps.masked_fill(completion_mask == 0, 0.0)
+    ratio = torch.exp(logps - old_logps).masked_fill(completion_mask == 0, 0.0)
     ```
 
     ## Options
@@ -262,33 +338,42 @@ class InPlaceOnGraphTensor(CSTRule):
     name = "in-place-on-graph-tensor"
     severity = Severity.ERROR
     tier = Tier.CORRECTNESS
-    message = ("in-place `{op}` on `{target}`, which carries gradient from {origin}: autograd may need the "
-               "overwritten values (use `masked_fill`, `torch.where` or an out-of-place op)")
-    triggers = tuple(sorted(f"{method}(" for method in INPLACE_METHODS)) + ("] =", "] *=", "] +=", "] -=", "] /=")
+    message = "in-place `{op}` on `{target}`, which carries gradient: {harm} (use `masked_fill`, `torch.where` or an out-of-place op)"
+    triggers = tuple(sorted(f"{method}(" for method in INPLACE)) + ("] =", "] *=", "] +=", "] -=", "] /=", "*=",
+                                                                   "+=", "-=", "/=")
 
     def visit_Module(self, node: cst.Module) -> None:
-        for event in self.file.fact(GradFlow).inplace:
-            op = (f".{call_name(event.node)}()" if isinstance(event.node, cst.Call)
-                  else _code(self, event.node, 50))
-            self.report(event.node, op=op, target=event.target, origin=event.origin.text)
+        flow = self.file.fact(Flow)
+        flow.analyze_all()
+        broad = self.file.settings.names(self.code)
+        reported = set()
+        for event in flow.inplace:
+            target = event.target
+            if event.grad_mode is not True or target.facts.get("grad") != GRAPH or not event.local or \
+                    event.node in reported:
+                continue
+            harm = _harm(flow, event)
+            if harm is None and not broad:
+                continue
+            reported.add(event.node)
+            self.report(event.node, op=event.detail, target=_code(self, _receiver(event.node), 50),
+                        harm=harm or "nothing saved for backward is overwritten here, but the edit is fragile")
 
 
 class PolicyForwardUnderNoGrad(CSTRule):
     """
     ## What it does
-    Reports the policy's log-probs computed under `torch.no_grad()` (or `.detach()`ed) in a
-    training step whose loss, at `backward()` or returned by `compute_loss` / a `*_loss`
-    function, gets no gradient from anything else: the
-    old and reference log-probs of that step are named as such (`old_*`, `ref_*`,
-    `rollout_*`...) and computed under no_grad as they should be, but the current ones
-    were too, here or inside a helper of another module of the project (a log-prob helper
-    decorated with `@torch.no_grad()` in `utils.py`). Old and reference log-probs under
-    no_grad are not reported, nor losses that are handed a model this file does not show running.
+    Reports a loss that is backpropagated although the code proves it carries no gradient: every term
+    comes from forwards run under `torch.no_grad()` / `inference_mode()` (here, in a helper, or in a
+    helper of another module decorated with `@torch.no_grad()`), from `.detach()`ed values, or from
+    tensors built from data. Reported where the gradient was cut: the forward under no_grad, or the
+    `.detach()`. A term multiplied by a literal zero (`0.0 * model.param.sum()`, a trick that hides the
+    error) carries no gradient either.
 
     ## Why is this bad?
-    The loss is then a constant with respect to the policy's weights: `backward()` raises
-    "element 0 of tensors does not require grad" or, if something else in the graph
-    requires grad, the step silently trains nothing while the logs look normal.
+    The loss is then a constant with respect to the policy's weights: `backward()` raises "element 0 of
+    tensors does not require grad" or, if a zero-weighted term keeps it quiet, the step silently trains
+    nothing while the logs look normal.
 
     ## Example
     ```python
@@ -307,27 +392,128 @@ class PolicyForwardUnderNoGrad(CSTRule):
     ```
 
     ## Options
-    - `policy-model-names`: name patterns that extend the built-in vocabulary of policy names.
+    None.
     """
 
     code = "RL505"
     name = "policy-forward-under-no-grad"
     severity = Severity.ERROR
     tier = Tier.CORRECTNESS
-    message = ("the policy output here is cut from the graph ({how}), and nothing else in the loss `{loss}` "
-               "(line {line}) carries gradient: backpropagating it trains nothing (compute the current log-probs "
-               "with gradient)")
-    options = (POLICY_NAMES,)
-    triggers = ("backward", "loss")
+    message = ("the loss `{loss}` backpropagated on line {line} has no gradient: it is cut here ({how}), and "
+               "backpropagating it trains nothing (compute the current log-probs with gradient)")
+    triggers = ("backward",)
 
     def visit_Module(self, node: cst.Module) -> None:
-        losses = self.file.fact(LossSlice)
-        for sink, tags in losses.gradless_losses():
-            lines = self.file.fact(Values)
-            for tag in sorted(tags, key=lambda t: lines.line(t.node)):
-                if tag.kind == STOPPED:
-                    self.report(tag.node, how=tag.text,
-                                loss=_code(self, sink.roots[0], 40), line=lines.line(sink.node))
+        flow = self.file.fact(Flow)
+        flow.analyze_all()
+        lines = self.file.fact(Lines)
+        for event in flow.backwards:
+            loss = event.target
+            cut = loss.facts.get("cut")
+            if event.grad_mode is not True or cut is None or loss.facts.get("grad") == GRAPH or \
+                    not event.local or loss.sources & flow.opaque:
+                continue
+            how = "`.detach()`" if _is_detach(cut) else "under no_grad"
+            self.report(cut, loss=_code(self, _loss_expr(event.node), 40), line=lines.line(event.node), how=how)
+
+
+def _identity(value: Value):
+    """The object a value holds: the model it is (by what built it), or its place when it comes from out of
+    sight (an attribute of a class, a parameter)."""
+    return value.facts.get("model") or value.facts.get("place")
+
+
+def _passes(call: cst.Call, name: str) -> bool:
+    given = keyword(call, name)
+    return given is not None and not (isinstance(given.value, cst.Name) and given.value.value == "None")
+
+
+def _is_detach(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "detach"
+
+
+def _losses(flow: Flow) -> List[Tuple[cst.CSTNode, Value]]:
+    """(where, the loss) of every backward of the file, and of the losses a trainer framework backpropagates
+    (the value `compute_loss` of a transformers / TRL trainer subclass returns)."""
+    found = [(event.node, event.target) for event in flow.backwards if event.grad_mode is not False]
+    for function in flow.ir.all_functions():
+        if function.name == "compute_loss" and flow.framework_entry(function) and function.returns:
+            returned = flow.returned.get(function)
+            if returned is not None:
+                loss = item_of(returned, 0) if returned.facts.get("type") == "tuple" else returned
+                found.append((function.returns[-1], loss or returned))
+    return found
+
+
+def _harm(flow: Flow, event) -> Optional[str]:
+    """Why an in-place op on a tensor that carries gradient breaks something, or None."""
+    target = event.target
+    saved = target.facts.get("saved")
+    if saved:
+        return f"`{saved}` saved this tensor for its backward, which raises once the values change"
+    obj = target.facts.get("obj")
+    order = _order(event.function)
+    here = order.get(event.statement, -1)
+    for statement, op in flow.saved.get(obj, ()):
+        if order.get(statement, len(order)) < here:
+            return f"a `{op}` before it saved this tensor for its backward, which raises once the values change"
+    if target.facts.get("view") is not None and isinstance(event.node, cst.Call):
+        return "it is a slice of a larger tensor with a graph, whose whole storage stays alive through backward"
+    mutated = _place_code(_receiver(event.node))
+    for read, statement in flow.reads.get(obj, ()):
+        if order.get(statement, -1) > here and flow.ir.function_at(statement) is event.function and \
+                _place_code(read) not in (mutated, None) and not _place_code(read).startswith(mutated + "["):
+            return f"`{_place_code(read)}` holds the same tensor and reads the masked values later"
+    return None
+
+
+def _order(function) -> dict:
+    return {stmt: index for index, stmt in enumerate(function.statements)}
+
+
+def _receiver(node: cst.CSTNode) -> cst.CSTNode:
+    """What an in-place op writes: the receiver of `x.mul_(...)`, the base of `x[m] = ...`, the target of `x *= ...`."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        return node.func.value
+    if isinstance(node, cst.Assign):
+        node = node.targets[0].target
+    elif isinstance(node, cst.AugAssign):
+        node = node.target
+    return node.value if isinstance(node, cst.Subscript) else node
+
+
+def _place_code(node: cst.CSTNode) -> Optional[str]:
+    from rllint.analysis.flow import place
+
+    return place(node)
+
+
+def _loss_expr(backward: cst.Call) -> cst.CSTNode:
+    if backward.args:
+        return backward.args[0].value
+    return backward.func.value if isinstance(backward.func, cst.Attribute) else backward
+
+
+def _detached_at_once(call: cst.Call, statement: cst.CSTNode) -> bool:
+    """Whether a forward's result is `.detach()`ed in the same expression (`ref(x).logits.detach()`)."""
+    parents = {}
+    for node in statement_nodes(statement):
+        for child in children(node):
+            parents[child] = node
+    node = call
+    while node in parents:
+        parent = parents[node]
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            if parent.attr.value == "detach":
+                return True
+        elif isinstance(parent, cst.Subscript) and parent.value is node:
+            pass
+        elif isinstance(parent, cst.Call) and parent.func is node:
+            pass
+        else:
+            return False
+        node = parent
+    return False
 
 
 class AdvantageNotDetached(CSTRule):

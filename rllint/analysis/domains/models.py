@@ -130,16 +130,16 @@ class Models(Domain):
             result = value(model.reason("arch") or (node,), type=OUTPUT, arch=model.facts.get("arch"))
         frame.forward(node, model, args, kwargs, result)
         if frame.mode is False:
-            return result.but(grad=NO_GRAD, why={"grad": (node,)})
-        if frame.mode is None:
-            return result.but(grad=None)
-        frozen = frame.flow.frozen(model)
+            return result.but(grad=NO_GRAD, cut=node, why={"grad": (node,)})
+        frozen = frame.flow.frozen(model) if frame.mode else None
         if frozen is False:
             return result.but(grad=GRAPH, why={"grad": (node,)})
         if frozen:
-            grad, why = gradient(_float_inputs(model, args, kwargs), frame.mode, node)
-            return result.but(grad=grad, why={"grad": why} if grad else None)
-        return result.but(grad=None)
+            grad, why, _ = gradient(_float_inputs(model, args, kwargs), frame.mode, node)
+            if grad is not None:
+                return result.but(grad=grad, why={"grad": why})
+        # whether this forward records a graph is unknown: what it makes may carry gradient out of sight
+        return frame.opaque(node, result.but(grad=None))
 
 
 def _float_inputs(model: Value, args: List[Value], kwargs: Dict[str, Value]) -> List[Value]:
@@ -170,7 +170,7 @@ def output_field(output: Value, attr: str, node: cst.CSTNode) -> Value:
     result = Value(facts, {k: output.reason("arch") for k in facts if k not in ("type", "obj")})
     grad = output.facts.get("grad")
     if grad is not None:
-        result = result.but(grad=grad, why={"grad": output.reason("grad")})
+        result = result.but(grad=grad, cut=output.facts.get("cut"), why={"grad": output.reason("grad")})
     return with_sources(result, output.sources)
 
 

@@ -40,29 +40,33 @@ class Operands:
 # ---------------------------------------------------------------- gradient
 
 def gradient(operands: Sequence[Optional[Value]], mode: Optional[bool], node: cst.CSTNode
-             ) -> Tuple[Optional[str], Tuple[cst.CSTNode, ...]]:
-    """The gradient fact of an op's result: none under no_grad; a graph when an operand has one; none when
-    every operand is known to have none; else unknown."""
+             ) -> Tuple[Optional[str], Tuple[cst.CSTNode, ...], Optional[cst.CSTNode]]:
+    """The gradient fact of an op's result, its provenance, and `cut`: none under no_grad; a graph when an
+    operand has one; none when every operand is known to have none; else unknown. `cut` is where a model's
+    graph was cut on the way (a forward under no_grad, a `.detach()`) when an operand was cut and none
+    carries a graph (operands of unknown gradient do not hide the cut: they are what code out of sight made)."""
+    cut = next((v.facts["cut"] for v in operands if v is not None and v.facts.get("cut") is not None), None)
     if mode is False:
-        return NO_GRAD, (node,)
+        graph = next((v for v in operands if v is not None and v.facts.get("grad") == GRAPH), None)
+        return NO_GRAD, (node,), cut if cut is not None else (node if graph is not None else None)
     unknown = False
     for operand in operands:
         if operand is None:
             continue
         grad = operand.facts.get("grad")
         if grad == GRAPH:
-            return (GRAPH, operand.reason("grad")) if mode else (None, ())
+            return (GRAPH, operand.reason("grad"), None) if mode else (None, (), None)
         if grad is None and operand.facts.get("type") not in (NUMBER, BOOL, SHAPE, "text", "none"):
             unknown = True
     if unknown:
-        return None, ()
-    return NO_GRAD, (node,)
+        return None, (), cut
+    return NO_GRAD, (node,), cut
 
 
 def tensor_result(operands: Operands, **facts) -> Value:
     """A new tensor computed from the operands: their gradient and sources, and `facts`."""
     inputs = operands.tensors()
-    grad, why = gradient(inputs, operands.grad_mode, operands.node)
+    grad, why, cut = gradient(inputs, operands.grad_mode, operands.node)
     sources = frozenset()
     for operand in inputs:
         if operand is not None:
@@ -72,6 +76,8 @@ def tensor_result(operands: Operands, **facts) -> Value:
     if grad is not None:
         result["grad"] = grad
         reasons["grad"] = why
+    if cut is not None:
+        result["cut"] = cut
     if sources:
         result["sources"] = sources
     return Value(result, reasons)
@@ -257,12 +263,16 @@ def _cast(ops: Operands, x: Value) -> Value:
 
 def _detach(ops: Operands, x: Value) -> Value:
     result = tensor_result(ops, **kept(x), stat=x.facts.get("stat"))
-    return result.but(grad=DETACHED, why={"grad": (ops.node,)})
+    cut = ops.node if x.facts.get("grad") == GRAPH else x.facts.get("cut")
+    return result.but(grad=DETACHED, cut=cut, why={"grad": (ops.node,)})
 
 
 def _reduction(stat: Optional[str] = None, tuple_result: bool = False) -> Callable[[Operands, Value], Value]:
     def transfer(ops: Operands, x: Value) -> Value:
         position = 1 if ops.receiver is None else 0
+        other = ops.arg(position, "other")
+        if tuple_result and other is not None and other.facts.get("type") == TENSOR:  # `torch.max(a, b)`
+            return tensor_result(ops, **broadcast(x, other))
         dim = ops.ints(position, "dim")
         has_dim = dim is not None or ops.arg(position, "dim") is not None
         keepdim_value = ops.kwargs.get("keepdim")
@@ -483,9 +493,18 @@ OPS: Dict[str, Transfer] = {
     "multinomial": _ids,
     "nonzero": _ids,
 }
+def _autograd_grad(ops: Operands, x: Value) -> Value:
+    """`torch.autograd.grad(...)`: plain gradient tensors, with a graph only under `create_graph=True`."""
+    create = ops.kwargs.get("create_graph")
+    graph = create is not None and bool(create.facts.get("number"))
+    element = Value({"type": TENSOR, "grad": GRAPH if graph else NO_GRAD, "obj": ops.node}, {"grad": (ops.node,)})
+    return Value({"type": TUPLE, "element": element})
+
+
 # torch.* functions that are not tensor methods
 FUNCTIONS: Dict[str, Transfer] = {
     "where": _where,
+    "grad": _autograd_grad,
 }
 CREATION = frozenset({"zeros", "ones", "empty", "full", "rand", "randn", "randint", "arange", "tensor", "as_tensor",
                       "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like", "from_numpy",
@@ -602,7 +621,7 @@ def index_tensor(base: Value, node: cst.Subscript, is_number: Callable[[cst.CSTN
                 facts["content"] = base.facts["content"]
     result = Value({"type": TENSOR, "obj": base.facts.get("obj", node), "view": node, **facts},
                    {k: (node,) for k in facts})
-    for fact in ("grad", "sources", "stat", "saved", "sampled"):
+    for fact in ("grad", "cut", "sources", "stat", "saved", "sampled"):
         if fact in base.facts:
             result.facts[fact] = base.facts[fact]
             if fact in base.why:
@@ -678,6 +697,9 @@ class Torch(Domain):
                 facts.pop("content", None)
         ops = Operands(None, [left, right], {}, node, frame.mode, lambda p, k: None)
         result = tensor_result(ops, **facts)
+        if isinstance(operator, cst.Multiply) and any(v.facts.get("type") == NUMBER and v.facts.get("number") == 0
+                                                     for v in (left, right)):
+            return result.but(grad=NO_GRAD, cut=None, why={"grad": (node,)})  # a zero weight has zero gradient
         if isinstance(operator, (cst.Multiply, cst.Divide, cst.MultiplyAssign, cst.DivideAssign)):
             for mine, other in ((left, right), (right, left)):
                 if other.facts.get("grad") == GRAPH:
