@@ -192,3 +192,10 @@ def test_watch_lints_again_when_a_file_changes_until_ctrl_c(project, monkeypatch
     assert result.stdout.count("All checks passed.") == 1
     assert result.stderr.count("rllint: a change; linting again") == 1
     assert run("--watch", "--diff").exit_code == 2
+
+
+def test_logs_output_file_takes_the_summary_too(project):
+    (project / "run.jsonl").write_text("".join(f'{{"step": {step}, "kl": 0.01}}\n' for step in range(1, 41)))
+    result = run("logs", "run.jsonl", "-o", "report.txt")
+    assert result.exit_code == 0 and result.stdout == ""
+    assert (project / "report.txt").read_text() == "All checks passed.\n"
