@@ -358,6 +358,7 @@ def python_m_rllint(*args, cwd, input=None):
                           capture_output=True, env=env, timeout=120)
 
 
+@pytest.mark.slow
 def test_python_m_rllint_end_to_end(project):
     done = python_m_rllint("--format", "json", "--extend-select", "RL001", "bad.py", "good.py", "unused.py",
                            "missing.py", cwd=project)

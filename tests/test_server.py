@@ -63,6 +63,7 @@ def session(root, script):
     return asyncio.run(run())
 
 
+@pytest.mark.slow
 def test_diagnostics_on_open_change_and_save_and_a_fix_applied(tmp_path):
     path = tmp_path / "train.py"
     path.write_text(SOURCE)
@@ -111,6 +112,7 @@ def test_diagnostics_on_open_change_and_save_and_a_fix_applied(tmp_path):
     session(tmp_path, script)
 
 
+@pytest.mark.slow
 def test_columns_are_utf16_units_for_the_client(tmp_path):
     source = SOURCE.replace("    return", "    return '🤖' and")  # one code point, two UTF-16 units
     path = tmp_path / "train.py"
