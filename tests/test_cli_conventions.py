@@ -7,20 +7,12 @@ reports itself, so that these tests depend on no analysis rule.
 import json
 
 import pytest
-from click.testing import CliRunner
 
 from rllint import cli
+from tests.test_cli import run
 
 BAD = "def reward(completion):\n    return (len(completion)\n"
 UNUSED = "x = 1  # noqa: RL000\n"  # RL001 at 1:8 when RL001 is selected
-
-
-def run(*args):
-    try:
-        runner = CliRunner(mix_stderr=False)  # click < 8.2 mixes stderr into output unless told not to
-    except TypeError:
-        runner = CliRunner()
-    return runner.invoke(cli.main, list(args))
 
 
 def found(*args):
@@ -151,8 +143,8 @@ def test_full_format_marks_fixable_findings_and_shows_what_the_fix_does(project)
 
 
 def test_full_format_of_standard_input_frames_what_was_read(project):
-    result = CliRunner().invoke(cli.main, ["--format", "full", "-", "--stdin-filename", "new.py"], input=BAD)
-    assert "2 |     return (len(completion)" in result.output
+    result = run("--format", "full", "-", "--stdin-filename", "new.py", input=BAD.encode())
+    assert "2 |     return (len(completion)" in result.stdout
 
 
 def test_output_file_takes_the_summary_too(project):

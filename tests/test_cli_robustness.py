@@ -7,19 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from rllint import cli
+from tests.test_cli import run
 
 BAD = "def reward(completion):\n    return (len(completion)\n"
-
-
-def run(*args):
-    try:
-        runner = CliRunner(mix_stderr=False)  # click < 8.2 mixes stderr into output unless told not to
-    except TypeError:
-        runner = CliRunner()
-    return runner.invoke(cli.main, list(args))
 
 
 def rllint(*args, cwd, env=None, stdout=subprocess.PIPE, command=(sys.executable, "-m", "rllint")):

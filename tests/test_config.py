@@ -369,7 +369,7 @@ def test_overrides_apply_to_every_config_and_config_flag_fixes_one(tmp_path):
 
 def test_extend_rebases_the_parents_path_patterns_onto_the_child_folder(tmp_path):
     write(tmp_path / "pyproject.toml", "[tool.rllint]\nmax-epsilon = 1e-3\nextend-exclude = ['exp/old/', 'gen_*.py']\n"
-                                       "[tool.rllint.per-file-ignores]\n'exp/tests/*' = ['RL001']\n'other/*' = ['RL0']\n")
+          "[tool.rllint.per-file-ignores]\n'exp/tests/*' = ['RL001']\n'other/*' = ['RL0']\n")
     write(tmp_path / "exp" / ".rllint.toml", "extend = '../pyproject.toml'\nmin-group-size = 4\n")
     settings = load_settings(start=tmp_path / "exp")
     assert settings.root == (tmp_path / "exp").resolve()

@@ -46,7 +46,8 @@ def test_flake8_ignore_and_extend_ignore_apply_to_rl_codes(tmp_path):
     assert flake8("--extend-ignore", "RL302", "train.py", cwd=tmp_path).stdout == ""
 
 
-EPSILON = "import torch\n\n\ndef whiten(x):\n    return (x - x.mean()) / (x.std() + 1e4)\n"  # RL201 at 5, off by default
+# RL201 (off by default) on line 5
+EPSILON = "import torch\n\n\ndef whiten(x):\n    return (x - x.mean()) / (x.std() + 1e4)\n"
 
 
 @pytest.mark.slow
