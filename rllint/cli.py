@@ -107,7 +107,8 @@ def _looks_like_a_command(word: str) -> bool:
 
 @click.group(cls=_DefaultCheck, context_settings={"help_option_names": ["-h", "--help"]},
              epilog="\b\nOptions of check (see `rllint check --help`):\n"
-                    "  --select --ignore --extend-select --format -o --statistics --config\n"
+                    "  --select --ignore --extend-select --extend-ignore --per-file-ignores\n"
+                    "  --format -o --statistics --config --isolated --watch\n"
                     "  --exclude --extend-exclude --force-exclude --exit-zero --stdin-filename\n"
                     "  --jobs --no-cache --fix --unsafe-fixes --diff --add-noqa -q -v\n"
                     "  --show-settings --show-files")
@@ -253,7 +254,8 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
             sources[_display(files[0])] = data.decode("utf-8", "replace")
         else:
             files, unwalkable = _discover(list(paths) or ["."], configs, say)
-            ctx.meta[_WATCHED] = _watched(files, list(paths) or ["."], configs)
+            if _WATCHED in ctx.meta:  # under --watch
+                ctx.meta[_WATCHED] = _watched(files, list(paths) or ["."], configs)
             if show_files:
                 for path in files:
                     _out(printable(_display(path)))
@@ -398,8 +400,8 @@ def _watched(files: Sequence[str], paths: Sequence[str], configs: ConfigTree) ->
     """What --watch looks at: the linted files, the folders that hold them and the paths given (a file that
     appears or goes changes its folder), and the config file of each."""
     folders = {os.path.dirname(path) or "." for path in files}
-    used = {str(configs.for_path(path).config_path) for path in files} - {"None"}
-    return sorted(set(files) | folders | set(paths) | used)
+    configured = (configs.for_path(path).config_path for path in files)
+    return sorted(set(files) | folders | set(paths) | {str(config) for config in configured if config})
 
 
 def _snapshot(paths: Sequence[str]) -> Dict[str, Optional[Tuple[int, int]]]:
@@ -422,12 +424,13 @@ def _watch(ctx: click.Context) -> None:
     """`--watch`, as ruff's: lint, then look every WATCH_INTERVAL seconds (polling: no dependency, works on
     every filesystem) and lint again when something changed; until Ctrl-C (exit status 130)."""
     params = dict(ctx.params, watch=False)
+    ctx.meta[_WATCHED] = []
     while True:
         try:
             ctx.invoke(check, **params)
         except click.exceptions.Exit:
             pass
-        watched = ctx.meta.get(_WATCHED, [])
+        watched = ctx.meta[_WATCHED] or list(params["paths"]) or ["."]  # nothing found yet (a config error)
         _stderr(f"rllint: watching {_plural(len(watched), 'path')} for changes (Ctrl-C stops)")
         before = _snapshot(watched)
         while _snapshot(watched) == before:
