@@ -22,12 +22,13 @@ import click
 
 from rllint import __version__
 from rllint.diagnostic import Diagnostic, FileError
-from rllint.report import FORMATS, MACHINE_FORMATS, ROOTED_FORMATS
+from rllint.report import FORMATS, MACHINE_FORMATS, STATISTICS_FORMATS, ReportOptions
+from rllint.report.escape import printable
 
 # The rest of rllint (libcst above all) is imported by the commands that use it: `rllint --version`
 # and `rllint clean` need none of it.
 if TYPE_CHECKING:
-    from rllint.config import ConfigTree
+    from rllint.config import ConfigFiles, ConfigTree
     from rllint.runner import FileResult
     from rllint.settings import Settings
 
@@ -51,19 +52,52 @@ class _DefaultCheck(click.Group):
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:  # the workers are already stopped; 130 as ruff and shells say
-            click.echo("rllint: interrupted", err=True)
+            _stderr("rllint: interrupted")
             ctx.exit(130)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except _StdoutFailed as error:
+            _silence_stdout()
+            _stderr(f"rllint: error: cannot write to standard output: {error}")
+            ctx.exit(2)
         except Exception as error:  # a bug in rllint: one line, not a traceback, unless asked
             if isinstance(error, OSError) and error.errno == errno.EPIPE:
                 raise  # `rllint | head`: click's main handles a closed pipe quietly
             if os.environ.get("RLLINT_DEBUG"):
                 traceback.print_exc()
-            click.echo(f"rllint: error: internal error: {type(error).__name__}: {error} (a bug in rllint: please "
-                       "report it with the command and the file that caused it; RLLINT_DEBUG=1 shows the traceback)",
-                       err=True)
+            _stderr(f"rllint: error: internal error: {type(error).__name__}: {error} (a bug in rllint: please "
+                    "report it with the command and the file that caused it; RLLINT_DEBUG=1 shows the traceback)")
             ctx.exit(2)
+
+
+class _StdoutFailed(Exception):
+    """Standard output takes no more (`rllint > /dev/full`): one error line, exit status 2."""
+
+
+def _out(text: str, nl: bool = True) -> None:
+    """Text on standard output; a closed pipe stays click's to handle quietly (`rllint | head`)."""
+    try:
+        click.echo(text, nl=nl)
+    except OSError as error:
+        if error.errno == errno.EPIPE:
+            raise
+        raise _StdoutFailed(error.strerror or str(error)) from None
+
+
+def _silence_stdout() -> None:
+    """Point standard output at the null device, so that the interpreter's last flush of what could not be
+    written fails no more (it would print a traceback and exit 120)."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError):  # no file descriptor (a test's stream): nothing to flush
+        pass
+
+
+def _stderr(line: str) -> None:
+    """One line on standard error, its control characters escaped: a file name cannot forge a line."""
+    click.echo(printable(line), err=True)
 
 
 def _looks_like_a_command(word: str) -> bool:
@@ -73,7 +107,8 @@ def _looks_like_a_command(word: str) -> bool:
 
 @click.group(cls=_DefaultCheck, context_settings={"help_option_names": ["-h", "--help"]},
              epilog="\b\nOptions of check (see `rllint check --help`):\n"
-                    "  --select --ignore --extend-select --format -o --statistics --config\n"
+                    "  --select --ignore --extend-select --extend-ignore --per-file-ignores\n"
+                    "  --format -o --statistics --config --isolated --watch\n"
                     "  --exclude --extend-exclude --force-exclude --exit-zero --stdin-filename\n"
                     "  --jobs --no-cache --fix --unsafe-fixes --diff --add-noqa -q -v\n"
                     "  --show-settings --show-files")
@@ -92,22 +127,45 @@ def _split_commas(ctx: click.Context, param: click.Parameter, values: Tuple[str,
     return [part.strip() for value in values for part in value.split(",") if part.strip()]
 
 
+def _file_pairs(ctx: click.Context, param: click.Parameter, values: Tuple[str, ...]) -> Optional[Dict[str, List[str]]]:
+    """`--per-file-ignores 'tests/*:RL6,scripts/*.py:RL601'` -> {pattern: [selectors]}, as ruff's
+    `PATTERN:CODE` pairs; None when the flag was not given."""
+    pairs = _split_commas(ctx, param, values)
+    if pairs is None:
+        return None
+    table: Dict[str, List[str]] = {}
+    for pair in pairs:
+        pattern, colon, selector = pair.rpartition(":")
+        if not colon or not pattern.strip() or not selector.strip():
+            raise click.BadParameter(f"{pair!r} is not a PATTERN:CODE pair (such as 'tests/*:RL6')")
+        table.setdefault(pattern.strip(), []).append(selector.strip())
+    return table
+
+
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
 @click.option("--output-format", "--format", "output_format", type=click.Choice(list(FORMATS)), default="text",
               show_default=True, help="How findings are written. `concise` is the same as `text`: "
-              "`path:line:col: CODE message`.")
+              "`path:line:col: CODE message`; `full` adds the code around each finding, and `[*]` when "
+              "--fix can fix it.")
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the report to this file instead of standard output.")
+              help="Write the report (and the summary) to this file instead of standard output.")
 @click.option("--statistics", is_flag=True, help="Print the number of findings per rule, most frequent first, "
-              "instead of the findings (a JSON array with `--format json`).")
+              "instead of the findings (a JSON array with `--format json`; text or json only, as ruff).")
 @click.option("--select", multiple=True, callback=_split_commas, metavar="RULES",
               help="Rules to run (codes, prefixes, names or ALL, comma-separated); replaces the configured ones.")
 @click.option("--extend-select", multiple=True, callback=_split_commas, metavar="RULES",
               help="Rules to run in addition to the selected ones.")
-@click.option("--ignore", multiple=True, callback=_split_commas, metavar="RULES", help="Rules not to run.")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Use this configuration file instead of the closest one.")
+@click.option("--ignore", "--extend-ignore", "ignore", multiple=True, callback=_split_commas, metavar="RULES",
+              help="Rules not to run, in addition to the configured ones (--extend-ignore is the same, as in ruff).")
+@click.option("--per-file-ignores", multiple=True, callback=_file_pairs, metavar="PATTERN:CODE",
+              help="Rules not to run in the files a glob matches, as `tests/*:RL6` pairs (comma-separated); "
+              "added to the configured ones.")
+@click.option("--config", "config_options", multiple=True, metavar="FILE|KEY=VALUE",
+              help="A configuration file to use instead of the closest one, or a TOML `KEY = VALUE` pair "
+              "(`--config 'max-epsilon = 1e-3'`) that overrides that key in every configuration; repeatable.")
+@click.option("--isolated", is_flag=True, help="Ignore every configuration file (flags and --config KEY=VALUE "
+              "still apply).")
 @click.option("--exclude", multiple=True, callback=_split_commas, metavar="PATTERNS",
               help="Paths to skip (globs); replaces the default and configured excludes.")
 @click.option("--extend-exclude", multiple=True, callback=_split_commas, metavar="PATTERNS",
@@ -121,7 +179,8 @@ def _split_commas(ctx: click.Context, param: click.Parameter, values: Tuple[str,
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings (errors still exit 2).")
 @click.option("--stdin-filename", metavar="NAME",
               help="With the path `-`, read the source from standard input and lint it as this file.")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: one per core).")
+@click.option("-j", "--jobs", type=click.IntRange(min=1),
+              help="Worker processes (default and most: one per core).")
 @click.option("--no-cache", is_flag=True, help="Lint every file afresh, without reading or writing the result cache "
               "(kept in $RLLINT_CACHE_DIR, else ~/.cache/rllint; never inside the linted tree).")
 @click.option("--fix", is_flag=True, help="Apply the safe fixes, in place, then report what is left.")
@@ -130,6 +189,7 @@ def _split_commas(ctx: click.Context, param: click.Parameter, values: Tuple[str,
               "exit 1 when there is something to fix.")
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding (to adopt "
               "rllint on an existing tree).")
+@click.option("--watch", is_flag=True, help="Lint again whenever a linted file or its config changes, until Ctrl-C.")
 @click.option("-q", "--quiet", is_flag=True, help="Print the findings only: no summary and no warnings.")
 @click.option("-v", "--verbose", is_flag=True, help="Also say which config file each file uses and how long it took.")
 @click.option("--show-settings", is_flag=True, help="Print the settings the first path is linted with, and exit.")
@@ -140,48 +200,65 @@ def _split_commas(ctx: click.Context, param: click.Parameter, values: Tuple[str,
 @click.pass_context
 def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output_file: Optional[Path],
           statistics: bool, select: Optional[List[str]], extend_select: Optional[List[str]],
-          ignore: Optional[List[str]], config_file: Optional[Path], exclude: Optional[List[str]],
-          extend_exclude: Optional[List[str]], force_exclude: Optional[bool], respect_gitignore: Optional[bool],
-          lint_vendored: Optional[bool], exit_zero: bool, stdin_filename: Optional[str], jobs: Optional[int],
-          no_cache: bool, fix: bool, unsafe_fixes: bool, diff: bool, add_noqa: bool, quiet: bool, verbose: bool,
-          show_settings: bool, show_files: bool, cache_dir: Optional[Path]) -> None:
+          ignore: Optional[List[str]], per_file_ignores: Optional[Dict[str, List[str]]],
+          config_options: Tuple[str, ...], isolated: bool,
+          exclude: Optional[List[str]], extend_exclude: Optional[List[str]], force_exclude: Optional[bool],
+          respect_gitignore: Optional[bool], lint_vendored: Optional[bool], exit_zero: bool,
+          stdin_filename: Optional[str], jobs: Optional[int], no_cache: bool, fix: bool, unsafe_fixes: bool,
+          diff: bool, add_noqa: bool, watch: bool, quiet: bool, verbose: bool, show_settings: bool,
+          show_files: bool, cache_dir: Optional[Path]) -> None:
     """Lint PATHS (files, folders or notebooks; default: the current folder).
 
     Each file is linted with the closest configuration file above it.
     """
-    from rllint.config import ConfigError, ConfigTree, load_settings
+    from rllint.config import ConfigError, ConfigFiles, ConfigTree, load_settings
 
     from_stdin = paths == (STDIN,) or (not paths and stdin_filename is not None)
     if STDIN in paths and not from_stdin:
         raise click.UsageError("`-` (standard input) cannot be combined with other paths")
     if from_stdin and (fix or diff or add_noqa):
         raise click.UsageError("--fix, --diff and --add-noqa change files; they cannot read standard input")
-    overrides = {
-        "select": select, "extend_select": extend_select, "ignore": ignore, "exclude": exclude,
-        "extend_exclude": extend_exclude, "force_exclude": force_exclude, "respect_gitignore": respect_gitignore,
-        "lint_vendored": lint_vendored,
-    }
+    if statistics and output_format not in STATISTICS_FORMATS:
+        raise click.UsageError(f"--statistics prints text or json, not {output_format} (as ruff)")
+    if watch:
+        if from_stdin or diff or add_noqa or show_settings or show_files:
+            raise click.UsageError("--watch lints files on disk again and again; it cannot be combined with "
+                                   "standard input, --diff, --add-noqa, --show-settings or --show-files")
+        _watch(ctx)  # until Ctrl-C
     say = _Console(quiet, verbose)
     started = time.perf_counter()
     fixed: List[Diagnostic] = []
     diffs: List[str] = []
+    sources: Dict[str, str] = {}  # texts read from standard input, for the code frames of `full`
+    files_read = ConfigFiles()
     try:
-        start = None if config_file else _config_start(paths, stdin_filename)
-        configs = ConfigTree(load_settings(config_file, start, overrides), overrides, fixed=config_file is not None)
+        config_file, config_values = _config_options(config_options, isolated)
+        overrides = {
+            "config_values": config_values, "select": select, "extend_select": extend_select, "ignore": ignore,
+            "per_file_ignores": per_file_ignores, "exclude": exclude, "extend_exclude": extend_exclude,
+            "force_exclude": force_exclude, "respect_gitignore": respect_gitignore, "lint_vendored": lint_vendored,
+        }
+        start = None if config_file or isolated else _config_start(paths, stdin_filename, files_read)
+        run = load_settings(config_file, start, overrides, isolated=isolated, files=files_read)
+        configs = ConfigTree(run, overrides, fixed=config_file is not None, isolated=isolated, files=files_read)
         settings = configs.run
         if show_settings:
             first = stdin_filename if from_stdin else (list(paths) or ["."])[0]
-            click.echo(_settings_text(first, configs.for_path(first)), nl=False)
+            _out(_settings_text(first, configs.for_path(first)), nl=False)
             ctx.exit(0)
         if from_stdin:
             _refuse_overwrite(output_file, [stdin_filename] if stdin_filename else [])
-            result = _lint_stdin(stdin_filename, configs.for_path(stdin_filename or "."))
+            data = sys.stdin.buffer.read()
+            result = _lint_stdin(data, stdin_filename, configs.for_path(stdin_filename or "."))
             files: List[str] = [stdin_filename or STDIN]
+            sources[_display(files[0])] = data.decode("utf-8", "replace")
         else:
             files, unwalkable = _discover(list(paths) or ["."], configs, say)
+            if _WATCHED in ctx.meta:  # under --watch
+                ctx.meta[_WATCHED] = _watched(files, list(paths) or ["."], configs)
             if show_files:
                 for path in files:
-                    click.echo(_display(path))
+                    _out(printable(_display(path)))
                 ctx.exit(2 if unwalkable else 0)
             _refuse_overwrite(output_file, files)
             if fix or diff:
@@ -189,15 +266,15 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
 
                 result, fixed, diffs = fix_files(files, configs, unsafe_fixes, write=not diff)
             else:
-                result = _lint_groups(files, configs, jobs, no_cache, cache_dir, say)
+                cores = os.cpu_count() or 1
+                result = _lint_groups(files, configs, min(jobs, cores) if jobs else None, no_cache, cache_dir, say)
             result.errors[:0] = unwalkable
     except ConfigError as error:
-        click.echo(f"rllint: error: {error}", err=True)
+        say.error(str(error))
         ctx.exit(2)
     say.detail(f"linted {_plural(len(files), 'file')} in {time.perf_counter() - started:.2f}s")
-    rooted = output_format in ROOTED_FORMATS
-    diagnostics = [replace(d, path=_display(d.path, settings.root if rooted else None)) for d in result.diagnostics]
-    errors = [replace(e, path=_display(e.path, settings.root if rooted else None)) for e in result.errors]
+    diagnostics = [replace(d, path=_display(d.path)) for d in result.diagnostics]
+    errors = [replace(e, path=_display(e.path)) for e in result.errors]
 
     if add_noqa:
         from rllint.fix.apply import add_noqa_comments
@@ -206,7 +283,7 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
         say.summary(f"Added {_plural(added, 'noqa directive')}.")
         ctx.exit(0)
     if diff:
-        click.echo("".join(diffs), nl=False)
+        _out("".join(diffs), nl=False)
         say.note(f"Would fix {_plural(len(fixed), 'finding')}." if fixed else "No fixes available.")
         ctx.exit(1 if fixed else 0)
 
@@ -214,42 +291,62 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
     if statistics:
         _write_statistics(diagnostics, report, as_json=output_format == "json")
     else:
-        FORMATS[output_format](diagnostics, report, [] if output_format not in MACHINE_FORMATS else errors,
-                               settings.root)
+        options = ReportOptions(docs_url=settings.docs_url, unsafe_fixes=unsafe_fixes, lines=_SourceLines(sources))
+        FORMATS[output_format](diagnostics, report, errors if output_format in MACHINE_FORMATS else [], options)
+    if output_format not in MACHINE_FORMATS and not statistics and not quiet:  # as ruff: where the report goes
+        report.write(_summary(diagnostics, errors, fixed=len(fixed) if fix else None, unsafe=unsafe_fixes) + "\n")
     _emit(report.getvalue(), output_file, ctx)
-    for error in result.errors:
-        click.echo(f"rllint: error: {_display(error.path)}: {error.message}", err=True)
+    for error in errors:
+        say.error(f"{error.path}: {error.message}")
     if not files and not errors:
         say.warning("No Python files found under the given paths.")
-    if output_format not in MACHINE_FORMATS and not statistics:
-        say.summary(_summary(diagnostics, errors, fixed=len(fixed) if fix else None, unsafe=unsafe_fixes))
 
     if errors:
         ctx.exit(2)
     ctx.exit(1 if diagnostics and not exit_zero else 0)
 
 
+def _config_options(values: Sequence[str], isolated: bool) -> Tuple[Optional[Path], List[Dict[str, Any]]]:
+    """`--config` values, as ruff reads them: the configuration file (at most one; none with --isolated) and
+    the tables of the `KEY = VALUE` pairs. Raises ConfigError."""
+    from rllint.config import parse_config_value
+
+    named = [os.path.isfile(value) or "=" not in value for value in values]
+    files = [Path(value) for value, is_file in zip(values, named) if is_file]
+    if len(files) > 1:
+        raise click.UsageError(f"--config names {len(files)} configuration files; give one (and KEY=VALUE pairs)")
+    if files and isolated:
+        raise click.UsageError(f"--config {files[0]} cannot be used with --isolated, which reads no "
+                               "configuration file")
+    tables = [parse_config_value(value) for value, is_file in zip(values, named) if not is_file]
+    return (files[0] if files else None), tables
+
+
 class _Console:
-    """Where the CLI's own lines go: the summary on stdout, as ruff prints it; warnings and details on stderr."""
+    """Where the CLI's own lines go: the summary on stdout, as ruff prints it; errors, warnings and details
+    on stderr, their control characters escaped."""
 
     def __init__(self, quiet: bool, verbose: bool) -> None:
         self.quiet, self.verbose = quiet, verbose
 
     def summary(self, text: str) -> None:
         if not self.quiet:
-            click.echo(text)
+            _out(text)
 
     def note(self, text: str) -> None:
         if not self.quiet:
-            click.echo(text, err=True)
+            _stderr(text)
+
+    def error(self, text: str) -> None:
+        _stderr(f"rllint: error: {text}")
 
     def warning(self, text: str) -> None:
         if not self.quiet:
-            click.echo(f"rllint: warning: {text}", err=True)
+            _stderr(f"rllint: warning: {text}")
 
     def detail(self, text: str) -> None:
         if self.verbose:
-            click.echo(f"rllint: {text}", err=True)
+            _stderr(f"rllint: {text}")
 
 
 def _discover(paths: List[str], configs: ConfigTree, say: _Console) -> Tuple[List[str], List[FileError]]:
@@ -279,22 +376,109 @@ def _discover(paths: List[str], configs: ConfigTree, say: _Console) -> Tuple[Lis
 
 def _lint_groups(files: List[str], configs: ConfigTree, jobs: Optional[int], no_cache: bool,
                  cache_dir: Optional[Path], say: _Console) -> FileResult:
-    """Lint files grouped by their settings (one result cache per settings; `cache_dir` as --cache-dir)."""
+    """Lint files grouped by their settings (one result cache per settings; `cache_dir` as --cache-dir), all
+    in one pool of workers."""
     from rllint.cache import ResultCache
-    from rllint.runner import FileResult, lint_files
+    from rllint.runner import lint_groups
 
     groups: Dict[int, Tuple[Settings, List[str]]] = {}
     for path in files:
         settings = configs.for_path(path)
         groups.setdefault(id(settings), (settings, []))[1].append(path)
-    total = FileResult()
     for settings, group in groups.values():
-        say.detail(f"{_plural(len(group), 'file')} with {_display(str(settings.config_path)) if settings.config_path else 'the default settings'}")
-        result = lint_files(group, settings, jobs=jobs, cache=None if no_cache else ResultCache(settings, cache_dir))
-        total.diagnostics.extend(result.diagnostics)
-        total.errors.extend(result.errors)
-    total.diagnostics.sort(key=Diagnostic.sort_key)
-    return total
+        config = _display(str(settings.config_path)) if settings.config_path else "the default settings"
+        say.detail(f"{_plural(len(group), 'file')} with {config}")
+    return lint_groups([(settings, group, None if no_cache else ResultCache(settings, cache_dir))
+                        for settings, group in groups.values()], jobs=jobs)
+
+
+_WATCHED = "rllint.watched"  # the run's entry in `ctx.meta`: what --watch looks at
+WATCH_INTERVAL = 0.5  # seconds between two looks
+
+
+def _watched(files: Sequence[str], paths: Sequence[str], configs: ConfigTree) -> List[str]:
+    """What --watch looks at: the linted files, the folders that hold them and the paths given (a file that
+    appears or goes changes its folder), and the config file of each."""
+    folders = {os.path.dirname(path) or "." for path in files}
+    configured = (configs.for_path(path).config_path for path in files)
+    return sorted(set(files) | folders | set(paths) | {str(config) for config in configured if config})
+
+
+def _snapshot(paths: Sequence[str]) -> Dict[str, Optional[Tuple[int, int]]]:
+    """Each path's modification time and size (None: gone)."""
+    state: Dict[str, Optional[Tuple[int, int]]] = {}
+    for path in paths:
+        try:
+            status = os.stat(path)
+            state[path] = (status.st_mtime_ns, status.st_size)
+        except OSError:
+            state[path] = None
+    return state
+
+
+def _pause() -> None:
+    time.sleep(WATCH_INTERVAL)
+
+
+def _watch(ctx: click.Context) -> None:
+    """`--watch`, as ruff's: lint, then look every WATCH_INTERVAL seconds (polling: no dependency, works on
+    every filesystem) and lint again when something changed; until Ctrl-C (exit status 130)."""
+    params = dict(ctx.params, watch=False)
+    ctx.meta[_WATCHED] = []
+    while True:
+        try:
+            ctx.invoke(check, **params)
+        except click.exceptions.Exit:
+            pass
+        watched = ctx.meta[_WATCHED] or list(params["paths"]) or ["."]  # nothing found yet (a config error)
+        _stderr(f"rllint: watching {_plural(len(watched), 'path')} for changes (Ctrl-C stops)")
+        before = _snapshot(watched)
+        while _snapshot(watched) == before:
+            _pause()
+        _stderr("rllint: a change; linting again")
+
+
+class _SourceLines:
+    """The lines a finding is on (those of its cell, in a notebook), for the code frames of `full`: each
+    file read once, and only when a finding in it is shown. `given` holds texts not on disk (standard
+    input) by their shown path."""
+
+    def __init__(self, given: Dict[str, str]) -> None:
+        self._lines = {(path, None): _python_lines(text) for path, text in given.items()}
+        self._read = set(given)
+
+    def __call__(self, d: Diagnostic) -> Optional[List[str]]:
+        if d.path not in self._read:
+            self._read.add(d.path)
+            self._lines.update(_read_lines(d.path))
+        return self._lines.get((d.path, d.cell))
+
+
+def _python_lines(text: str) -> List[str]:
+    """A text's lines as Python numbers them: only `\n`, `\r\n` and `\r` end one (not a form feed)."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return lines[:-1] if lines[-1] == "" else lines
+
+
+def _read_lines(path: str) -> Dict[Tuple[str, Optional[int]], List[str]]:
+    """{(path, cell): lines} of a file on disk: one entry (cell None), one per code cell of a notebook, or
+    none when it cannot be read."""
+    from rllint.files import file_kind
+    from rllint.notebook import NotebookError, read_cells
+    from rllint.source import SourceError, decode_config, decode_source, read_source
+
+    try:
+        data = read_source(path)
+        if file_kind(path) == "notebook":
+            cells = read_cells(data)
+            found: Dict[Tuple[str, Optional[int]], List[str]] = {}
+            for line, (cell, _) in zip(_python_lines(cells.text), cells.origins):
+                found.setdefault((path, cell), []).append(line)
+            return found
+        text = decode_source(data) if file_kind(path) == "python" else decode_config(data)
+    except (OSError, SourceError, NotebookError):
+        return {}
+    return {} if text is None else {(path, None): _python_lines(text)}
 
 
 def _settings_text(path: str, settings: Settings) -> str:
@@ -302,9 +486,10 @@ def _settings_text(path: str, settings: Settings) -> str:
     from rllint.config import settings_table
     from rllint.docs import toml_value
 
-    lines = [f"# Settings for {_display(path)}",
-             f"# config file: {_display(str(settings.config_path)) if settings.config_path else 'none (defaults)'}",
-             f"# project root: {settings.root}",
+    config = _display(str(settings.config_path)) if settings.config_path else "none (defaults)"
+    lines = [f"# Settings for {printable(_display(path))}",
+             f"# config file: {printable(config)}",
+             f"# project root: {printable(str(settings.root))}",
              f"# target Python: {'.'.join(map(str, settings.target_version)) if settings.target_version else 'not set'}",
              f"# rules: {', '.join(rule.code for rule in settings.rules())}",
              "[tool.rllint]"]
@@ -327,24 +512,24 @@ def _refuse_overwrite(output: Optional[Path], files: Sequence[str]) -> None:
             raise click.UsageError(f"the output file {output} is a file being linted; the report would overwrite it")
 
 
-def _config_start(paths: Sequence[str], stdin_filename: Optional[str]) -> Optional[Path]:
-    """Where the search for the run's config file starts (the project root that output paths are
-    relative to): the folder that holds every path linted, when a config file is found from there;
-    else None, so that the working folder is the root, as in ruff."""
+def _config_start(paths: Sequence[str], stdin_filename: Optional[str],
+                  files: Optional[ConfigFiles] = None) -> Optional[Path]:
+    """Where the search for the run's config file starts (the settings of files that no config covers): the
+    folder that holds every path linted, when a config file is found from there; else None, so that the
+    working folder is the root, as in ruff."""
     from rllint.config import find_config
 
     named = [p for p in paths if p != STDIN] or ([stdin_filename] if stdin_filename else [])
     if not named:
         return None
     common = Path(os.path.commonpath([os.path.abspath(p) for p in named]))
-    return common if find_config(common) is not None else None
+    return common if find_config(common, files) is not None else None
 
 
-def _lint_stdin(name: Optional[str], settings: Settings) -> FileResult:
+def _lint_stdin(data: bytes, name: Optional[str], settings: Settings) -> FileResult:
     """Lint standard input as the file `name`; with --force-exclude, an excluded name has no findings."""
     from rllint.runner import FileResult, lint_data
 
-    data = sys.stdin.buffer.read()
     if name is not None and _force_excluded(name, settings):
         return FileResult()
     return lint_data(data, name or STDIN, settings)
@@ -361,26 +546,25 @@ def _force_excluded(name: str, settings: Settings) -> bool:
     return not files
 
 
-def _display(path: str, root: Optional[Path] = None) -> str:
-    """A path as reports show it: relative to `root` (default: the working folder) when under it."""
+def _display(path: str) -> str:
+    """A path as every format shows it, as ruff's: relative to the working folder when under it."""
     if path == STDIN:
         return path
-    base = os.fspath(root) if root is not None else os.getcwd()
     absolute = path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
-    relative = os.path.relpath(absolute, base)
+    relative = os.path.relpath(absolute, os.getcwd())
     if relative.startswith(os.pardir):
-        return os.path.normpath(path) if not os.path.isabs(path) and root is None else absolute
+        return absolute if os.path.isabs(path) else os.path.normpath(path)
     return relative
 
 
 def _emit(text: str, output_file: Optional[Path], ctx: click.Context) -> None:
     if output_file is None:
-        click.echo(text, nl=False)
+        _out(text, nl=False)
         return
     try:
         output_file.write_text(text, encoding="utf-8")
     except OSError as error:
-        click.echo(f"rllint: error: cannot write {output_file}: {error.strerror or error}", err=True)
+        _stderr(f"rllint: error: cannot write {output_file}: {error.strerror or error}")
         ctx.exit(2)
 
 
@@ -436,8 +620,8 @@ def server_command(ctx: click.Context) -> None:
     try:
         from rllint.server import serve
     except ImportError as error:
-        click.echo(f"rllint: error: `rllint server` needs the `lsp` extra ({error.name} is not installed): "
-                   "pip install 'rllint[lsp]'", err=True)
+        _stderr(f"rllint: error: `rllint server` needs the `lsp` extra ({error.name} is not installed): "
+                "pip install 'rllint[lsp]'")
         ctx.exit(2)
     serve()
 
@@ -456,7 +640,7 @@ def clean_command(cache_dir: Optional[Path]) -> None:
         settings = None
     folder = cache_dir or default_cache_dir(settings)
     removed = clean(folder)
-    click.echo(f"Removed {_plural(removed, 'file')} from {folder}.")
+    _out(printable(f"Removed {_plural(removed, 'file')} from {folder}."))
 
 
 @main.command("rule")
@@ -470,7 +654,7 @@ def rule_command(selector: str) -> None:
         rule = find_rule(selector)
     except UnknownSelector as error:
         raise click.BadParameter(str(error), param_hint="CODE|NAME") from None
-    click.echo(render_page(rule), nl=False)
+    _out(render_page(rule), nl=False)
 
 
 @main.command("rules")
@@ -486,14 +670,14 @@ def rules_command(output_format: str) -> None:
         for rule in entries().values()
     ]
     if output_format == "json":
-        click.echo(json.dumps(rows, indent=2))
+        _out(json.dumps(rows, indent=2))
         return
     table = [("CODE", "NAME", "SEVERITY", "TIER", "DEFAULT")]
     table += [(row["code"], row["name"], row["severity"], row["tier"], "on" if row["default_enabled"] else "off")
               for row in rows]
     widths = [max(len(line[column]) for line in table) for column in range(4)]
     for line in table:
-        click.echo("  ".join(cell.ljust(width) for cell, width in zip(line, widths)) + f"  {line[4]}")
+        _out("  ".join(cell.ljust(width) for cell, width in zip(line, widths)) + f"  {line[4]}")
 
 
 @main.command("logs")
@@ -535,14 +719,14 @@ def logs_command(ctx: click.Context, paths: Tuple[str, ...], output_format: str,
         try:
             require_matplotlib()
         except PlotUnavailable as error:
-            click.echo(f"rllint: error: {error}", err=True)
+            _stderr(f"rllint: error: {error}")
             ctx.exit(2)
     try:
         start = None if config_file else _config_start(paths, None)
         settings = load_settings(config_file, start, {"select": select, "extend_select": extend_select,
                                                       "ignore": ignore})
     except ConfigError as error:
-        click.echo(f"rllint: error: {error}", err=True)
+        _stderr(f"rllint: error: {error}")
         ctx.exit(2)
     try:
         mapping = {**parse_mapping(settings.option(LOG_METRICS)), **parse_mapping(metrics)}
@@ -553,24 +737,24 @@ def logs_command(ctx: click.Context, paths: Tuple[str, ...], output_format: str,
     diagnostics = [replace(d, path=_display(d.path)) for d in result.diagnostics]
     report = io.StringIO()
     machine = output_format in MACHINE_FORMATS
-    FORMATS[output_format](diagnostics, report, result.errors if machine else [], settings.root)
+    FORMATS[output_format](diagnostics, report, result.errors if machine else [], ReportOptions(settings.docs_url))
+    if not machine:  # into the report, as in `check`
+        report.write(_summary(diagnostics, result.errors) + "\n")
     _emit(report.getvalue(), output_file, ctx)
     for path, warning in result.warnings:
-        click.echo(f"rllint: warning: {_display(path)}: {warning}", err=True)
+        _stderr(f"rllint: warning: {_display(path)}: {warning}")
     for error in result.errors:
-        click.echo(f"rllint: error: {_display(error.path)}: {error.message}", err=True)
+        _stderr(f"rllint: error: {_display(error.path)}: {error.message}")
     if plot_file is not None:
         from rllint.logs.plot import plot_runs
 
         try:
             drawn = plot_runs(result.runs, plot_file, _display)
         except OSError as error:
-            click.echo(f"rllint: error: cannot write {plot_file}: {error.strerror or error}", err=True)
+            _stderr(f"rllint: error: cannot write {plot_file}: {error.strerror or error}")
             ctx.exit(2)
         if not drawn:
-            click.echo("rllint: warning: --plot: no run had a metric to draw; nothing written", err=True)
-    if not machine:
-        click.echo(_summary(diagnostics, result.errors))
+            _stderr("rllint: warning: --plot: no run had a metric to draw; nothing written")
     if result.errors:
         ctx.exit(2)
     ctx.exit(1 if diagnostics and not exit_zero else 0)

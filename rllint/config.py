@@ -6,6 +6,11 @@ Keys are kebab-case: the selection and file keys below, plus every rule option r
 `rllint.registry.OPTIONS` (the module of an option that a file sets is imported then). A typo must
 not silently fall back to a default, so unknown keys, wrong types and unknown rule selectors raise
 `ConfigError` naming the file and the key.
+
+As in ruff, `extend = "../pyproject.toml"` makes a file inherit another's settings (its own keys
+win; `extend-select`, `ignore`, `extend-ignore` and `extend-exclude` add to the inherited ones, and
+a `select` starts the selection afresh), and `--config KEY=VALUE` sets one key over every file.
+A run reads and parses each config file once (`ConfigFiles`), however many files it lints.
 """
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ from rllint.catalogue import UnknownSelector, import_option, option_keys, valida
 from rllint.files import pattern_problem
 from rllint.registry import OPTIONS, Option, load_rules
 from rllint.settings import Settings
+from rllint.source import SourceError, read_source
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -30,6 +36,10 @@ else:  # pragma: no cover - exercised on Python < 3.11 only
 
 CONFIG_NAMES = (".rllint.toml", "rllint.toml")
 PYPROJECT = "pyproject.toml"
+MAX_CONFIG_BYTES = 1024 * 1024
+# tomllib's time and memory grow with the square of a dotted key's length (`a.a.a... = 1` of 10,000
+# parts: 4 s and 400 MB): a line that joins more keys than this is refused before it is parsed.
+MAX_DOTTED_PARTS = 100
 
 # Keys of the selection and the file walk: config key -> (Settings field, kind of value).
 _CORE: Dict[str, Tuple[str, str]] = {
@@ -43,8 +53,14 @@ _CORE: Dict[str, Tuple[str, str]] = {
     "force-exclude": ("force_exclude", "bool"),
     "lint-vendored": ("lint_vendored", "bool"),
     "cache-dir": ("cache_dir", "path"),
+    "docs-url": ("docs_url", "url"),
+    "extend-ignore": ("ignore", "selectors"),  # ruff's older name for adding to `ignore`
 }
-_FLAGS = {attr for attr, _ in _CORE.values()}  # the keys of `overrides`
+# Keys whose values add to what an extended file (or the file, for the command line) gave.
+_ADDED = {"extend-select", "ignore", "extend-ignore", "extend-exclude"}
+EXTEND = "extend"
+# The keys of `overrides`: a Settings field each, and the tables of `--config KEY=VALUE`.
+_FLAGS = {attr for attr, _ in _CORE.values()} | {"config_values"}
 
 
 class ConfigError(Exception):
@@ -56,101 +72,147 @@ class ConfigError(Exception):
         self.key = key
 
 
-def find_config(start: Path) -> Optional[Path]:
+class ConfigFiles:
+    """The config documents of a run, each file read and parsed once: a tree of 2,041 `.rllint.toml`
+    files (and the `pyproject.toml` files met while looking for them) costs one read of each."""
+
+    def __init__(self) -> None:
+        self._documents: Dict[Path, Dict[str, Any]] = {}
+
+    def document(self, path: Path) -> Dict[str, Any]:
+        """The parsed TOML of `path`. Raises ConfigError."""
+        if path not in self._documents:
+            self._documents[path] = _read(path)
+        return self._documents[path]
+
+
+def find_config(start: Path, files: Optional[ConfigFiles] = None) -> Optional[Path]:
     """Closest config file walking up from `start`: in each folder, `.rllint.toml`, then `rllint.toml`,
     then a `pyproject.toml` that has a [tool.rllint] table (ruff's precedence); None when there is none.
 
     A `pyproject.toml` that is not valid TOML raises ConfigError: whether it configures rllint is unknown.
     """
+    files = files or ConfigFiles()
     folder = Path(os.path.abspath(start))
     if not folder.is_dir():
         folder = folder.parent
     for candidate in (folder, *folder.parents):
-        found = _own_config(candidate)
+        found = _own_config(candidate, files)
         if found is not None:
             return found
     return None
 
 
-def _own_config(folder: Path) -> Optional[Path]:
+def _own_config(folder: Path, files: ConfigFiles) -> Optional[Path]:
     """The config file of this folder itself, if it has one."""
     for name in CONFIG_NAMES:
         if (folder / name).is_file():
             return folder / name
     pyproject = folder / PYPROJECT
-    if pyproject.is_file() and _table(pyproject, _read(pyproject)) is not None:
+    if pyproject.is_file() and _table(pyproject, files.document(pyproject)) is not None:
         return pyproject
     return None
 
 
 def load_settings(config_file: Optional[Path] = None, start: Optional[Path] = None,
-                  overrides: Optional[dict] = None) -> Settings:
-    """Settings from `config_file` (or the closest config found from `start`, default cwd), then command-line
-    `overrides`, a dict with any of: select (list, replaces), extend_select (list, added), ignore (list, added),
-    per_file_ignores (dict, added), exclude (list, replaces), extend_exclude (list, added),
-    respect_gitignore (bool), force_exclude (bool), lint_vendored (bool). A None value means the flag was not given.
+                  overrides: Optional[dict] = None, isolated: bool = False,
+                  files: Optional[ConfigFiles] = None) -> Settings:
+    """Settings from `config_file` (or the closest config found from `start`, default cwd; none at all when
+    `isolated`, as ruff's `--isolated`), then command-line `overrides`, a dict with any of: config_values
+    (a table of `--config KEY=VALUE` keys), select (list, replaces), extend_select (list, added), ignore
+    (list, added), per_file_ignores (dict, added), exclude (list, replaces), extend_exclude (list, added),
+    respect_gitignore (bool), force_exclude (bool), lint_vendored (bool). A None value means the flag was
+    not given.
 
     As in ruff, a `select` override starts the selection afresh: the config's `extend-select` and
     `ignore` are dropped with its `select` (`--select RL105` runs RL105 even if the config ignores it).
     Raises ConfigError.
     """
+    files = files or ConfigFiles()
     if config_file is not None:
         path: Optional[Path] = Path(os.path.abspath(config_file))
         if not path.is_file():
             raise ConfigError(f"{_shown(path)}: no such configuration file", path=path)
+    elif isolated:
+        path = None
     else:
-        path = find_config(Path(start) if start is not None else Path.cwd())
+        path = find_config(Path(start) if start is not None else Path.cwd(), files)
 
     if path is None:
         folder = Path(os.path.abspath(start)) if start is not None else Path.cwd()
         settings = Settings(root=(folder if folder.is_dir() else folder.parent).resolve())
     else:
         settings = Settings(root=path.parent.resolve(), config_path=path)
-        _apply_file(settings, path)
-    settings.target_version = _requires_python(settings.root)
+        _apply_file(settings, path, files)
+    if not isolated:
+        settings.target_version = _requires_python(settings.root, files)
     if overrides:
         _apply_overrides(settings, overrides)
     return settings
 
 
+def parse_config_value(text: str) -> Dict[str, Any]:
+    """`--config KEY=VALUE`: one TOML `key = value` line (`select = ["RL6"]`, `max-epsilon = 1e-3`) as a
+    table. Raises ConfigError."""
+    if "=" not in text:
+        raise ConfigError(f"--config {text!r}: neither a configuration file nor a TOML `KEY = VALUE` pair",
+                          key="config")
+    try:
+        table = _parsed(text)
+    except ConfigError as error:
+        raise ConfigError(f"--config {text!r}: {error}", key="config") from None
+    if EXTEND in table:
+        raise ConfigError(f"--config {text!r}: 'extend' names a file: give the file itself with --config FILE",
+                          key=EXTEND)
+    return table
+
+
 class ConfigTree:
     """The settings of each file: the closest config file above it, as in ruff, with the same
     command-line overrides, and the target Python from the nearest `pyproject.toml` above it that
-    states `requires-python`. With `--config`, every file gets that file's settings (`fixed`).
+    states `requires-python`. With `--config`, every file gets that file's settings (`fixed`);
+    with `--isolated`, every file gets `run`, the settings of no file.
 
     `run` is the run's own settings (from the folder the paths share, or the working folder): those
-    of files that no config file covers. Lookups are cached per folder and per config file.
+    of files that no config file covers. Lookups are cached per folder and per config file, and
+    each config file is read once (`files`).
     """
 
-    def __init__(self, run: Settings, overrides: Optional[dict] = None, fixed: bool = False) -> None:
+    def __init__(self, run: Settings, overrides: Optional[dict] = None, fixed: bool = False,
+                 isolated: bool = False, files: Optional[ConfigFiles] = None) -> None:
         self.run = run
         self._overrides = overrides
         self._fixed = fixed
+        self._isolated = isolated
+        self._files = files or ConfigFiles()
         self._configs: Dict[Path, Optional[Path]] = {}
         self._targets: Dict[Path, Optional[Tuple[int, int]]] = {}
         self._settings: Dict[tuple, Settings] = {}
 
     def for_path(self, path: str) -> Settings:
         """Settings for a file or folder (a folder's own config counts). Raises ConfigError."""
+        if self._isolated:
+            return self.run
         absolute = Path(os.path.abspath(path))
         folder = absolute if absolute.is_dir() else absolute.parent
         config = self.run.config_path if self._fixed else self._closest(folder)
         target = self._target(folder)
         key = (config, target)
         if key not in self._settings:
-            base = self.run if config == self.run.config_path else load_settings(config, None, self._overrides)
+            base = (self.run if config == self.run.config_path
+                    else load_settings(config, None, self._overrides, files=self._files))
             self._settings[key] = base if base.target_version == target else replace(base, target_version=target)
         return self._settings[key]
 
     def _closest(self, folder: Path) -> Optional[Path]:
         if folder not in self._configs:
-            own = _own_config(folder)
+            own = _own_config(folder, self._files)
             self._configs[folder] = own if own is not None or folder.parent == folder else self._closest(folder.parent)
         return self._configs[folder]
 
     def _target(self, folder: Path) -> Optional[Tuple[int, int]]:
         if folder not in self._targets:
-            own = _requires_python(folder)
+            own = _requires_python(folder, self._files)
             self._targets[folder] = own if own is not None or folder.parent == folder else self._target(folder.parent)
         return self._targets[folder]
 
@@ -159,7 +221,7 @@ def settings_table(settings: Settings) -> Dict[str, Any]:
     """Every config key with the value `settings` hold (options at their defaults included), for
     `--show-settings`; keys without a value (no `select` given) are left out."""
     load_rules()  # family modules register their options on import
-    table = {key: getattr(settings, attr) for key, (attr, _) in _CORE.items()}
+    table = {key: getattr(settings, attr) for key, (attr, _) in _CORE.items() if key != "extend-ignore"}
     table.update({key: settings.option(option) for key, option in sorted(OPTIONS.items())})
     return {key: value for key, value in table.items() if value is not None}
 
@@ -167,13 +229,13 @@ def settings_table(settings: Settings) -> Dict[str, Any]:
 _LOWER_BOUND = re.compile(r"(?:>=|~=|==|>|\^|~)\s*(\d+)\.(\d+)")
 
 
-def _requires_python(root: Path) -> Optional[Tuple[int, int]]:
+def _requires_python(root: Path, files: ConfigFiles) -> Optional[Tuple[int, int]]:
     """The oldest Python of `[project] requires-python` (or Poetry's `python` dependency) in the root's
     pyproject.toml (`>=3.9`, `^3.9` -> (3, 9)), as ruff infers its target version; None when there is no such bound."""
     pyproject = root / PYPROJECT
     if not pyproject.is_file():
         return None
-    document = _read(pyproject)
+    document = files.document(pyproject)
     project = document.get("project")
     spec = project.get("requires-python") if isinstance(project, dict) else None
     if spec is None:  # Poetry: `[tool.poetry.dependencies] python = "^3.8"`
@@ -187,19 +249,46 @@ def _requires_python(root: Path) -> Optional[Tuple[int, int]]:
 
 
 def _read(path: Path) -> Dict[str, Any]:
+    """A config file's TOML, from a regular file of at most `MAX_CONFIG_BYTES`. Raises ConfigError."""
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = read_source(str(path), MAX_CONFIG_BYTES).decode("utf-8")
     except OSError as error:
         raise ConfigError(f"{_shown(path)}: cannot be read: {error.strerror or error}", path=path) from None
+    except SourceError as error:
+        raise ConfigError(f"{_shown(path)}: {error}", path=path) from None
     except UnicodeDecodeError as error:
         raise ConfigError(f"{_shown(path)}: not UTF-8 text: {error.reason} at byte {error.start}", path=path) from None
+    try:
+        return _parsed(text)
+    except ConfigError as error:
+        raise ConfigError(f"{_shown(path)}: {error}", path=path) from None
+
+
+# A dot that joins two keys: not a decimal point (between digits), not part of `..`.
+_KEY_DOT = re.compile(r"(?<![.\d])\.(?!\.)|(?<=\d)\.(?![.\d])")
+_ONE_LINE_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'')
+
+
+def _key_dots(line: str) -> int:
+    """About how many dots of a TOML line join keys (those of strings and numbers not counted)."""
+    return len(_KEY_DOT.findall(_ONE_LINE_STRING.sub("", line)))
+
+
+def _parsed(text: str) -> Dict[str, Any]:
+    """TOML text as a table; ConfigError (without a file name) for what tomllib refuses or cannot bear."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.count(".") > MAX_DOTTED_PARTS and _key_dots(line) > MAX_DOTTED_PARTS:
+            raise ConfigError(f"invalid TOML: line {number} joins more than {MAX_DOTTED_PARTS} keys with dots; "
+                              "nested too deeply to read")
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         detail = str(error)  # ends with "(at line L, column C)" or "(at end of document)"
         if "line" not in detail:
             detail += f"; the document ends on line {max(1, len(text.splitlines()))}"
-        raise ConfigError(f"{_shown(path)}: invalid TOML: {detail}", path=path) from None
+        raise ConfigError(f"invalid TOML: {detail}") from None
+    except (RecursionError, MemoryError):  # arrays or inline tables nested thousands deep
+        raise ConfigError("invalid TOML: nested too deeply to read") from None
 
 
 def _table(path: Path, document: Dict[str, Any]) -> Optional[Dict[str, Any]]:
@@ -214,18 +303,59 @@ def _table(path: Path, document: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     return table
 
 
-def _apply_file(settings: Settings, path: Path) -> None:
-    table = _table(path, _read(path)) or {}
+def _apply_file(settings: Settings, path: Path, files: ConfigFiles, extending: Tuple[Path, ...] = ()) -> None:
+    """The keys of the config file at `path` onto `settings`, after those of the file it extends."""
+    table = _table(path, files.document(path)) or {}
     where = f"{_shown(path)}: " + ("[tool.rllint] " if path.name == PYPROJECT else "")
+    if EXTEND in table:
+        parent = table[EXTEND]
+        if not isinstance(parent, str) or not parent:
+            raise ConfigError(f"{where}'extend' must be the name of a config file, not {_toml_type(parent)}",
+                              path=path, key=EXTEND)
+        parent_path = Path(os.path.abspath(path.parent / os.path.expanduser(parent)))
+        if parent_path in (path, *extending):
+            raise ConfigError(f"{where}'extend': {parent!r} extends this file again (a cycle)", path=path, key=EXTEND)
+        if not parent_path.is_file():
+            raise ConfigError(f"{where}'extend': no such configuration file {_shown(parent_path)}",
+                              path=path, key=EXTEND)
+        _apply_file(settings, parent_path, files, (*extending, path))
+    _apply_table(settings, {k: v for k, v in table.items() if k != EXTEND}, where, path)
+
+
+def _apply_table(settings: Settings, table: Dict[str, Any], where: str, path: Optional[Path]) -> None:
+    """A config table onto `settings`, over what is there: the keys of `_ADDED` add to it, the others replace
+    it, and a `select` starts the selection afresh. `path` is the file (None: the command line); paths and
+    path patterns are relative to its folder."""
+    folder = path.parent if path is not None else Path.cwd()
+    if "select" in table:
+        settings.extend_select, settings.ignore = [], []
     for key, value in table.items():
         if key in _CORE:
             attr, kind = _CORE[key]
             value = _checked(value, kind, f"{where}'{key}'", path, key)
-            setattr(settings, attr, str(path.parent / os.path.expanduser(value)) if kind == "path" else value)
+            if kind == "path":
+                value = str(folder / os.path.expanduser(value))
+            elif key in ("exclude", "extend-exclude"):
+                value = [_rebased(pattern, folder, settings.root, anchor="/") for pattern in value]
+            elif key == "per-file-ignores":
+                value = {_rebased(pattern, folder, settings.root): codes for pattern, codes in value.items()}
+            setattr(settings, attr, getattr(settings, attr) + value if key in _ADDED else value)
         elif _known_option(key):
             settings.options[key] = _option_value(OPTIONS[key], value, f"{where}'{key}'", path)
         else:
             raise ConfigError(f"{where}unknown key {key!r}{_did_you_mean(key)}", path=path, key=key)
+
+
+def _rebased(pattern: str, folder: Path, root: Path, anchor: str = "") -> str:
+    """A path pattern of a file in `folder` as a pattern relative to `root`, the folder patterns are matched
+    from (they differ in an extended file, or on the command line). A name pattern (no `/`) and one that
+    starts with `**/` match at any depth and stay as they are. `anchor` goes before a rebased pattern left
+    without a `/` (`/` keeps an exclude pattern a path, not a name)."""
+    bare = pattern[2:] if pattern.startswith("./") else pattern
+    if "/" not in bare or bare.startswith("**/") or os.path.abspath(folder) == os.path.abspath(root):
+        return pattern
+    relative = os.path.relpath(os.path.join(folder, bare.lstrip("/")), root).replace(os.sep, "/")
+    return ("" if "/" in relative else anchor) + relative + ("/" if bare.endswith("/") else "")
 
 
 def _known_option(key: str) -> bool:
@@ -245,6 +375,8 @@ def _apply_overrides(settings: Settings, overrides: dict) -> None:
         name = "--" + key.replace("_", "-")
         return _checked(given[key], kind, name, None, key.replace("_", "-"))
 
+    for table in given.get("config_values", ()):
+        _apply_table(settings, table, "--config ", None)
     if "select" in given:
         settings.select, settings.extend_select, settings.ignore = flag("select", "selectors"), [], []
     if "extend_select" in given:
@@ -254,6 +386,7 @@ def _apply_overrides(settings: Settings, overrides: dict) -> None:
     if "per_file_ignores" in given:
         merged = {pattern: list(codes) for pattern, codes in settings.per_file_ignores.items()}
         for pattern, codes in flag("per_file_ignores", "per-file-ignores").items():
+            pattern = _rebased(pattern, Path.cwd(), settings.root)
             merged[pattern] = merged.get(pattern, []) + codes
         settings.per_file_ignores = merged
     if "exclude" in given:
@@ -275,9 +408,18 @@ def _checked(value: Any, kind: str, where: str, path: Optional[Path], key: str) 
         if not isinstance(value, str) or not value:
             raise ConfigError(f"{where} must be a folder name, not {_toml_type(value)}", path=path, key=key)
         return value
+    if kind == "url":
+        if not isinstance(value, str) or "://" not in value:
+            shown = f" ({value!r})" if isinstance(value, str) else ""
+            raise ConfigError(f"{where} must be a URL such as https://... or file:///..., not {_toml_type(value)}"
+                              f"{shown}", path=path, key=key)
+        return value
     if kind == "per-file-ignores":
         if not isinstance(value, dict):
             raise ConfigError(f"{where} must be a table of glob = [selectors], not {_toml_type(value)}",
+                              path=path, key=key)
+        if "" in value:
+            raise ConfigError(f"{where} has an empty pattern; a pattern names the files its rules are ignored in",
                               path=path, key=key)
         return {pattern: _checked(selectors, "selectors", f"{where} {pattern!r}", path, key)
                 for pattern, selectors in value.items()}

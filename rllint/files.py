@@ -17,8 +17,8 @@ Exclusion follows ruff:
   deciding (`!keep.py` re-includes). As in git, ruff and ripgrep (astral-sh/ruff#5930, #6335),
   `.gitignore` files outside a git repository are not consulted; a nested repository starts afresh. Explicit paths are never
   gitignored: git itself does not ignore tracked files, and pre-commit passes only those.
-- Symbolic links to folders are followed; a link back to a folder of the current walk is reported
-  once as a loop and not descended.
+- Symbolic links to folders are followed; a link back to a folder of the current walk is not
+  descended, and said once in a notice (as ruff warns): a loop is no error, the run goes on.
 """
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def discover(paths: Sequence[str], settings: Settings,
 
     Paths are returned as given or joined onto what was given (`src/train.py`), never resolved.
     `notices` collects one line per folder skipped for a reason the user may want to know
-    (a vendored copy of an RL framework, `rllint.vendored`).
+    (a vendored copy of an RL framework, `rllint.vendored`; a symbolic link loop).
     """
     walk = _Walk(settings)
     for given in paths:
@@ -79,7 +79,7 @@ class _Walk:
         self._vendored = not settings.lint_vendored
         self.notices: List[str] = []
         self._specs: Dict[str, Optional[_Ignore]] = {}  # folder -> its .gitignore, read once
-        self._loops: Set[Tuple[int, int]] = set()  # the links already reported
+        self._loops: Set[Tuple[int, int]] = set()  # the links already in a notice
         self.files: Set[str] = set()
         self.errors: List[FileError] = []
 
@@ -183,7 +183,7 @@ class _Walk:
         link = entry.stat(follow_symlinks=False)
         if (link.st_dev, link.st_ino) not in self._loops:
             self._loops.add((link.st_dev, link.st_ino))
-            self.errors.append(FileError(shown, f"symbolic link loop: leads back to {ancestor!r}; not descended"))
+            self.notices.append(f"{shown}: a symbolic link loop (it leads back to {ancestor!r}); not descended")
 
     def _repo_ignores(self, real: str, top: bool) -> Optional[Tuple[_Ignore, ...]]:
         """The gitignore stack of folder `real`: from its repository's top (the first folder up that

@@ -590,44 +590,79 @@ def lint_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = N
     takes longer than `time_limit` seconds. Otherwise in this process, one file after the other.
     Ctrl-C stops the workers and raises KeyboardInterrupt; nothing is cached then.
     """
+    return lint_groups([(settings, paths, cache)], jobs, isolated, time_limit)
+
+
+# Files that share settings (those of one config file) and the result cache of those settings.
+Group = Tuple[Settings, Sequence[str], Optional[ResultCache]]
+
+
+def lint_groups(groups: Sequence[Group], jobs: Optional[int] = None, isolated: bool = True,
+                time_limit: float = FILE_TIME_LIMIT) -> FileResult:
+    """`lint_files` of each group, its files linted with its settings, in one pool of worker processes for
+    them all: a tree of a thousand config files starts one pool, not a thousand one after the other."""
     jobs = jobs or os.cpu_count() or 1
-    results: Dict[str, FileResult] = {}
-    pending: Dict[str, Tuple[bytes, str]] = {}
-    digests: Dict[str, str] = {}
-    # Files of the project outside the run that import one of it: their findings on values written in the
-    # run's files are the run's (a pre-commit of `hparams.py` alone reports what its importers make of it).
-    importers = [_shown_path(p, paths[0]) for p in importers_outside(paths, settings)]
-    for path in list(paths) + importers:
-        data, failure = _read(path)
-        if failure is not None:
-            results[path] = failure
-            continue
-        digest = digests[path] = content_hash(data)
-        cached = cache.get(path, digest) if cache is not None else None
-        if cached is not None and cache.stale(cached.dependencies):
-            cached = None
-        if cached is not None:
-            results[path] = cached
-        else:
-            pending[path] = (data, digest)
+    results: Dict[Tuple[int, str], FileResult] = {}
+    pending: Dict[Tuple[int, str], Tuple[bytes, str]] = {}
+    digests: Dict[Tuple[int, str], str] = {}
+    linted: List[Tuple[List[str], List[str]]] = []  # each group's paths and the importers linted with them
+    for number, (settings, paths, cache) in enumerate(groups):
+        # Files of the project outside the run that import one of it: their findings on values written in the
+        # run's files are the run's (a pre-commit of `hparams.py` alone reports what its importers make of it).
+        importers = [_shown_path(p, paths[0]) for p in importers_outside(paths, settings)]
+        linted.append((list(paths), importers))
+        for path in list(paths) + importers:
+            data, failure = _read(path)
+            if failure is not None:
+                results[number, path] = failure
+                continue
+            digest = digests[number, path] = content_hash(data)
+            cached = cache.get(path, digest) if cache is not None else None
+            if cached is not None and cache.stale(cached.dependencies):
+                cached = None
+            if cached is not None:
+                results[number, path] = cached
+            else:
+                pending[number, path] = (data, digest)
     if isolated:
-        done = workers.run([(data, path) for path, (data, _) in pending.items()],
-                           functools.partial(lint_bytes, settings=settings), jobs, time_limit)
-        fresh = {path: _error(path, outcome.message) if isinstance(outcome, workers.Failure) else outcome
-                 for path, outcome in done.items()}
+        tasks = [(data, key, groups[key[0]][0]) for key, (data, _) in pending.items()]
+        done = workers.run(tasks, _lint_task, jobs, time_limit)
+        fresh = {key: _error(key[1], outcome.message) if isinstance(outcome, workers.Failure) else outcome
+                 for key, outcome in done.items()}
     else:
-        fresh = {path: lint_bytes(data, path, settings) for path, (data, _) in pending.items()}
-    for path, result in fresh.items():
-        results[path] = result
+        fresh = {key: lint_bytes(data, key[1], groups[key[0]][0]) for key, (data, _) in pending.items()}
+    for key, result in fresh.items():
+        results[key] = result
+        cache = groups[key[0]][2]
         if cache is not None and not result.errors:
-            cache.put(path, pending[path][1], result)
-    if cache is not None:
-        cache.save()
+            cache.put(key[1], pending[key][1], result)
+    total = FileResult()
+    for number, (paths, importers) in enumerate(linted):
+        cache = groups[number][2]
+        if cache is not None:
+            cache.save()
+        own = {path: results[number, path] for path in paths + importers}
+        found = _reported(paths, importers, own, {path: digests[number, path] for path in own
+                                                  if (number, path) in digests})
+        total.diagnostics.extend(found.diagnostics)
+        total.errors.extend(found.errors)
+    total.diagnostics.sort(key=Diagnostic.sort_key)
+    return total
+
+
+def _lint_task(data: bytes, key: Tuple[int, str], settings: Settings) -> FileResult:
+    """A worker's task of `lint_groups`: `key` is (group, path), as a path may be linted in two groups."""
+    return lint_bytes(data, key[1], settings)
+
+
+def _reported(paths: List[str], importers: List[str], results: Dict[str, FileResult],
+              digests: Dict[str, str]) -> FileResult:
+    """What a group's results report: its importers' findings in the group's files only, each finding once."""
     run = {os.path.abspath(path) for path in paths}
     for importer in importers:
         results[importer].diagnostics = [d for d in results[importer].diagnostics if os.path.abspath(d.path) in run]
         results[importer].errors = []
-    paths = list(paths) + importers
+    paths = paths + importers
     total = FileResult()
     used_elsewhere = {(os.path.abspath(other), line, selector)
                       for path in paths for other, line, selector in results[path].used_elsewhere}
@@ -643,7 +678,6 @@ def lint_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = N
                 seen.add((where, d.line, d.column, d.code))
                 total.diagnostics.append(d)
         total.errors.extend(results[path].errors)
-    total.diagnostics.sort(key=Diagnostic.sort_key)
     return total
 
 

@@ -17,12 +17,13 @@ from pygls import uris
 from pygls.lsp.server import LanguageServer
 from pygls.workspace import TextDocument
 
-from rllint import __version__, rule_page_url
+from rllint import __version__
 from rllint.config import ConfigError, ConfigTree, load_settings
 from rllint.diagnostic import Diagnostic, Severity
 from rllint.files import file_kind
 from rllint.fix import load_builders
 from rllint.fix.apply import add_noqa
+from rllint.pages import rule_page_url
 from rllint.registry import load_rules
 from rllint.runner import lint_text
 from rllint.settings import Settings
@@ -36,6 +37,7 @@ class RllintServer(LanguageServer):
         super().__init__("rllint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self._configs: Optional[ConfigTree] = None
         self.findings: Dict[str, List[Diagnostic]] = {}  # uri -> rllint's findings of its last lint
+        self.docs_urls: Dict[str, Optional[str]] = {}  # uri -> `docs-url` of its settings, for rule links
 
     def configs(self) -> ConfigTree:
         if self._configs is None:
@@ -51,13 +53,14 @@ class RllintServer(LanguageServer):
         document = self.workspace.get_text_document(uri)
         path = uris.to_fs_path(uri) or uri
         try:
-            result = lint_text(document.source, path, self.configs().for_path(path))
+            settings = self.configs().for_path(path)
+            result = lint_text(document.source, path, settings)
         except ConfigError as error:
             self.window_show_message(types.ShowMessageParams(types.MessageType.Error, f"rllint: {error}"))
             return
         found = [d for d in result.diagnostics if d.path == path]
-        self.findings[uri] = found
-        diagnostics = [_lsp_diagnostic(d, document) for d in found]
+        self.findings[uri], self.docs_urls[uri] = found, settings.docs_url
+        diagnostics = [_lsp_diagnostic(d, document, settings.docs_url) for d in found]
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
 
 
@@ -68,11 +71,12 @@ def _range(document: TextDocument, line: int, column: int, end_line: int, end_co
     return document.range_to_client_units(server_range)
 
 
-def _lsp_diagnostic(d: Diagnostic, document: TextDocument) -> types.Diagnostic:
+def _lsp_diagnostic(d: Diagnostic, document: TextDocument, docs_url: Optional[str]) -> types.Diagnostic:
+    page = rule_page_url(d.code, docs_url)
     return types.Diagnostic(
         range=_range(document, d.line, d.column, d.end_line, d.end_column),
         message=d.message, severity=_SEVERITIES[Severity(d.severity)], code=d.code, source="rllint",
-        code_description=types.CodeDescription(href=rule_page_url(d.code)), data={"name": d.name})
+        code_description=None if page is None else types.CodeDescription(href=page), data={"name": d.name})
 
 
 def _actions(server: RllintServer, params: types.CodeActionParams) -> List[types.CodeAction]:
@@ -81,7 +85,7 @@ def _actions(server: RllintServer, params: types.CodeActionParams) -> List[types
     requested = params.range
     actions = []
     for finding in server.findings.get(uri, []):
-        diagnostic = _lsp_diagnostic(finding, document)
+        diagnostic = _lsp_diagnostic(finding, document, server.docs_urls.get(uri))
         if not requested.start.line <= diagnostic.range.start.line <= requested.end.line:
             continue
         if finding.fix is not None:

@@ -41,6 +41,7 @@ class Settings:
     target_version: Optional[Tuple[int, int]] = None
     config_path: Optional[Path] = None
     cache_dir: Optional[str] = None  # `cache-dir` of the config file, made absolute
+    docs_url: Optional[str] = None  # where rule pages are, for rule links (`rllint.pages`)
 
     def option(self, option: Option) -> Any:
         return self.options.get(option.key, option.default)

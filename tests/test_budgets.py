@@ -25,6 +25,7 @@ def test_python_text_beyond_the_byte_bound_is_one_error_before_any_tree_is_built
         "too large to lint (1.6 MiB of Python; rllint lints Python files up to 1 MiB)"]
 
 
+@pytest.mark.slow
 def test_a_file_beyond_the_node_bound_is_one_error_and_the_others_are_linted(tmp_path):
     dense = tmp_path / "table.py"
     dense.write_text(TRIGGERING + "".join(f"row_{i} = ({i}, {i + 1})\n" for i in range(12_000)))  # 0.25 MiB
@@ -56,6 +57,7 @@ def test_dense_text_within_the_byte_bound_is_refused_by_its_tokens_before_python
     assert [e.message.split(" tokens")[0] for e in result.errors] == ["too large to lint (about 240,021"]
 
 
+@pytest.mark.slow
 def test_text_below_the_token_bound_is_parsed_and_linted():
     padding = "".join(f'SCALE_{i} = "{"x" * 40}"  # {"y" * 40}\n' for i in range(2_000))  # 0.2 MiB, 10k tokens
     flagged = "import torch\nratio = torch.exp(old_logp - logp)\n"

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -302,7 +303,7 @@ def test_internal_error_is_one_line_and_exit_2(project, monkeypatch):
     def crash(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("rllint.runner.lint_files", crash)  # the command imports it when it lints
+    monkeypatch.setattr("rllint.runner.lint_groups", crash)  # the command imports it when it lints
     monkeypatch.delenv("RLLINT_DEBUG", raising=False)
     result = run("bad.py")
     assert result.exit_code == 2
@@ -357,6 +358,7 @@ def python_m_rllint(*args, cwd, input=None):
                           capture_output=True, env=env, timeout=120)
 
 
+@pytest.mark.slow
 def test_python_m_rllint_end_to_end(project):
     done = python_m_rllint("--format", "json", "--extend-select", "RL001", "bad.py", "good.py", "unused.py",
                            "missing.py", cwd=project)
@@ -450,17 +452,31 @@ def test_each_file_is_linted_with_its_closest_config_whatever_else_is_passed(pro
     assert [d["path"] for d in forced] == ["bad.py"]  # the nested config's excludes hold for named files
 
 
-def test_github_and_sarif_paths_are_relative_to_the_project_root(project, monkeypatch):
+@pytest.mark.parametrize("output_format", ["text", "concise", "full", "json", "json-lines", "github", "sarif"])
+def test_every_format_names_files_from_the_working_folder_whatever_config_they_use(project, output_format):
+    """As ruff: a file under `experiments/` with its own config is `experiments/train.py` in every format (the
+    GitHub annotation once named `train.py`, another file of the tree)."""
     (project / "pyproject.toml").write_text("[tool.rllint]\n")
-    (project / "src").mkdir()
-    (project / "src" / "bad.py").write_text(BAD)
-    monkeypatch.chdir(project / "src")
-    assert run("--format", "github", "bad.py").stdout.startswith("::error file=src/bad.py,line=")
-    log = json.loads(run("--format", "sarif", "bad.py").stdout)
-    location = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
-    assert location == {"uri": "src/bad.py", "uriBaseId": "%SRCROOT%"}
-    assert log["runs"][0]["originalUriBaseIds"]["%SRCROOT%"]["uri"] == project.resolve().as_uri() + "/"
-    assert run("bad.py").stdout.startswith("bad.py:")  # text stays relative to the working folder
+    (project / "experiments").mkdir()
+    (project / "experiments" / ".rllint.toml").write_text('extend-select = ["RL001"]\n')
+    (project / "experiments" / "train.py").write_text(BAD)
+    (project / "train.py").write_text(GOOD)
+    result = run("--format", output_format, "experiments/train.py")
+    assert result.exit_code == 1, result.stderr
+    shown = {
+        "text": lambda out: out.splitlines()[0].split(":")[0],
+        "concise": lambda out: out.splitlines()[0].split(":")[0],
+        "full": lambda out: out.splitlines()[0].split(":")[0],
+        "json": lambda out: json.loads(out)[0]["path"],
+        "json-lines": lambda out: json.loads(out.splitlines()[0])["path"],
+        "github": lambda out: out.split("file=", 1)[1].split(",", 1)[0],
+        "sarif": lambda out: json.loads(out)["runs"][0]["results"][0]["locations"][0]["physicalLocation"][
+            "artifactLocation"]["uri"],
+    }[output_format](result.stdout)
+    assert shown == "experiments/train.py"
+    if output_format == "sarif":
+        base = json.loads(result.stdout)["runs"][0]["originalUriBaseIds"]["%SRCROOT%"]["uri"]
+        assert base == project.resolve().as_uri() + "/"
 
 
 def test_read_errors_reach_the_machine_formats(project):
@@ -479,12 +495,22 @@ def test_read_errors_reach_the_machine_formats(project):
     assert "could not be linted" not in run("--format", "json", "latin.py").stdout  # no summary in machine formats
 
 
-def test_sarif_names_the_tool_home_and_each_rule_page(project):
-    from rllint import REPOSITORY, rule_page_url
+def test_sarif_rule_links_resolve_to_the_shipped_pages_or_to_docs_url(project):
+    from urllib.parse import urlparse
+    from urllib.request import url2pathname
 
     driver = json.loads(run("--format", "sarif", "bad.py").stdout)["runs"][0]["tool"]["driver"]
-    assert driver["informationUri"] == REPOSITORY
-    assert driver["rules"][0]["helpUri"] == rule_page_url("RL000")
+    page = urlparse(driver["rules"][0]["helpUri"])
+    assert page.scheme == "file"  # no placeholder host: a page on this machine
+    assert Path(url2pathname(page.path)).read_text(encoding="utf-8") == render_page(SyntaxErrorRule)
+    assert Path(url2pathname(urlparse(driver["informationUri"]).path)).name == "README.md"
+    (project / "rllint.toml").write_text('docs-url = "https://example.org/rllint/rules/"\n')
+    driver = json.loads(run("--format", "sarif", "bad.py").stdout)["runs"][0]["tool"]["driver"]
+    assert driver["rules"][0]["helpUri"] == "https://example.org/rllint/rules/RL000.md"
+    assert driver["informationUri"] == "https://example.org/rllint/rules/README.md"
+    (project / "rllint.toml").write_text('docs-url = "rules/"\n')
+    result = run("--format", "sarif", "bad.py")
+    assert result.exit_code == 2 and "rllint.toml: 'docs-url' must be a URL" in result.stderr
 
 
 def test_an_unknown_command_that_is_no_path_is_named(project):

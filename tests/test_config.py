@@ -363,3 +363,83 @@ def test_overrides_apply_to_every_config_and_config_flag_fixes_one(tmp_path):
     assert configs.for_path(str(tmp_path / "pkg" / "a.py")).extend_select == ["RL000"]
     fixed = ConfigTree(load_settings(tmp_path / ".rllint.toml"), None, fixed=True)
     assert fixed.for_path(str(tmp_path / "pkg" / "a.py")).ignore == ["RL000"]
+
+
+# --- extend: a config that inherits another ---------------------------------------------------------
+
+def test_extend_rebases_the_parents_path_patterns_onto_the_child_folder(tmp_path):
+    write(tmp_path / "pyproject.toml", "[tool.rllint]\nmax-epsilon = 1e-3\nextend-exclude = ['exp/old/', 'gen_*.py']\n"
+          "[tool.rllint.per-file-ignores]\n'exp/tests/*' = ['RL001']\n'other/*' = ['RL0']\n")
+    write(tmp_path / "exp" / ".rllint.toml", "extend = '../pyproject.toml'\nmin-group-size = 4\n")
+    settings = load_settings(start=tmp_path / "exp")
+    assert settings.root == (tmp_path / "exp").resolve()
+    assert settings.options == {"max-epsilon": 1e-3, "min-group-size": 4}
+    assert settings.extend_exclude == ["/old/", "gen_*.py"]  # a name pattern matches at any depth: kept
+    assert settings.per_file_ignores == {"tests/*": ["RL001"], "../other/*": ["RL0"]}
+    assert "RL001" not in {rule.code for rule in settings.rules_for(str(tmp_path / "exp" / "tests" / "t.py"))}
+
+
+def test_extend_must_name_a_file(tmp_path, monkeypatch):
+    error = error_of(tmp_path, "rllint.toml", "extend = 3\n", monkeypatch)
+    assert str(error) == "rllint.toml: 'extend' must be the name of a config file, not an integer"
+    assert error.key == "extend"
+
+
+# --- what a hostile config file holds -----------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "a = " + "[" * 5000 + "]" * 5000,  # tomllib recurses once per level
+    "a = " + "{b = " * 3000 + "1" + "}" * 3000,
+    "a" + ".a" * 20000 + " = 1",  # tomllib's time and memory grow with the square of a dotted key
+    "[" + "a." * 20000 + "a]\n",
+])
+def test_toml_nested_too_deeply_is_one_error_naming_the_file(tmp_path, monkeypatch, text):
+    error = error_of(tmp_path, "rllint.toml", text, monkeypatch)
+    assert str(error).startswith("rllint.toml: invalid TOML: ") and "nested too deeply" in str(error)
+    assert error.path == tmp_path / "rllint.toml"
+
+
+def test_many_numbers_and_dotted_words_in_strings_are_no_deep_nesting(tmp_path):
+    values = ", ".join(f"{n}.5" for n in range(300))
+    words = ".".join(["w"] * 300)
+    write(tmp_path / "pyproject.toml", f'[tool.other]\nvalues = [{values}]\nnote = "{words}"\n[tool.rllint]\n')
+    assert load_settings(start=tmp_path).config_path == tmp_path / "pyproject.toml"
+
+
+def test_an_empty_per_file_ignores_pattern_is_an_error_naming_the_key(tmp_path, monkeypatch):
+    error = error_of(tmp_path, "pyproject.toml", "[tool.rllint.per-file-ignores]\n'' = ['RL001']\n", monkeypatch)
+    assert str(error).startswith("pyproject.toml: [tool.rllint] 'per-file-ignores' has an empty pattern")
+    assert error.key == "per-file-ignores"
+    with pytest.raises(ConfigError, match="^--per-file-ignores has an empty pattern"):
+        load_settings(isolated=True, overrides={"per_file_ignores": {"": ["RL001"]}})
+
+
+def test_a_config_file_too_large_is_an_error(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(config, "MAX_CONFIG_BYTES", 100)
+    write(tmp_path / "rllint.toml", "# " + "x" * 200 + "\n")
+    with pytest.raises(ConfigError, match="^rllint.toml: too large"):
+        load_settings(start=tmp_path)
+
+
+# --- a tree of many config files --------------------------------------------------------------------
+
+def test_each_config_file_of_a_tree_is_read_and_parsed_once(tmp_path, monkeypatch):
+    """2,041 `.rllint.toml` files once made a run take minutes: the cost must grow with the number of configs,
+    not with its square. Each folder has a config and a pyproject.toml with `requires-python`."""
+    from rllint.config import ConfigFiles, ConfigTree
+
+    folders = 300
+    for number in range(folders):
+        write(tmp_path / f"d{number}" / ".rllint.toml", "extend-select = ['RL001']\n")
+        write(tmp_path / f"d{number}" / "pyproject.toml", "[project]\nrequires-python = '>=3.10'\n")
+        write(tmp_path / f"d{number}" / "sub" / "train.py", "x = 1\n")
+    reads = []
+    real = config._read
+    monkeypatch.setattr(config, "_read", lambda path: reads.append(path) or real(path))
+    files = ConfigFiles()
+    configs = ConfigTree(load_settings(start=tmp_path, files=files), files=files)
+    for number in range(folders):
+        settings = configs.for_path(str(tmp_path / f"d{number}" / "sub" / "train.py"))
+        assert settings.extend_select == ["RL001"] and settings.target_version == (3, 10)
+    assert sorted(reads) == sorted(set(reads)) and len(reads) == 2 * folders

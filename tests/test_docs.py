@@ -135,6 +135,7 @@ def docs_main(*args):
     return subprocess.run([sys.executable, "-m", "rllint.docs", *args], capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_write_check_and_stale_pages(tmp_path):
     folder = tmp_path / "rules"
     assert docs_main("--check", str(folder)).returncode == 1  # nothing written yet

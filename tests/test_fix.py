@@ -102,6 +102,7 @@ def test_add_noqa_silences_every_finding_and_is_idempotent(tmp_path, monkeypatch
     assert run("--select", "RL302", "--add-noqa", "train.py").output == "Added 0 noqa directives.\n"
 
 
+@pytest.mark.slow
 def test_fixing_the_shipped_fixtures_leaves_nothing_fixable_and_code_that_parses(tmp_path, monkeypatch):
     """The issue's acceptance run: `rllint --fix`, then `rllint`, on the fixtures of the fixable rules."""
     fixtures = Path(__file__).resolve().parent.parent / "fixtures"

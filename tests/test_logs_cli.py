@@ -114,6 +114,7 @@ def test_rule_pages_and_the_catalogue_know_log_rules(tmp_path):
     assert "RL711  unmonitored-run" in listing and "RL607  unmonitored-training-loop" in listing
 
 
+@pytest.mark.slow
 def test_plot_writes_a_png(tmp_path):
     pytest.importorskip("matplotlib")
     write_run(tmp_path / "run", {"entropy_collapse": 150, "kl_growth": 200})

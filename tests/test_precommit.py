@@ -60,6 +60,7 @@ def try_repo(hook_repo: Path, project: Path, home: Path) -> subprocess.Completed
                           cwd=project, env=env, capture_output=True, text=True, timeout=900)
 
 
+@pytest.mark.slow
 def test_hook_fails_on_the_bad_file_and_passes_without_it(hook_repo, tmp_path):
     project = tmp_path / "project"
     project.mkdir()

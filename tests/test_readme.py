@@ -1,6 +1,7 @@
 """Every README snippet that can run offline does what the README says: config blocks load, example
 outputs match real runs, usage lines are accepted, the problem matcher matches real output, and the
-pre-commit and CI snippets name this release."""
+pre-commit, CI and editor snippets pin one commit of this repository with one placeholder for its address
+(tests/test_snippets.py runs them from a clone at that commit)."""
 import json
 import re
 import shlex
@@ -11,7 +12,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from rllint import REPOSITORY, __version__, cli
+from rllint import cli
 from rllint.config import ConfigError, load_settings
 
 try:
@@ -22,6 +23,8 @@ except ImportError:  # Python < 3.11
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 BLOCKS = re.findall(r"^```(\w*)\n(.*?)^```", README, flags=re.MULTILINE | re.DOTALL)
+ADDRESS = "https://github.com/OWNER/rllint"  # the one placeholder of the snippets: the repository's address
+PINS = re.findall(r"rllint@(\w+)|rev: (\w+)", README)
 
 
 def blocks(language):
@@ -41,18 +44,22 @@ def test_toml_blocks_parse_and_rllint_config_loads(body, tmp_path, monkeypatch):
     document = tomllib.loads(body)
     first = body.splitlines()[0]
     if "rllint" in document.get("tool", {}):
-        (tmp_path / "pyproject.toml").write_text(body)
-    elif first.startswith("# ") and first.endswith("rllint.toml"):
-        (tmp_path / ".rllint.toml").write_text(body)
+        folder, name = tmp_path, "pyproject.toml"
+    elif first.startswith("# ") and first.endswith("rllint.toml"):  # a sub-folder's config, named in its first line
+        folder, name = (tmp_path / first[2:]).parent, Path(first).name
+        folder.mkdir(parents=True)
     else:
         assert "tool" in document or "language-server" in document  # another tool's config (ruff's, Helix's)
         return
+    (folder / name).write_text(body)
+    if "extend" in document:  # the file it inherits
+        (folder / document["extend"]).write_text("[tool.rllint]\n")
     monkeypatch.chdir(tmp_path)
     try:
-        settings = load_settings(start=tmp_path)
+        settings = load_settings(start=folder)
     except ConfigError as error:
         pytest.fail(f"README config does not load: {error}")
-    assert settings.config_path is not None
+    assert settings.config_path == folder / name
 
 
 def test_the_example_output_matches_a_real_run(tmp_path, monkeypatch):
@@ -103,6 +110,7 @@ def test_usage_lines_are_accepted_by_the_command_line(command):
         pytest.fail(f"README usage `{command}` is rejected: {error}")
 
 
+@pytest.mark.slow
 def test_the_setup_commands_are_the_ones_ci_runs_and_the_fixtures_have_findings():
     setup = blocks("bash")[:2]
     assert setup[1].strip() == 'python -m pip install ".[test]" && python -m pytest -q'
@@ -111,18 +119,32 @@ def test_the_setup_commands_are_the_ones_ci_runs_and_the_fixtures_have_findings(
     assert run("-q", str(ROOT / "fixtures")).exit_code == 1  # "full of findings, so it exits with status 1"
 
 
-def test_pre_commit_snippet_names_the_hook_and_this_release():
+def test_every_snippet_pins_the_same_commit_of_this_repository():
+    pins = {one or other for one, other in PINS}
+    assert len(PINS) >= 5 and len(pins) == 1, pins
+    (pin,) = pins
+    assert re.fullmatch(r"[0-9a-f]{40}", pin)  # a commit, which the repository holds (no tag to create)
+    assert f"commit `{pin}`" in README and README.count("`OWNER/rllint`") == 2  # said once, in Set-up (and linked)
+
+
+def test_pre_commit_snippet_names_the_hook():
     (config,) = [yaml.safe_load(body) for body in blocks("yaml") if "repos:" in body]
     (repo,) = config["repos"]
     hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
-    assert repo["repo"] == REPOSITORY and repo["rev"] == f"v{__version__}"
+    assert repo["repo"] == ADDRESS
     assert [hook["id"] for hook in repo["hooks"]] == [hook["id"] for hook in hooks] == ["rllint"]
 
 
-def test_ci_snippet_installs_this_release_from_the_repository_and_its_command_runs():
+def test_ci_snippets_use_the_action_or_pip_and_their_commands_run():
+    (job,) = [yaml.safe_load(body)["jobs"]["rllint"] for body in blocks("yaml") if "jobs:" in body]
+    (action,) = [step for step in job["steps"] if step.get("uses", "").startswith("OWNER/rllint@")]
+    inputs = yaml.safe_load((ROOT / "action.yml").read_text())["inputs"]
+    assert set(action["with"]) <= set(inputs) and job["permissions"]["security-events"] == "write"
     (steps,) = [yaml.safe_load(body) for body in blocks("yaml") if "- run:" in body]
     runs = [step["run"] for step in steps if "run" in step]
-    assert runs[0] == f'pip install "rllint @ git+{REPOSITORY}@v{__version__}"'
+    pin = PINS[0][0] or PINS[0][1]
+    assert runs[0] == f'pip install "rllint @ git+{ADDRESS}@{pin}"'
+    assert f'pip install "rllint[lsp] @ git+{ADDRESS}@{pin}"' in README  # the language server's
     args = shlex.split(runs[1])
     assert args[0] == "rllint"
     cli.check.make_context("check", args[1:])

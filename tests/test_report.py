@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from rllint.diagnostic import Diagnostic, Severity
-from rllint.report import FORMATS, github, json_array, json_lines, sarif, text
+from rllint.report import FORMATS, ReportOptions, full, github, json_array, json_lines, sarif, text
 
 
 def finding(path="src/train.py", line=3, column=5, code="RL000", name="syntax-error",
@@ -21,7 +21,7 @@ def written(writer, diagnostics):
 
 
 def test_format_names():
-    assert set(FORMATS) == {"text", "concise", "json", "json-lines", "github", "sarif"}
+    assert set(FORMATS) == {"text", "concise", "full", "json", "json-lines", "github", "sarif"}
     assert FORMATS["concise"] is FORMATS["text"] is text.write
 
 
@@ -51,10 +51,10 @@ def test_json_lines_is_one_object_per_line():
 
 
 def test_github_escapes_message_and_properties():
-    diagnostic = finding(path="dir,1/a:b%.py", message="100% of it: a, b\nnext\rend")
+    diagnostic = finding(path="dir,1/a:b%.py", message="100% of it: a, b\nnext\rend %0A")
     assert written(github.write, [diagnostic]) == (
         "::error file=dir%2C1/a%3Ab%25.py,line=3,col=5,endLine=3,endColumn=9,title=rllint (RL000)"
-        "::100%25 of it: a, b%0Anext%0Dend\n")
+        "::100%25 of it: a, b\\nnext\\rend %250A\n")
 
 
 @pytest.mark.parametrize("severity, command", [
@@ -64,8 +64,8 @@ def test_github_levels_follow_severity(severity, command):
 
 
 def test_github_escape_helpers():
-    assert github.escape_data("a%b\r\nc:d,e") == "a%25b%0D%0Ac:d,e"
-    assert github.escape_property("a%b\r\nc:d,e") == "a%25b%0D%0Ac%3Ad%2Ce"
+    assert github.escape_data("a%b\r\nc:d,e") == "a%25b\\r\\nc:d,e"
+    assert github.escape_property("a%b\r\nc:d,e") == "a%25b\\r\\nc%3Ad%2Ce"
 
 
 def test_sarif_log(tmp_path, monkeypatch):
@@ -105,3 +105,69 @@ def test_sarif_log(tmp_path, monkeypatch):
 def test_sarif_of_a_clean_run_has_an_empty_result_list():
     (run,) = json.loads(written(sarif.write, []))["runs"]
     assert run["results"] == [] and run["tool"]["driver"]["rules"] == []
+
+
+# A name and a message that would forge a second GitHub annotation, or drive the terminal, if printed raw.
+FORGED = "x.py\n::error file=setup.py,line=1::forged\x1b[2J\x9b31m\u2028\u202e"
+
+
+@pytest.mark.parametrize("writer", [text.write, full.write, github.write], ids=["text", "full", "github"])
+def test_control_characters_are_escaped_in_human_formats(writer):
+    out = written(writer, [finding(path=FORGED, message=FORGED)])
+    commands = [line for line in out.splitlines() if line.startswith("::")]
+    assert len(commands) == (1 if writer is github.write else 0)  # the finding's own annotation, nothing forged
+    assert not any(char in out for char in "\x1b\x9b\u2028\u202e\r")
+    assert "\\x1b[2J" in out and "\\u202e" in out
+
+
+@pytest.mark.parametrize("writer", [json_array.write, json_lines.write, sarif.write],
+                         ids=["json", "json-lines", "sarif"])
+def test_machine_formats_escape_every_control_character_and_keep_the_text(writer, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = written(writer, [finding(path="x.py", message=FORGED)])
+    assert not any(char in out for char in "\x1b\x9b\u2028\u202e\r")
+    document = json.loads(out) if writer is not json_lines.write else [json.loads(out)]
+    messages = [document[0]["message"]] if writer is not sarif.write else \
+        [result["message"]["text"] for result in document["runs"][0]["results"]]
+    assert messages == [FORGED]  # escaped in the JSON text, the same string once parsed
+
+
+def test_full_shows_a_code_frame_with_the_span_underlined_and_the_fix():
+    from rllint.fix import Edit, Fix
+
+    lines = ["import torch", "", "", "def logps(logits):", "\treturn torch.log(torch.softmax(logits, -1))", ""]
+    fix = Fix("Use `log_softmax`", (Edit(5, 9, 5, 45, "torch.log_softmax(logits, -1)"),), safe=True)
+    fixable = Diagnostic("a.py", 5, 9, 5, 45, "RL108", "log-of-softmax", Severity.ERROR, "log of softmax", fix)
+    plain = finding(path="a.py", line=1, column=1, end=(1, 13), code="RL999", message="first line")
+    stream = io.StringIO()
+    full.write([plain, fixable], stream, options=ReportOptions(lines=lambda d: lines))
+    assert stream.getvalue() == (
+        "a.py:1:1: RL999 first line\n"
+        "  |\n"
+        "1 | import torch\n"
+        "  | ^^^^^^^^^^^^ RL999\n"
+        "2 |\n"
+        "3 |\n"
+        "  |\n"
+        "\n"
+        "a.py:5:9: RL108 [*] log of softmax\n"
+        "  |\n"
+        "3 |\n"
+        "4 | def logps(logits):\n"
+        "5 |     return torch.log(torch.softmax(logits, -1))\n"  # a tab as four spaces, as ruff
+        "  |            ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ RL108\n"
+        "6 |\n"
+        "  |\n"
+        "  = help: Use `log_softmax`\n"
+        "\n")
+
+
+def test_full_marks_an_unsafe_fix_only_with_unsafe_fixes_and_needs_no_lines():
+    from rllint.fix import Edit, Fix
+
+    fix = Fix("strict", (Edit(1, 1, 1, 2, "y"),), safe=False)
+    unsafe = Diagnostic("a.py", 1, 1, 1, 2, "RL404", "zip", Severity.WARNING, "zip", fix)
+    assert written(full.write, [unsafe]) == "a.py:1:1: RL404 zip\n\n"
+    stream = io.StringIO()
+    full.write([unsafe], stream, options=ReportOptions(unsafe_fixes=True))
+    assert stream.getvalue() == "a.py:1:1: RL404 [*] zip\n\n"

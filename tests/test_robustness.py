@@ -74,6 +74,7 @@ def assert_canary_only(done):
 
 # 1 ---------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("codec", ["hex", "base64", "bz2", "zlib", "rot13", "uu_codec", "undefined", "punycode"])
 def test_1_a_coding_cookie_naming_a_non_text_codec_is_that_files_error(tmp_path, codec):
     folder = project(tmp_path, {"hostile.py": f"# coding: {codec}\nx = 1\n"})
@@ -90,6 +91,7 @@ SHAPES_THAT_CRASH_LIBCST = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", sorted(SHAPES_THAT_CRASH_LIBCST))
 @pytest.mark.parametrize("mode", ["-j1", "few files", "many files -j2", "stdin"])
 def test_2_shapes_that_crash_libcst_cost_one_file_in_every_mode(tmp_path, shape, mode):
@@ -105,6 +107,7 @@ def test_2_shapes_that_crash_libcst_cost_one_file_in_every_mode(tmp_path, shape,
     assert_canary_and_one_error(done, "hostile.py", "too deeply nested to lint")
 
 
+@pytest.mark.slow
 def test_2_in_process_linting_survives_them_too(tmp_path):
     """The library (flake8 plugin, editor server) lints in its own process: the guards hold there too."""
     script = textwrap.dedent("""\
@@ -135,6 +138,7 @@ NEWER_SYNTAX = {  # Python 3.12
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(VALID_PYTHON))
 def test_3_valid_python_libcst_cannot_read_is_never_rl000(tmp_path, name):
     # A trigger word in a comment, so that a rule runs and needs libcst's tree of the file: a file that
@@ -145,6 +149,7 @@ def test_3_valid_python_libcst_cannot_read_is_never_rl000(tmp_path, name):
     assert_canary_and_one_error(done, "valid.py", "could not be analysed: Python parses it but libcst")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(NEWER_SYNTAX))
 def test_3_newer_syntax_is_never_rl000(tmp_path, name):
     folder = project(tmp_path, {"new.py": NEWER_SYNTAX[name]})
@@ -156,6 +161,7 @@ def test_3_newer_syntax_is_never_rl000(tmp_path, name):
         assert_canary_and_one_error(done, "new.py", "uses syntax that Python 3.11, which runs rllint, cannot parse")
 
 
+@pytest.mark.slow
 def test_3_rl000_means_not_python_in_any_grammar(tmp_path):
     folder = project(tmp_path, {"broken.py": "if x == 1\n    pass\n", "deep.py": "x = " + "(" * 5000 + ")" * 5000 + "\n"})
     done = rllint(folder, ".")
@@ -165,18 +171,21 @@ def test_3_rl000_means_not_python_in_any_grammar(tmp_path):
 
 # 4 ---------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_4_gitignore_lines_that_git_accepts_and_pathspec_rejects(tmp_path):
     folder = project(tmp_path, {".git/info/exclude": "*.tmp\n", ".gitignore": "build\\\n[z-a]\n!\nignored.py\n",
                                 "ignored.py": "x = (\n"})
     assert_canary_only(rllint(folder, "."))
 
 
+@pytest.mark.slow
 def test_4_a_git_file_with_non_utf8_bytes(tmp_path):
     folder = project(tmp_path, {".git": b"gitdir: \xff\xfe/elsewhere\n", ".gitignore": "ignored.py\n",
                                 "ignored.py": "x = (\n"})
     assert_canary_only(rllint(folder, "."))
 
 
+@pytest.mark.slow
 def test_4_an_exclude_pattern_pathspec_rejects_is_a_config_error(tmp_path):
     folder = project(tmp_path / "config", {"pyproject.toml": "[tool.rllint]\nextend-exclude = ['a/[z-a]']\n"})
     done = rllint(folder, ".")
@@ -201,6 +210,7 @@ def merge_bomb() -> str:
     return text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bomb", [alias_bomb, merge_bomb])
 def test_5_yaml_alias_and_merge_bombs(tmp_path, bomb):
     assert len(bomb()) < 1100
@@ -208,6 +218,7 @@ def test_5_yaml_alias_and_merge_bombs(tmp_path, bomb):
     assert_canary_and_one_error(rllint(folder, "."), "grpo.yaml", "expand to too many entries")
 
 
+@pytest.mark.slow
 def test_5_aliases_and_merges_of_a_real_config_are_still_read(tmp_path):
     folder = project(tmp_path, {"grpo.yaml": "base: &base\n  lr: 5e-5\nactor:\n  <<: *base\nnum_generations: 8\n"})
     assert "grpo.yaml:2:7: RL601" in rllint(folder, ".").stdout.decode()
@@ -215,6 +226,7 @@ def test_5_aliases_and_merges_of_a_real_config_are_still_read(tmp_path):
 
 # 6 ---------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_6_non_utf8_yaml_and_shell_files_of_other_tools(tmp_path):
     folder = project(tmp_path, {
         "latin.yaml": "name: caf\xe9\n".encode("latin-1"),
@@ -225,6 +237,7 @@ def test_6_non_utf8_yaml_and_shell_files_of_other_tools(tmp_path):
     assert_canary_only(rllint(folder, "."))
 
 
+@pytest.mark.slow
 def test_6_a_utf16_rl_config_is_read(tmp_path):
     folder = project(tmp_path, {"grpo.yaml": "lr: 5e-5\nnum_generations: 8\n".encode("utf-16")})
     assert "grpo.yaml:1:5: RL601" in rllint(folder, ".").stdout.decode()
@@ -232,12 +245,14 @@ def test_6_a_utf16_rl_config_is_read(tmp_path):
 
 # 7 ---------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_7_a_generated_module_beyond_the_node_budget(tmp_path):
     dense = "DATA = [\n" + "".join(f"    ({i}, {i + 1}),\n" for i in range(100_000)) + "]\n"  # 1.5 MB, 400k nodes
     folder = project(tmp_path, {"generated.py": dense})
     assert_canary_and_one_error(rllint(folder, "--select", "RL", "."), "generated.py", "too large to lint (")
 
 
+@pytest.mark.slow
 def test_7_a_file_beyond_the_size_bound(tmp_path):
     folder = project(tmp_path, {"huge.py": "x = 1\n" * 9_000_000})  # 54 MB
     assert_canary_and_one_error(rllint(folder, "."), "huge.py", "too large to lint (51.5 MiB")
@@ -257,6 +272,7 @@ def test_7_memory_error_anywhere_is_that_files_error(monkeypatch):
 
 # 8 ---------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_8_special_files_named_or_reached_through_links(tmp_path):
     folder = project(tmp_path)
     os.mkfifo(folder / "pipe.py")
@@ -272,6 +288,7 @@ def test_8_special_files_named_or_reached_through_links(tmp_path):
 
 # 9 ---------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_9_rl601_config_check_is_linear(tmp_path):
     keys = "".join(f"k{i}:\n  lr: 5e-5\n" for i in range(15_000))
     folder = project(tmp_path, {"grpo.yaml": "trainer: grpo\nnum_generations: 8\n" + keys})
@@ -281,6 +298,7 @@ def test_9_rl601_config_check_is_linear(tmp_path):
 
 # 10 --------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", ["nan", "inf", "-1", "0"])
 def test_10_numeric_options_must_be_finite_and_positive(tmp_path, value):
     folder = project(tmp_path, {"pyproject.toml": f"[tool.rllint]\nmax-learning-rate = {value}\n"})
@@ -323,6 +341,7 @@ def wait_gone(group: int, timeout: float = 20.0) -> bool:
     return not group_alive(group)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("presses", [1, 2])
 def test_11_ctrl_c_stops_the_workers_and_exits_130(tmp_path, presses):
     process = start(slow_project(tmp_path), "--select", "RL", ".")
@@ -334,6 +353,7 @@ def test_11_ctrl_c_stops_the_workers_and_exits_130(tmp_path, presses):
     assert wait_gone(process.pid)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
 def test_11_workers_exit_when_the_parent_dies(tmp_path, how):
     process = start(slow_project(tmp_path), "--select", "RL", ".")
@@ -355,6 +375,7 @@ def cache_file(folder):
     return [path for path in cache.iterdir() if path.suffix == ".json"] if cache.is_dir() else []
 
 
+@pytest.mark.slow
 def test_12_the_cache_is_data_checked_on_load_and_rewritten(tmp_path):
     folder = project(tmp_path)
     first = rllint(folder, "train_grpo.py", cache=True)
@@ -373,6 +394,7 @@ def test_12_the_cache_is_data_checked_on_load_and_rewritten(tmp_path):
     assert CANARY_FINDING in rllint(folder, "train_grpo.py", cache=True).stdout.decode()
 
 
+@pytest.mark.slow
 def test_12_a_forged_empty_result_of_another_shape_is_a_miss(tmp_path):
     folder = project(tmp_path)
     rllint(folder, "train_grpo.py", cache=True)
@@ -382,6 +404,7 @@ def test_12_a_forged_empty_result_of_another_shape_is_a_miss(tmp_path):
     assert CANARY_FINDING in rllint(folder, "train_grpo.py", cache=True).stdout.decode()
 
 
+@pytest.mark.slow
 def test_12_a_failed_write_leaves_no_temporary_file(tmp_path):
     folder = project(tmp_path)
     rllint(folder, "train_grpo.py", cache=True)
@@ -395,6 +418,7 @@ def test_12_a_failed_write_leaves_no_temporary_file(tmp_path):
 
 # 13 --------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_13_a_module_that_appears_later_makes_the_cached_result_stale(tmp_path):
     folder = project(tmp_path, {"train.py": CANARY.replace("learning_rate=5e-5", "learning_rate=LR").replace(
         "from trl import", "from config import LR\nfrom trl import")})
@@ -419,6 +443,7 @@ def test_14_astroid_never_imports_while_rllint_reads_modules(tmp_path, monkeypat
     assert found.number == 5e-5 and imported == []
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which(sysconfig.get_config_var("CC").split()[0] if sysconfig.get_config_var("CC") else "cc")
                     is None, reason="needs a C compiler to build an extension module")
 def test_14_an_extension_module_of_the_linted_tree_is_never_loaded(tmp_path):
@@ -447,6 +472,7 @@ def test_14_an_extension_module_of_the_linted_tree_is_never_loaded(tmp_path):
 
 # 15 --------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_15_a_comment_cannot_hang_the_run(tmp_path):
     hostile = ("# rllint: noqa: " + " " * 5000 + "!\n" + "# rllint: ignore[" * 5000 + "\n"
                + "x = 1  # noqa: " + "RL1 " * 5000 + "a" * 5000 + "\n")
@@ -454,6 +480,7 @@ def test_15_a_comment_cannot_hang_the_run(tmp_path):
     assert_canary_only(rllint(folder, "."))
 
 
+@pytest.mark.slow
 def test_15_each_file_is_bounded_in_time(tmp_path, monkeypatch):
     import libcst as cst
 
@@ -482,6 +509,7 @@ def test_15_each_file_is_bounded_in_time(tmp_path, monkeypatch):
 
 # 16 --------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_16_the_report_never_overwrites_a_linted_file(tmp_path):
     folder = project(tmp_path)
     for args in (["-o", "train_grpo.py", "train_grpo.py"], ["-o", "./train_grpo.py", "."]):

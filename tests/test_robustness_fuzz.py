@@ -1,5 +1,7 @@
 """1,000 random Python programs (hypothesmith, a fixed seed) in worker and in-process mode: no crash, no
 internal error, and no finding of an RL rule: a random program is not an RL training script."""
+import sys
+
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
@@ -28,8 +30,17 @@ def programs():
 
 
 @pytest.fixture(scope="module")
-def sources():
-    generated = programs()
+def sources(request):
+    """The programs, from pytest's cache when an earlier run generated them: generation is derandomized, so the
+    same versions give the same programs, and it costs about a minute (the tests themselves a few seconds)."""
+    cache = getattr(request.config, "cache", None)  # None with `-p no:cacheprovider`
+    key = (f"rllint/fuzz-programs/{COUNT}-py{sys.version_info[0]}.{sys.version_info[1]}-hypothesis"
+           f"{hypothesis.__version__}-hypothesmith{hypothesmith.__version__}")
+    generated = cache.get(key, None) if cache is not None else None
+    if generated is None:
+        generated = programs()
+        if cache is not None:
+            cache.set(key, generated)
     assert len(generated) >= COUNT * 0.9  # hypothesis may stop early on duplicates, never far from the count
     return generated
 

@@ -285,6 +285,7 @@ def test_suppression_comments_parse_in_linear_time(probe):
     assert [d.code for d in lint_text(text, "a.py", probe).diagnostics] == ["RL999", "RL999"]
 
 
+@pytest.mark.slow
 def test_many_own_line_ignore_comments(probe):
     text = "".join(f"# rllint: ignore[RL999]\nx{i} = marker\n" for i in range(5_000)) + "z = marker\n"
     assert spots(lint_text(text, "a.py", probe)) == [(10_001, 5, "RL999")]

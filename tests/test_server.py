@@ -9,7 +9,7 @@ from lsprotocol import types  # noqa: E402
 from pygls import uris  # noqa: E402
 from pygls.lsp.client import LanguageClient  # noqa: E402
 
-from rllint import rule_page_url  # noqa: E402
+from rllint.pages import rule_page_url  # noqa: E402
 
 SOURCE = "import torch\n\n\ndef policy_logps(logits):\n    return torch.log(torch.softmax(logits, dim=-1))\n"
 FIXED = "import torch\n\n\ndef policy_logps(logits):\n    return torch.log_softmax(logits, dim=-1)\n"
@@ -63,6 +63,7 @@ def session(root, script):
     return asyncio.run(run())
 
 
+@pytest.mark.slow
 def test_diagnostics_on_open_change_and_save_and_a_fix_applied(tmp_path):
     path = tmp_path / "train.py"
     path.write_text(SOURCE)
@@ -111,6 +112,7 @@ def test_diagnostics_on_open_change_and_save_and_a_fix_applied(tmp_path):
     session(tmp_path, script)
 
 
+@pytest.mark.slow
 def test_columns_are_utf16_units_for_the_client(tmp_path):
     source = SOURCE.replace("    return", "    return '🤖' and")  # one code point, two UTF-16 units
     path = tmp_path / "train.py"
@@ -135,3 +137,21 @@ def test_server_without_the_extra_names_it(monkeypatch):
     result = CliRunner().invoke(cli.main, ["server"])
     assert result.exit_code == 2
     assert "pip install 'rllint[lsp]'" in result.output
+
+
+def test_rule_links_come_from_docs_url_else_from_the_shipped_pages():
+    from pathlib import Path
+    from urllib.parse import urlparse
+    from urllib.request import url2pathname
+
+    from pygls.workspace import TextDocument
+
+    from rllint.diagnostic import Diagnostic, Severity
+    from rllint.server import _lsp_diagnostic
+
+    document = TextDocument("file:///x.py", "x = 1\n")
+    finding = Diagnostic("/x.py", 1, 1, 1, 2, "RL108", "log-of-softmax", Severity.ERROR, "log of softmax")
+    linked = _lsp_diagnostic(finding, document, "https://example.org/rllint/rules")
+    assert linked.code_description.href == "https://example.org/rllint/rules/RL108.md"
+    shipped = urlparse(_lsp_diagnostic(finding, document, None).code_description.href)
+    assert shipped.scheme == "file" and Path(url2pathname(shipped.path)).read_text().startswith("# RL108 ")

@@ -7,6 +7,7 @@ import sys
 import textwrap
 
 import libcst as cst
+import pytest
 
 from rllint.analysis import modules
 from rllint.analysis.values import CROSS_MODULE_VALUES, RemoteNode, Values
@@ -255,6 +256,7 @@ def test_a_cached_result_is_dropped_when_a_module_it_read_changes(tmp_path):
     assert run() == [("hparams.py", 3)]
 
 
+@pytest.mark.slow
 def test_astroid_is_imported_only_when_a_project_module_is_read(tmp_path):
     project(tmp_path, {"configs/hparams.py": "LR = 3e-5\n", "a.py": TRAIN,
                        "plain.py": TRAIN.replace("from configs.hparams import LR", "import torch\nLR = 3e-5")})

@@ -1,13 +1,15 @@
-"""Output formats: one module per format, each with `write(diagnostics, stream, errors, root)`.
+"""Output formats: one module per format, each with `write(diagnostics, stream, errors, options)`.
 
-Reporters only format: paths arrive as they should be shown (relative to `root`, the project's
-root, for `ROOTED_FORMATS`), and no reporter reads a source file. `errors` are the files that could
-not be linted: text formats leave them to the CLI's stderr lines, machine formats carry them so
-that a CI job or a dashboard sees them too.
+Reporters only format: paths arrive as they should be shown (relative to the working folder, as
+ruff's, in every format), and no reporter reads a source file (`full` is given the lines it shows).
+`errors` are the files that could not be linted: text formats leave them to the CLI's stderr
+lines, machine formats carry them so that a CI job or a dashboard sees them too. Control characters
+of names and messages are escaped in every format (`rllint.report.escape`).
 """
 from typing import Callable, Dict
 
-from rllint.report import github, json_array, json_lines, sarif, text
+from rllint.report import full, github, json_array, json_lines, sarif, text
+from rllint.report.options import ReportOptions
 
 Writer = Callable[..., None]
 
@@ -15,6 +17,7 @@ Writer = Callable[..., None]
 FORMATS: Dict[str, Writer] = {
     "text": text.write,
     "concise": text.write,
+    "full": full.write,
     "json": json_array.write,
     "json-lines": json_lines.write,
     "github": github.write,
@@ -22,7 +25,7 @@ FORMATS: Dict[str, Writer] = {
 }
 # Formats that carry file errors themselves (text formats leave them to the CLI's stderr lines).
 MACHINE_FORMATS = ("json", "json-lines", "github", "sarif")
-# Formats whose paths are relative to the project root, as ruff's: annotations and code scanning
-# resolve them against the repository.
-ROOTED_FORMATS = ("github", "sarif")
+# Formats `--statistics` can be written in, as ruff's: counts in text, or a JSON array.
+STATISTICS_FORMATS = ("text", "concise", "full", "json")
 
+__all__ = ["FORMATS", "MACHINE_FORMATS", "STATISTICS_FORMATS", "ReportOptions"]

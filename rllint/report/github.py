@@ -1,14 +1,21 @@
-"""GitHub Actions workflow commands: each finding becomes an annotation on the pull request."""
+"""GitHub Actions workflow commands: each finding becomes an annotation on the pull request.
+
+GitHub reads a workflow command from any line of the job's output that starts with `::`, so no
+name or message may start a line: control characters are escaped (a line break is shown as `\\n`),
+then GitHub's own escapes apply."""
 from typing import Sequence, TextIO
 
 from rllint.diagnostic import Diagnostic, FileError, Severity
+from rllint.report.escape import printable
+from rllint.report.options import ReportOptions
 
 _LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
 
 def escape_data(value: str) -> str:
-    """The message after `::`; GitHub decodes these three escapes."""
-    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """The message after `::`. GitHub decodes `%25`, `%0D` and `%0A`; no line break is left to encode, and a
+    `%` is written as `%25` so that a `%0A` of the text stays text."""
+    return printable(value).replace("%", "%25")
 
 
 def escape_property(value: str) -> str:
@@ -16,7 +23,8 @@ def escape_property(value: str) -> str:
     return escape_data(value).replace(":", "%3A").replace(",", "%2C")
 
 
-def write(diagnostics: Sequence[Diagnostic], stream: TextIO, errors: Sequence[FileError] = (), root=None) -> None:
+def write(diagnostics: Sequence[Diagnostic], stream: TextIO, errors: Sequence[FileError] = (),
+          options: ReportOptions = ReportOptions()) -> None:
     for d in diagnostics:
         properties = {"file": d.path}
         if d.cell is None:  # lines of a notebook's cell are not lines of its file: the annotation is on the file

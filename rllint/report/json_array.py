@@ -4,9 +4,11 @@ import json
 from typing import Sequence, TextIO
 
 from rllint.diagnostic import Diagnostic, FileError
+from rllint.report.escape import json_printable
+from rllint.report.options import ReportOptions
 
 
-def write(diagnostics: Sequence[Diagnostic], stream: TextIO, errors: Sequence[FileError] = (), root=None) -> None:
-    json.dump([d.to_dict() for d in diagnostics] + [e.to_dict() for e in errors], stream, indent=2,
-              ensure_ascii=False)
-    stream.write("\n")
+def write(diagnostics: Sequence[Diagnostic], stream: TextIO, errors: Sequence[FileError] = (),
+          options: ReportOptions = ReportOptions()) -> None:
+    entries = [d.to_dict() for d in diagnostics] + [e.to_dict() for e in errors]
+    stream.write(json_printable(json.dumps(entries, indent=2, ensure_ascii=False)) + "\n")

@@ -1,17 +1,21 @@
 """SARIF 2.1.0, the format of GitHub code scanning and most SAST dashboards.
 
-Relative paths are given against `%SRCROOT%`, the project's root (the folder of its config
-file), so that uploads from a checkout resolve to files of the repository. Columns count code
-points, not SARIF's default UTF-16 units, and the run says so. Files that could not be linted
-are tool execution notifications of the invocation, which then did not succeed.
+Relative paths are given against `%SRCROOT%`, the working folder (as every format's paths are), so
+that an upload from the root of a checkout resolves to files of the repository. Rule links come
+from `docs-url` (`rllint.pages`). Columns count code points, not SARIF's default UTF-16 units, and
+the run says so. Files that could not be linted are tool execution notifications of the
+invocation, which then did not succeed.
 """
 import json
 from pathlib import Path
 from typing import Dict, Optional, Sequence, TextIO
 from urllib.parse import quote
 
-from rllint import REPOSITORY, __version__, rule_page_url
+from rllint import __version__
 from rllint.diagnostic import Diagnostic, FileError, Severity
+from rllint.pages import index_url, rule_page_url
+from rllint.report.escape import json_printable
+from rllint.report.options import ReportOptions
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -24,20 +28,21 @@ def _artifact(path: str) -> Dict[str, str]:
     return {"uri": quote(candidate.as_posix()), "uriBaseId": "%SRCROOT%"}
 
 
-def _rule_descriptor(code: str, name: str) -> dict:
+def _rule_descriptor(code: str, name: str, docs_url: Optional[str]) -> dict:
     from rllint.docs import render_page, summary  # docs renders pages; imported only for this format
     from rllint.registry import load_rules  # the catalogue (and libcst) only when a SARIF report is written
 
     rule = load_rules().get(code)
     if rule is None:  # a rule outside the catalogue (a plugin or a test probe): what the finding says
         return {"id": code, "name": name}
+    page = rule_page_url(rule.code, docs_url)
     return {
         "id": rule.code,
         "name": rule.name,
         "shortDescription": {"text": rule.name},
         "fullDescription": {"text": summary(rule)},
         "help": {"text": summary(rule), "markdown": render_page(rule)},
-        "helpUri": rule_page_url(rule.code),
+        **({} if page is None else {"helpUri": page}),
         "defaultConfiguration": {"level": _LEVELS[Severity(rule.severity)], "enabled": rule.default_enabled},
     }
 
@@ -47,7 +52,7 @@ def _message(d: Diagnostic) -> str:
 
 
 def write(diagnostics: Sequence[Diagnostic], stream: TextIO, errors: Sequence[FileError] = (),
-          root: Optional[Path] = None) -> None:
+          options: ReportOptions = ReportOptions()) -> None:
     names = {d.code: d.name for d in diagnostics}
     codes = sorted(names)
     index = {code: number for number, code in enumerate(codes)}
@@ -74,6 +79,7 @@ def write(diagnostics: Sequence[Diagnostic], stream: TextIO, errors: Sequence[Fi
     notifications = [{"level": "error", "message": {"text": error.message},
                       "locations": [{"physicalLocation": {"artifactLocation": _artifact(error.path)}}]}
                      for error in errors]
+    home = index_url(options.docs_url)
     log = {
         "$schema": SCHEMA,
         "version": "2.1.0",
@@ -81,14 +87,13 @@ def write(diagnostics: Sequence[Diagnostic], stream: TextIO, errors: Sequence[Fi
             "tool": {"driver": {
                 "name": "rllint",
                 "version": __version__,
-                "informationUri": REPOSITORY,
-                "rules": [_rule_descriptor(code, names[code]) for code in codes],
+                **({} if home is None else {"informationUri": home}),
+                "rules": [_rule_descriptor(code, names[code], options.docs_url) for code in codes],
             }},
             "invocations": [{"executionSuccessful": not errors, "toolExecutionNotifications": notifications}],
-            "originalUriBaseIds": {"%SRCROOT%": {"uri": (root or Path.cwd()).resolve().as_uri() + "/"}},
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().resolve().as_uri() + "/"}},
             "columnKind": "unicodeCodePoints",
             "results": results,
         }],
     }
-    json.dump(log, stream, indent=2, ensure_ascii=False)
-    stream.write("\n")
+    stream.write(json_printable(json.dumps(log, indent=2, ensure_ascii=False)) + "\n")

@@ -4,15 +4,19 @@ training log says the step instead: `run/trainer_state.json: step 420: RL701 mes
 from typing import Sequence, TextIO
 
 from rllint.diagnostic import Diagnostic, FileError
+from rllint.report.escape import printable
+from rllint.report.options import ReportOptions
 
 
 def location(d: Diagnostic) -> str:
+    path = printable(d.path)
     if d.step is not None:
-        return f"{d.path}: step {d.step}"
+        return f"{path}: step {d.step}"
     cell = f"cell {d.cell}:" if d.cell is not None else ""
-    return f"{d.path}:{cell}{d.line}:{d.column}"
+    return f"{path}:{cell}{d.line}:{d.column}"
 
 
-def write(diagnostics: Sequence[Diagnostic], stream: TextIO, errors: Sequence[FileError] = (), root=None) -> None:
+def write(diagnostics: Sequence[Diagnostic], stream: TextIO, errors: Sequence[FileError] = (),
+          options: ReportOptions = ReportOptions()) -> None:
     for d in diagnostics:
-        stream.write(f"{location(d)}: {d.code} {d.message}\n")
+        stream.write(f"{location(d)}: {d.code} {printable(d.message)}\n")
