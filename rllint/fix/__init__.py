@@ -20,6 +20,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import libcst as cst
 from libcst.metadata import CodeRange
 
+from rllint.source import split_lines
+
 # A node of the file and the node that replaces it.
 Change = Tuple[cst.CSTNode, cst.CSTNode]
 
@@ -170,15 +172,10 @@ def _offset(starts: List[int], line: int, column: int) -> int:
 
 
 def _line_starts(text: str) -> List[int]:
-    """Offsets of the first character of each line, as libcst counts lines (\\n, \\r\\n, \\r)."""
+    """Offsets of the first character of each line, as Python and libcst count lines (\\n, \\r\\n, \\r),
+    and the end of the text."""
     starts = [0]
-    index = 0
-    while index < len(text):
-        char = text[index]
-        if char == "\r" and text[index + 1:index + 2] == "\n":
-            index += 1
-        if char in "\r\n":
-            starts.append(index + 1)
-        index += 1
+    for line in split_lines(text):
+        starts.append(starts[-1] + len(line))
     starts.append(len(text))
     return starts

@@ -17,7 +17,7 @@ from rllint.files import file_kind
 from rllint.fix import Edit, edited
 from rllint.rules.meta import SyntaxErrorRule, UnusedSuppression
 from rllint.runner import FileResult, lint_files, lint_text
-from rllint.source import SourceError, decode_source
+from rllint.source import SourceError, decode_source, python_readline, split_lines
 
 MAX_ROUNDS = 10
 # Findings about the file's syntax or its comments, which no `# noqa` can silence.
@@ -92,7 +92,7 @@ def add_noqa(text: str, diagnostics: List[Diagnostic], python: bool = True) -> t
     for d in diagnostics:
         wanted.setdefault(d.line, set()).add(d.code)
     blocked = _string_lines(text) if python else set()
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text)
     changed = 0
     for number, codes in wanted.items():
         if number > len(lines) or number in blocked:
@@ -121,7 +121,7 @@ def _string_lines(text: str) -> Set[int]:
     """Lines that end inside a string literal (all but the last line of a string that spans lines)."""
     blocked: Set[int] = set()
     try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        for token in tokenize.generate_tokens(python_readline(text)):
             if token.type == tokenize.STRING or token.type == getattr(tokenize, "FSTRING_MIDDLE", -1):
                 blocked.update(range(token.start[0], token.end[0]))
     except (tokenize.TokenError, SyntaxError):
