@@ -187,7 +187,7 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
             if fix or diff:
                 from rllint.fix.apply import fix_files
 
-                result, fixed, diffs = fix_files(files, configs, unsafe_fixes, write=not diff)
+                result, fixed, diffs = fix_files(files, configs, unsafe_fixes, write=not diff, roots=list(paths) or ["."])
             else:
                 result = _lint_groups(files, configs, jobs, no_cache, cache_dir, say)
             result.errors[:0] = unwalkable
@@ -202,9 +202,11 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
     if add_noqa:
         from rllint.fix.apply import add_noqa_comments
 
-        added = add_noqa_comments(result.diagnostics)
+        added, failed = add_noqa_comments(result.diagnostics, roots=list(paths) or ["."])
+        for error in result.errors + failed:
+            click.echo(f"rllint: error: {_display(error.path)}: {error.message}", err=True)
         say.summary(f"Added {_plural(added, 'noqa directive')}.")
-        ctx.exit(0)
+        ctx.exit(2 if result.errors or failed else 0)
     if diff:
         click.echo("".join(diffs), nl=False)
         say.note(f"Would fix {_plural(len(fixed), 'finding')}." if fixed else "No fixes available.")

@@ -86,7 +86,7 @@ def fixes(code: str, safe: bool, safety: str) -> Callable:
     return register
 
 
-_NOT_FAMILIES = {"apply", "edits"}  # the fix driver and the node helpers
+_NOT_FAMILIES = {"apply", "edits", "write"}  # the fix driver, the node helpers and the file writer
 
 
 def load_builders() -> Dict[str, Builder]:
@@ -119,6 +119,10 @@ def build_fix(code: str, node: cst.CSTNode, file: Any, positions: Mapping[cst.CS
         return None
     old = file.module.code_for_node(statement)
     new = file.module.code_for_node(statement.visit(_Replace(plan.changes, positions)))
+    if statement is file.module.body[-1] and not file.module.has_trailing_newline:
+        # libcst renders the last statement with a line ending that a file without a final newline lacks.
+        ending = file.module.default_newline
+        old, new = old.removesuffix(ending), new.removesuffix(ending)
     starts = _line_starts(file.text)
     start, end = _offset(starts, first[0], first[1] + 1), _offset(starts, last[0], last[1] + 1)
     where = file.text.find(old, max(0, end - len(old)))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import difflib
-import io
 import re
 import tokenize
 from dataclasses import dataclass, field
@@ -15,9 +14,10 @@ import libcst as cst
 from rllint.diagnostic import Diagnostic, FileError
 from rllint.files import file_kind
 from rllint.fix import Edit, edited
+from rllint.fix.write import WriteError, reads_as, replace_file, source_bytes, writable_path
 from rllint.rules.meta import SyntaxErrorRule, UnusedSuppression
 from rllint.runner import FileResult, lint_files, lint_text
-from rllint.source import SourceError, decode_source, python_readline, split_lines
+from rllint.source import SourceError, decode_config, decode_source, python_readline, read_source, split_lines
 
 MAX_ROUNDS = 10
 # Findings about the file's syntax or its comments, which no `# noqa` can silence.
@@ -33,6 +33,7 @@ class Fixed:
     text: str
     fixed: List[Diagnostic] = field(default_factory=list)  # the findings whose fixes were applied
     result: FileResult = field(default_factory=FileResult)  # of linting the fixed text
+    found: FileResult = field(default_factory=FileResult)  # of linting the text before any fix
 
 
 def applicable(diagnostic: Diagnostic, unsafe: bool) -> bool:
@@ -44,7 +45,8 @@ def fix_text(text: str, lint: Callable[[str], FileResult], unsafe: bool, python:
 
     Each round applies every applicable fix whose edits overlap no other chosen one; the new text
     must parse (`python`: with CPython's parser and libcst) or FixError is raised."""
-    outcome = Fixed(text, result=lint(text))
+    found = lint(text)
+    outcome = Fixed(text, result=found, found=found)
     for _ in range(MAX_ROUNDS):
         chosen, edits = _non_overlapping([d for d in outcome.result.diagnostics if applicable(d, unsafe)])
         if not chosen:
@@ -52,7 +54,7 @@ def fix_text(text: str, lint: Callable[[str], FileResult], unsafe: bool, python:
         new_text = edited(outcome.text, edits)
         if python:
             _check_parses(new_text, chosen)
-        outcome = Fixed(new_text, outcome.fixed + chosen, lint(new_text))
+        outcome = Fixed(new_text, outcome.fixed + chosen, lint(new_text), found)
     return outcome
 
 
@@ -129,10 +131,12 @@ def _string_lines(text: str) -> Set[int]:
     return blocked
 
 
-def fix_files(files: Sequence[str], configs, unsafe: bool, write: bool) -> Tuple[FileResult, List[Diagnostic], List[str]]:
+def fix_files(files: Sequence[str], configs, unsafe: bool, write: bool,
+              roots: Sequence[str] = (".",)) -> Tuple[FileResult, List[Diagnostic], List[str]]:
     """`--fix` (`write`) and `--diff`: fix each Python file with its own settings, one process, no cache.
-    Returns what is left to report, the findings fixed, and a unified diff per changed file.
-    Notebooks and launch configs are linted but not fixed."""
+    Returns what is left to report, the findings fixed, and a unified diff per changed file. A file
+    is written only inside the linted tree (`roots`, the run's paths) and only whole (`rllint.fix.write`);
+    one that cannot be written keeps its findings and is an error. Launch configs are linted, not fixed."""
     total = FileResult()
     fixed: List[Diagnostic] = []
     diffs: List[str] = []
@@ -144,8 +148,7 @@ def fix_files(files: Sequence[str], configs, unsafe: bool, write: bool) -> Tuple
             total.errors.extend(result.errors)
             continue
         try:
-            with open(path, "rb") as handle:
-                data = handle.read()
+            data = read_source(path)
             text = decode_source(data)
             outcome = fix_text(text, lambda source: lint_text(source, path, settings), unsafe)
         except OSError as error:
@@ -154,9 +157,15 @@ def fix_files(files: Sequence[str], configs, unsafe: bool, write: bool) -> Tuple
         except (SourceError, FixError) as error:
             total.errors.append(FileError(path, str(error)))
             continue
+        if outcome.text != text and write:
+            try:
+                replace_file(writable_path(path, roots), data, source_bytes(data, text, outcome.text, "python"),
+                             reads_as(outcome.text, "python"))
+            except WriteError as error:
+                total.errors.append(FileError(path, str(error)))
+                total.diagnostics.extend(outcome.found.diagnostics)  # nothing was fixed: the findings stand
+                continue
         if outcome.text != text:
-            if write:
-                _write_source(path, data, outcome.text)
             diffs.append(_diff(path, text, outcome.text))
         fixed.extend(outcome.fixed)
         total.diagnostics.extend(outcome.result.diagnostics)
@@ -171,31 +180,37 @@ def _diff(path: str, before: str, after: str) -> str:
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
-def add_noqa_comments(diagnostics: Sequence[Diagnostic]) -> int:
+def add_noqa_comments(diagnostics: Sequence[Diagnostic], roots: Sequence[str] = (".",)) -> Tuple[int, List[FileError]]:
     """`--add-noqa`: a `# noqa: CODE` comment for every finding that a comment can silence, written into
-    its file; returns the number of lines changed. Notebook cells are left alone."""
+    its file as `--fix` writes; the number of lines changed, and the files that could not be read or
+    written. Notebook cells are left alone."""
     by_file: Dict[str, List[Diagnostic]] = {}
     for d in diagnostics:
         if d.cell is None and d.code not in _NOT_BY_COMMENT and file_kind(d.path) in ("python", "yaml", "shell"):
             by_file.setdefault(d.path, []).append(d)
     added = 0
+    errors: List[FileError] = []
     for path, found in by_file.items():
+        kind = "python" if file_kind(path) == "python" else "config"
         try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-            text = decode_source(data)
-        except (OSError, SourceError):
+            data = read_source(path)
+            text = decode_source(data) if kind == "python" else decode_config(data)
+        except OSError as error:
+            errors.append(FileError(path, f"cannot be read: {error.strerror or error}; no noqa comment added"))
             continue
-        new_text, changed = add_noqa(text, found, python=file_kind(path) == "python")
-        if changed:
-            _write_source(path, data, new_text)
-            added += changed
-    return added
-
-
-def _write_source(path: str, original: bytes, text: str) -> None:
-    """Write `text` in the file's own encoding (its coding cookie or UTF-8), keeping a byte-order mark."""
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(original).readline)
-    bom = b"\xef\xbb\xbf" if original.startswith(b"\xef\xbb\xbf") else b""
-    with open(path, "wb") as handle:
-        handle.write(bom + text.encode("utf-8" if encoding == "utf-8-sig" else encoding))
+        except SourceError as error:
+            errors.append(FileError(path, f"{error}; no noqa comment added"))
+            continue
+        if text is None:  # NUL bytes now: not the text that was linted
+            continue
+        new_text, changed = add_noqa(text, found, python=kind == "python")
+        if not changed:
+            continue
+        try:
+            replace_file(writable_path(path, roots), data, source_bytes(data, text, new_text, kind),
+                         reads_as(new_text, kind))
+        except WriteError as error:
+            errors.append(FileError(path, str(error)))
+            continue
+        added += changed
+    return added, errors
