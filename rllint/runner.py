@@ -593,7 +593,6 @@ def lint_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = N
     jobs = jobs or os.cpu_count() or 1
     results: Dict[str, FileResult] = {}
     pending: Dict[str, Tuple[bytes, str]] = {}
-    digests: Dict[str, str] = {}
     # Files of the project outside the run that import one of it: their findings on values written in the
     # run's files are the run's (a pre-commit of `hparams.py` alone reports what its importers make of it).
     importers = [_shown_path(p, paths[0]) for p in importers_outside(paths, settings)]
@@ -602,7 +601,7 @@ def lint_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = N
         if failure is not None:
             results[path] = failure
             continue
-        digest = digests[path] = content_hash(data)
+        digest = content_hash(data)
         cached = cache.get(path, digest) if cache is not None else None
         if cached is not None and cache.stale(cached.dependencies):
             cached = None
@@ -631,7 +630,6 @@ def lint_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = N
     total = FileResult()
     used_elsewhere = {(os.path.abspath(other), line, selector)
                       for path in paths for other, line, selector in results[path].used_elsewhere}
-    _report_copies_once(paths, digests, results)
     seen = set()
     for path in paths:
         for d in results[path].diagnostics:
@@ -639,45 +637,13 @@ def lint_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = N
             if d.code == UnusedSuppression.code and (where, d.line, _stale_selector(d)) in used_elsewhere:
                 continue  # the comment silenced a finding that another linted file placed there
             # A value written in a shared module is found from each file that imports it: report it once.
-            if (where, d.line, d.column, d.code) not in seen:
-                seen.add((where, d.line, d.column, d.code))
+            # Byte-identical copies of a file are other paths, and each is reported on its own.
+            if (where, d.cell, d.line, d.column, d.code) not in seen:
+                seen.add((where, d.cell, d.line, d.column, d.code))
                 total.diagnostics.append(d)
         total.errors.extend(results[path].errors)
     total.diagnostics.sort(key=Diagnostic.sort_key)
     return total
-
-
-def _report_copies_once(paths: Sequence[str], digests: Dict[str, str], results: Dict[str, FileResult]) -> None:
-    """Byte-identical copies of a file (backups of a script in run folders) repeat its findings: each is
-    reported once, at the first copy, and says where the others are. A copy whose own finding differs
-    (another path can mean other settings) keeps it."""
-    copies: Dict[Tuple[str, str], List[str]] = {}
-    for path in paths:
-        if path in digests:
-            copies.setdefault((digests[path], os.path.splitext(path)[1]), []).append(path)
-    for first, *others in (group for group in copies.values() if len(group) > 1):
-        shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
-        own = {_place(d) for d in results[first].diagnostics if d.path == first}
-        repeated = set()
-        for other in others:
-            kept = []
-            for d in results[other].diagnostics:
-                if d.path == other and _place(d) in own:
-                    repeated.add(_place(d))
-                else:
-                    kept.append(d)
-            results[other].diagnostics = kept
-        results[first].diagnostics = [
-            replace(d, message=f"{d.message} (also in {_plural_copies(len(others))}: {shown})")
-            if d.path == first and _place(d) in repeated else d for d in results[first].diagnostics]
-
-
-def _place(d: Diagnostic) -> Tuple[int, int, str, str]:
-    return (d.line, d.column, d.code, d.message)
-
-
-def _plural_copies(count: int) -> str:
-    return "1 identical copy" if count == 1 else f"{count} identical copies"
 
 
 def _stale_selector(diagnostic: Diagnostic) -> Optional[str]:
