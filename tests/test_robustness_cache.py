@@ -105,3 +105,25 @@ def test_fixes_cells_and_steps_round_trip(tmp_path):
     cache.put(path, "d1", FileResult([fixed, logged]))
     cache.save()
     assert ResultCache(Settings(), tmp_path / "cache").get(path, "d1").diagnostics == [fixed, logged]
+
+
+def test_a_warm_run_under_site_packages_or_a_venv_reads_the_cache(tmp_path, monkeypatch):
+    """A relative import there names no project file: it used to be recorded as an absent dependency while
+    the file exists, so every run found the cached result stale (issue 26.7)."""
+    from rllint import runner
+
+    linted = []
+    real = runner.lint_bytes
+    monkeypatch.setattr(runner, "lint_bytes", lambda data, path, settings: linted.append(path) or real(data, path, settings))
+    for folder in ("lib/site-packages/pkg", "venv/lib/pkg"):
+        package = tmp_path / folder
+        package.mkdir(parents=True)
+        (package / "__init__.py").write_text("")
+        (package / "config.py").write_text("LR = 5e-5\n")
+        (package / "train.py").write_text("from .config import LR\nfrom trl import GRPOConfig\n"
+                                          "config = GRPOConfig(learning_rate=LR)\n")
+        path = str(package / "train.py")
+        settings = Settings(select=["RL601"])
+        for _ in range(2):
+            runner.lint_files([path], settings, cache=ResultCache(settings, tmp_path / "cache"), isolated=False)
+        assert linted.count(path) == 1
