@@ -290,9 +290,14 @@ def _lint_groups(files: List[str], configs: ConfigTree, jobs: Optional[int], no_
         settings = configs.for_path(path)
         groups.setdefault(id(settings), (settings, []))[1].append(path)
     total = FileResult()
+    problems = set()
     for settings, group in groups.values():
         say.detail(f"{_plural(len(group), 'file')} with {_display(str(settings.config_path)) if settings.config_path else 'the default settings'}")
-        result = lint_files(group, settings, jobs=jobs, cache=None if no_cache else ResultCache(settings, cache_dir))
+        cache = None if no_cache else ResultCache(settings, cache_dir)
+        result = lint_files(group, settings, jobs=jobs, cache=cache)
+        if cache is not None and cache.problem and cache.problem not in problems:
+            problems.add(cache.problem)
+            say.warning(cache.problem)
         total.diagnostics.extend(result.diagnostics)
         total.errors.extend(result.errors)
     total.diagnostics.sort(key=Diagnostic.sort_key)
@@ -447,9 +452,16 @@ def server_command(ctx: click.Context) -> None:
 @main.command("clean")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
               help="The cache folder to clean (default: the one `rllint check` uses).")
-def clean_command(cache_dir: Optional[Path]) -> None:
-    """Remove the result cache (as `ruff clean`)."""
-    from rllint.cache import clean, default_cache_dir
+@click.option("--all", "everything", is_flag=True,
+              help="Remove the results of every project in the cache folder, not only this one's.")
+def clean_command(cache_dir: Optional[Path], everything: bool) -> None:
+    """Remove this project's results from the result cache (as `ruff clean`).
+
+    The project is the folder of the closest config file, else the working folder; its results are
+    those of files linted with a config at or below it. `--all` removes every project's results. Only
+    files rllint wrote are removed, and only from a folder that holds rllint's CACHEDIR.TAG.
+    """
+    from rllint.cache import clean, default_cache_dir, owned
     from rllint.config import ConfigError, load_settings
 
     try:
@@ -457,8 +469,13 @@ def clean_command(cache_dir: Optional[Path]) -> None:
     except ConfigError:
         settings = None
     folder = cache_dir or default_cache_dir(settings)
-    removed = clean(folder)
-    click.echo(f"Removed {_plural(removed, 'file')} from {folder}.")
+    if folder.exists() and not owned(folder):
+        click.echo(f"{folder} is not a cache folder of rllint's (it has no CACHEDIR.TAG of rllint's); nothing removed.")
+        return
+    project = None if everything else (settings.root if settings is not None else Path.cwd().resolve())
+    removed = clean(folder, project)
+    whose = "every project's results" if everything else f"the results of {project}"
+    click.echo(f"Removed {_plural(removed, 'file')} ({whose}) from {folder}.")
 
 
 @main.command("rule")
