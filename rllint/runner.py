@@ -2,7 +2,8 @@
 
 Whatever a file holds, linting it ends with findings or with one line saying why it was not
 linted, and the run goes on (README, "Limits"):
-- bytes: regular files only, at most `MAX_FILE_BYTES`; decoding errors name the file;
+- bytes: regular files only, at most `MAX_FILE_BYTES` (a notebook `MAX_NOTEBOOK_BYTES`, its code cells
+  held to the bounds of Python text); decoding errors name the file;
 - Python's own parser sees a file first; when it refuses one, libcst (which knows the newest
   grammar) judges whether it is Python at all: RL000 means "not Python", while newer syntax
   than the running interpreter's is a one-line error;
@@ -37,7 +38,7 @@ from rllint.catalogue import Entry, UnknownSelector, entries, find, import_optio
 from rllint.diagnostic import Diagnostic, FileError
 from rllint.files import file_kind
 from rllint.index import importers_outside
-from rllint.notebook import NotebookError, place_all, read_cells
+from rllint.notebook import MAX_NOTEBOOK_BYTES, NotebookError, place_all, read_cells
 from rllint.registry import OPTIONS, Finding
 from rllint.rules.meta import SyntaxErrorRule, UnusedSuppression
 from rllint.settings import Settings
@@ -124,12 +125,12 @@ class FileResult:
 def lint_bytes(data: bytes, path: str, settings: Settings) -> FileResult:
     """Lint the bytes of the file `path`: decoded as Python decodes source (a notebook's code cells joined,
     a launch config as YAML and shell read it), then `lint_text`."""
-    if len(data) > MAX_FILE_BYTES:
-        return _error(path, too_large(len(data), MAX_FILE_BYTES))
     kind = file_kind(path)
+    if len(data) > byte_limit(path):
+        return _error(path, too_large(len(data), byte_limit(path)))
     if kind == "notebook":
         try:
-            cells = read_cells(data)
+            cells = read_cells(data, too_large_python)
         except NotebookError as error:
             return _error(path, str(error))
         result = lint_text(cells.text, path, settings, kind="python")
@@ -208,16 +209,9 @@ def _lint_text(text: str, path: str, settings: Settings, kind: Optional[str], tr
     rules = [rule for rule in settings.selected_for(path) if kind in rule.file_kinds]
     if kind != "python":
         return _lint_config(text, path, kind, settings, rules)
-    if len(text) > MAX_PYTHON_BYTES:
-        size = len(text.encode("utf-8", "replace"))
-        return _error(path, f"too large to lint ({size / 2 ** 20:.1f} MiB of Python; rllint lints Python files "
-                            f"up to {MAX_PYTHON_BYTES // 2 ** 20} MiB)")
-    # The estimate counts each character at most once, and a `{` once more: a text within the bound that way
-    # (a 2,500-line module is) is not counted.
-    tokens = token_estimate(text) if tree is None and len(text) + text.count("{") > MAX_TOKENS else 0
-    if tokens > MAX_TOKENS:
-        return _error(path, f"too large to lint (about {tokens:,} tokens; rllint lints Python files of up to "
-                            f"{MAX_TOKENS:,})")
+    problem = too_large_python(text, count_tokens=tree is None)
+    if problem:
+        return _error(path, problem)
     try:
         tree = tree or ast.parse(text, filename=path)
     except SyntaxError as error:
@@ -247,6 +241,21 @@ def _lint_text(text: str, path: str, settings: Settings, kind: Optional[str], tr
     result.diagnostics = sorted(result.diagnostics + remote, key=Diagnostic.sort_key)
     result.dependencies, result.used_elsewhere = ({} if file is None else file.dependencies), used
     return result
+
+
+def too_large_python(text: str, count_tokens: bool = True) -> Optional[str]:
+    """Why a text of Python is too large to parse within the memory bound (its size, or about how many tokens
+    it has), or None. Python's parser is not called on a larger text: a notebook's cells are held to it too."""
+    if len(text) > MAX_PYTHON_BYTES:
+        size = len(text.encode("utf-8", "replace"))
+        return (f"too large to lint ({size / 2 ** 20:.1f} MiB of Python; rllint lints Python files up to "
+                f"{MAX_PYTHON_BYTES // 2 ** 20} MiB)")
+    # The estimate counts each character at most once, and a `{` once more: a text within the bound that way
+    # (a 2,500-line module is) is not counted.
+    tokens = token_estimate(text) if count_tokens and len(text) + text.count("{") > MAX_TOKENS else 0
+    if tokens > MAX_TOKENS:
+        return f"too large to lint (about {tokens:,} tokens; rllint lints Python files of up to {MAX_TOKENS:,})"
+    return None
 
 
 class _NotAnalysed(Exception):
@@ -563,9 +572,15 @@ def _stale(selector: str, comment, ran: Dict[str, Entry]) -> Optional[str]:
     return "no rule has this code or name"
 
 
+def byte_limit(path: str) -> int:
+    """The most bytes rllint reads of the file `path`: a notebook's image outputs are not linted, so it may be
+    larger (its code cells are held to the bounds of a Python file)."""
+    return MAX_NOTEBOOK_BYTES if file_kind(path) == "notebook" else MAX_FILE_BYTES
+
+
 def _read(path: str) -> Tuple[Optional[bytes], Optional[FileResult]]:
     try:
-        return read_source(path), None
+        return read_source(path, byte_limit(path)), None
     except SourceError as error:
         return None, _error(path, str(error))
     except OSError as error:

@@ -2,8 +2,9 @@
 
 Relative paths are given against `%SRCROOT%`, the project's root (the folder of its config
 file), so that uploads from a checkout resolve to files of the repository. Columns count code
-points, not SARIF's default UTF-16 units, and the run says so. Files that could not be linted
-are tool execution notifications of the invocation, which then did not succeed.
+points, not SARIF's default UTF-16 units, and the run says so. A notebook finding's region
+names its cell, whose lines it counts. Files that could not be linted are tool execution
+notifications of the invocation, which then did not succeed.
 """
 import json
 from pathlib import Path
@@ -42,6 +43,16 @@ def _rule_descriptor(code: str, name: str) -> dict:
     }
 
 
+def _region(d: Diagnostic) -> dict:
+    """Where the finding is. In a notebook, lines count from the top of a code cell, not of the JSON file:
+    the region names its cell (`properties.cell` and its message), so that no reader takes them for
+    lines of the file."""
+    region = {"startLine": d.line, "startColumn": d.column, "endLine": d.end_line, "endColumn": d.end_column}
+    if d.cell is not None:
+        region.update(message={"text": f"cell {d.cell}, line {d.line}"}, properties={"cell": d.cell})
+    return region
+
+
 def _message(d: Diagnostic) -> str:
     return d.message if d.cell is None else f"cell {d.cell}, line {d.line}: {d.message}"
 
@@ -60,8 +71,7 @@ def write(diagnostics: Sequence[Diagnostic], stream: TextIO, errors: Sequence[Fi
             "locations": [{
                 "physicalLocation": {
                     "artifactLocation": _artifact(d.path),
-                    "region": {"startLine": d.line, "startColumn": d.column,
-                               "endLine": d.end_line, "endColumn": d.end_column},
+                    "region": _region(d),
                 },
             }],
             **({} if d.step is None else {"properties": {"step": d.step}}),
