@@ -14,7 +14,7 @@ import sys
 import time
 import traceback
 from collections import Counter
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
@@ -75,7 +75,8 @@ def _looks_like_a_command(word: str) -> bool:
              epilog="\b\nOptions of check (see `rllint check --help`):\n"
                     "  --select --ignore --extend-select --format -o --statistics --config\n"
                     "  --exclude --extend-exclude --force-exclude --exit-zero --stdin-filename\n"
-                    "  --jobs --no-cache --fix --unsafe-fixes --diff --add-noqa -q -v\n"
+                    "  --jobs --no-cache --fix --unsafe-fixes --fix-only --show-fixes --exit-non-zero-on-fix\n"
+                    "  --fixable --unfixable --target-version --diff --add-noqa -q -v\n"
                     "  --show-settings --show-files")
 @click.version_option(__version__, prog_name="rllint")
 def main() -> None:
@@ -124,8 +125,21 @@ def _split_commas(ctx: click.Context, param: click.Parameter, values: Tuple[str,
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: one per core).")
 @click.option("--no-cache", is_flag=True, help="Lint every file afresh, without reading or writing the result cache "
               "(kept in $RLLINT_CACHE_DIR, else ~/.cache/rllint; never inside the linted tree).")
-@click.option("--fix", is_flag=True, help="Apply the safe fixes, in place, then report what is left.")
+@click.option("--fix", is_flag=True, help="Apply the safe fixes, in place, then report what is left. With `-`, "
+              "print the fixed source.")
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix or --diff, apply the unsafe fixes too.")
+@click.option("--fix-only", is_flag=True, help="Apply the fixes and report nothing else: exit 0 even when findings "
+              "are left (1 with --exit-non-zero-on-fix when something was fixed). Implies --fix.")
+@click.option("--show-fixes", is_flag=True, help="With --fix, --fix-only or --diff, list the findings fixed, per "
+              "file and rule.")
+@click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when a fix was applied, even if no finding is "
+              "left.")
+@click.option("--fixable", multiple=True, callback=_split_commas, metavar="RULES",
+              help="Rules whose fixes are applied and offered (default: all); replaces the `fixable` key.")
+@click.option("--unfixable", multiple=True, callback=_split_commas, metavar="RULES",
+              help="Rules whose fixes are never applied nor offered, in addition to the `unfixable` key.")
+@click.option("--target-version", metavar="pyXY", help="The oldest Python the code must run on (py39, py312...): "
+              "overrides `target-version` and `requires-python`; default: those, else the running Python.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff instead of applying them; "
               "exit 1 when there is something to fix.")
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding (to adopt "
@@ -143,8 +157,10 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
           ignore: Optional[List[str]], config_file: Optional[Path], exclude: Optional[List[str]],
           extend_exclude: Optional[List[str]], force_exclude: Optional[bool], respect_gitignore: Optional[bool],
           lint_vendored: Optional[bool], exit_zero: bool, stdin_filename: Optional[str], jobs: Optional[int],
-          no_cache: bool, fix: bool, unsafe_fixes: bool, diff: bool, add_noqa: bool, quiet: bool, verbose: bool,
-          show_settings: bool, show_files: bool, cache_dir: Optional[Path]) -> None:
+          no_cache: bool, fix: bool, unsafe_fixes: bool, fix_only: bool, show_fixes: bool, exit_non_zero_on_fix: bool,
+          fixable: Optional[List[str]], unfixable: Optional[List[str]], target_version: Optional[str], diff: bool,
+          add_noqa: bool, quiet: bool, verbose: bool, show_settings: bool, show_files: bool,
+          cache_dir: Optional[Path]) -> None:
     """Lint PATHS (files, folders or notebooks; default: the current folder).
 
     Each file is linted with the closest configuration file above it.
@@ -154,12 +170,14 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
     from_stdin = paths == (STDIN,) or (not paths and stdin_filename is not None)
     if STDIN in paths and not from_stdin:
         raise click.UsageError("`-` (standard input) cannot be combined with other paths")
-    if from_stdin and (fix or diff or add_noqa):
-        raise click.UsageError("--fix, --diff and --add-noqa change files; they cannot read standard input")
+    if from_stdin and add_noqa:
+        raise click.UsageError("--add-noqa changes files; it cannot read standard input")
+    fix = fix or fix_only
     overrides = {
         "select": select, "extend_select": extend_select, "ignore": ignore, "exclude": exclude,
         "extend_exclude": extend_exclude, "force_exclude": force_exclude, "respect_gitignore": respect_gitignore,
-        "lint_vendored": lint_vendored,
+        "lint_vendored": lint_vendored, "fixable": fixable, "unfixable": unfixable,
+        "target_version_name": target_version,
     }
     say = _Console(quiet, verbose)
     started = time.perf_counter()
@@ -175,6 +193,9 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
             ctx.exit(0)
         if from_stdin:
             _refuse_overwrite(output_file, [stdin_filename] if stdin_filename else [])
+            if fix or diff:
+                _fix_stdin(ctx, stdin_filename, configs.for_path(stdin_filename or "."), _FixFlags(
+                    unsafe_fixes, diff, fix_only, show_fixes, exit_non_zero_on_fix, exit_zero), say)
             result = _lint_stdin(stdin_filename, configs.for_path(stdin_filename or "."))
             files: List[str] = [stdin_filename or STDIN]
         else:
@@ -207,10 +228,9 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
             click.echo(f"rllint: error: {_display(error.path)}: {error.message}", err=True)
         say.summary(f"Added {_plural(added, 'noqa directive')}.")
         ctx.exit(2 if result.errors or failed else 0)
-    if diff:
-        click.echo("".join(diffs), nl=False)
-        say.note(f"Would fix {_plural(len(fixed), 'finding')}." if fixed else "No fixes available.")
-        ctx.exit(1 if fixed else 0)
+    if diff or fix_only:
+        _report_fixes(ctx, result, fixed, diffs, _FixFlags(unsafe_fixes, diff, fix_only, show_fixes,
+                                                          exit_non_zero_on_fix, exit_zero), say)
 
     report = io.StringIO()
     if statistics:
@@ -224,11 +244,103 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
     if not files and not errors:
         say.warning("No Python files found under the given paths.")
     if output_format not in MACHINE_FORMATS and not statistics:
+        if show_fixes and fixed:
+            say.summary(_fixes_listed(fixed, "Fixed"))
         say.summary(_summary(diagnostics, errors, fixed=len(fixed) if fix else None, unsafe=unsafe_fixes))
 
     if errors:
         ctx.exit(2)
-    ctx.exit(1 if diagnostics and not exit_zero else 0)
+    ctx.exit(1 if (diagnostics or (exit_non_zero_on_fix and fixed)) and not exit_zero else 0)
+
+
+@dataclass(frozen=True)
+class _FixFlags:
+    """The flags that say how fixes are applied and reported."""
+
+    unsafe: bool
+    diff: bool
+    fix_only: bool
+    show_fixes: bool
+    exit_non_zero_on_fix: bool
+    exit_zero: bool
+
+    def status(self, fixed: int, left: int) -> int:
+        """The exit status of a run without errors, as ruff's: --diff fails when there is something to fix,
+        --fix-only only with --exit-non-zero-on-fix, --fix when findings are left (or fixes made, with it)."""
+        if self.exit_zero:
+            return 0
+        if self.diff:
+            return 1 if fixed else 0
+        return 1 if (left and not self.fix_only) or (self.exit_non_zero_on_fix and fixed) else 0
+
+
+def _report_fixes(ctx: click.Context, result: FileResult, fixed: List[Diagnostic], diffs: List[str],
+                  flags: _FixFlags, say: _Console) -> None:
+    """The end of `--diff` (the diffs on standard output, what they fix on standard error) and of
+    `--fix-only` (what was fixed, nothing of what is left); files that could not be fixed, then exit."""
+    for error in result.errors:
+        click.echo(f"rllint: error: {_display(error.path)}: {error.message}", err=True)
+    if flags.diff:
+        click.echo("".join(diffs), nl=False)
+        if flags.show_fixes and fixed:
+            say.note(_fixes_listed(fixed, "Would fix"))
+        else:
+            say.note(f"Would fix {_plural(len(fixed), 'finding')}." if fixed else "No fixes available.")
+    else:
+        say.summary(_fixes_listed(fixed, "Fixed") if flags.show_fixes and fixed else
+                    f"Fixed {_plural(len(fixed), 'finding')}.")
+    ctx.exit(2 if result.errors else flags.status(len(fixed), len(result.diagnostics)))
+
+
+def _fixes_listed(fixed: Sequence[Diagnostic], verb: str) -> str:
+    """`--show-fixes`, as ruff lists them: per file, how many findings of each rule were fixed."""
+    lines = [f"{verb} {_plural(len(fixed), 'finding')}:"]
+    by_file: Dict[str, Counter] = {}
+    for d in fixed:
+        by_file.setdefault(_display(d.path), Counter())[(d.code, d.name)] += 1
+    for path in sorted(by_file):
+        lines.append(f"- {path}:")
+        lines += [f"    {count} × {code} ({name})" for (code, name), count in sorted(by_file[path].items())]
+    return "\n".join(lines)
+
+
+def _fix_stdin(ctx: click.Context, name: Optional[str], settings: Settings, flags: _FixFlags, say: _Console) -> None:
+    """`cat f.py | rllint - --fix --stdin-filename f.py`, as ruff: the fixed source on standard output (the
+    input unchanged when it cannot be fixed, or is excluded), what is left on standard error; with --diff,
+    the diff instead. Then exit."""
+    from rllint.fix.apply import FixError, fix_bytes
+    from rllint.fix.write import WriteError
+    from rllint.notebook import NotebookError
+    from rllint.source import SourceError
+
+    data = sys.stdin.buffer.read()
+    path = name or STDIN
+    stdout = sys.stdout.buffer
+    if name is not None and _force_excluded(name, settings):
+        if not flags.diff:
+            stdout.write(data)
+        ctx.exit(0)
+    try:
+        outcome = fix_bytes(data, path, settings, flags.unsafe)
+    except (SourceError, FixError, NotebookError, WriteError) as error:
+        if not flags.diff:
+            stdout.write(data)
+        click.echo(f"rllint: error: {_display(path)}: {error}", err=True)
+        ctx.exit(2)
+    if flags.diff:
+        _report_fixes(ctx, outcome.result, outcome.fixed, [outcome.diff] if outcome.diff else [], flags, say)
+    stdout.write(outcome.data)
+    stdout.flush()
+    if not flags.fix_only:
+        report = io.StringIO()
+        FORMATS["text"]([replace(d, path=_display(d.path)) for d in outcome.result.diagnostics], report, [],
+                        settings.root)
+        click.echo(report.getvalue(), nl=False, err=True)
+    if flags.show_fixes and outcome.fixed:
+        say.note(_fixes_listed(outcome.fixed, "Fixed"))
+    for error in outcome.result.errors:
+        click.echo(f"rllint: error: {_display(error.path)}: {error.message}", err=True)
+    ctx.exit(2 if outcome.result.errors else flags.status(len(outcome.fixed), len(outcome.result.diagnostics)))
 
 
 class _Console:
@@ -312,7 +424,7 @@ def _settings_text(path: str, settings: Settings) -> str:
     lines = [f"# Settings for {_display(path)}",
              f"# config file: {_display(str(settings.config_path)) if settings.config_path else 'none (defaults)'}",
              f"# project root: {settings.root}",
-             f"# target Python: {'.'.join(map(str, settings.target_version)) if settings.target_version else 'not set'}",
+             f"# target Python: {'.'.join(map(str, settings.target_python()))}",
              f"# rules: {', '.join(rule.code for rule in settings.rules())}",
              "[tool.rllint]"]
     lines += [f"{key} = {toml_value(value)}" for key, value in settings_table(settings).items()]

@@ -496,7 +496,7 @@ def _positioned(path: str, findings: List[Finding], wrapper: Optional[MetadataWr
         where = path if finding.path is None else _shown_path(finding.path, path)
         fixer = catalogue[finding.rule.code].fix if finding.rule.code in catalogue else None
         fix = None
-        if fixer is not None and finding.node is not None and file:
+        if fixer is not None and finding.node is not None and file and file.settings.fixes(finding.rule.code):
             importlib.import_module(fixer)
             fix = build_fix(finding.rule.code, finding.node, file, positions)
         spans.append((where, finding.rule, line, column, end_line, end_column, finding.message, fix,
