@@ -34,7 +34,6 @@ import os
 import re
 import secrets
 import stat
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -79,13 +78,12 @@ def _signing_key(path: Path) -> Optional[bytes]:
     """The key at `path`, made (random, mode 0600, in a folder of mode 0700) when there is none; None when
     it cannot be made or read, or when others could read or change it (not a regular file of this user's,
     or open to the group or others)."""
+    from rllint.source import write_beside
+
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         if not path.exists():
-            descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=".cache-key.")  # mode 0600
-            with os.fdopen(descriptor, "w") as handle:
-                handle.write(secrets.token_hex(32))
-            os.replace(temporary, path)
+            write_beside(str(path), secrets.token_hex(32).encode(), ".cache-key.", "", mode=0o600)
         descriptor = os.open(path, os.O_RDONLY | _NOFOLLOW)
         with os.fdopen(descriptor, "rb") as handle:
             status = os.fstat(handle.fileno())
@@ -276,25 +274,16 @@ class ResultCache:
             self.problem = (f"the result cache is off: {self.directory} holds files rllint did not make (it has no "
                             "CACHEDIR.TAG of rllint's); give `cache-dir` a new or empty folder")
             return
+        from rllint.source import write_beside
+
         entries = {path: entry for path, entry in self.entries.items() if os.path.isfile(path)}
-        temporary = None
         try:
             body = json.dumps(entries, separators=(",", ":")).encode()
             header = json.dumps({"format": _FORMAT, "root": self.root,
                                  "signature": _signature(self._key, self.root, body)}).encode()
-            handle, temporary = tempfile.mkstemp(dir=self.directory, prefix=_PREFIX, suffix=".tmp")
-            with os.fdopen(handle, "wb") as stream:
-                stream.write(header + b"\n" + body)
-            os.replace(temporary, self.path)  # replaces a link at that name, never what it points to
-            temporary = None
+            write_beside(str(self.path), header + b"\n" + body, _PREFIX, ".tmp")
         except (OSError, TypeError, ValueError):
             pass
-        finally:
-            if temporary is not None:
-                try:
-                    os.unlink(temporary)
-                except OSError:
-                    pass
         self._prune()
 
     def _prune(self) -> None:

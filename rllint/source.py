@@ -8,6 +8,7 @@ import io
 import os
 import re
 import stat
+import tempfile
 import tokenize
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
@@ -34,6 +35,31 @@ def read_source(path: str, limit: int = MAX_FILE_BYTES) -> bytes:
     if len(data) > limit:
         raise SourceError(too_large(status.st_size, limit))
     return data
+
+
+def write_beside(path: str, data: bytes, prefix: str, suffix: str, mode: Optional[int] = None,
+                 check: Optional[Callable[[str], None]] = None) -> None:
+    """Put `data` in `path`'s place in one step: written to a new temporary file in the same folder (never
+    through a link), flushed to disk, given `mode`, passed to `check` (which raises to stop), then moved
+    over `path` with `os.replace` (which replaces a link there, not what it points to). The temporary file
+    never outlives a failure; raises OSError or what `check` raises, and `path` is then as it was."""
+    descriptor, temporary = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=prefix, suffix=suffix)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(temporary, mode)
+        if check is not None:
+            check(temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
 
 
 def too_large(size: int, limit: int) -> str:

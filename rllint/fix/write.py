@@ -11,11 +11,10 @@ import codecs
 import io
 import os
 import stat
-import tempfile
 import tokenize
 from typing import Callable, Sequence
 
-from rllint.source import SourceError, decode_config, decode_source
+from rllint.source import SourceError, decode_config, decode_source, write_beside
 
 # Byte-order marks and the codecs that read (and write) them, as `decode_config` picks them.
 _CONFIG_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
@@ -90,27 +89,15 @@ def replace_file(path: str, original: bytes, new: bytes, reads_back: Callable[[b
         raise WriteError("is read-only; not changed")
     if current != original:
         raise WriteError("changed while rllint was fixing it; not changed (run rllint again)")
-    folder, name = os.path.split(path)
-    temporary = None
-    try:
-        descriptor, temporary = tempfile.mkstemp(dir=folder or ".", prefix=f".{name}.", suffix=".rllint-tmp")
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(new)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, stat.S_IMODE(status.st_mode))
+
+    def verify(temporary: str) -> None:
         with open(temporary, "rb") as handle:
             written = handle.read()
         if written != new or not reads_back(written):
             raise WriteError("not changed: the fixed text did not read back as written (a bug in rllint: please "
                              "report it)")
-        os.replace(temporary, path)
-        temporary = None
+
+    try:
+        write_beside(path, new, f".{os.path.basename(path)}.", ".rllint-tmp", stat.S_IMODE(status.st_mode), verify)
     except OSError as error:
         raise WriteError(f"cannot be written: {error.strerror or error}; not changed") from None
-    finally:
-        if temporary is not None:
-            try:
-                os.unlink(temporary)
-            except OSError:
-                pass
