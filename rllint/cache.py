@@ -11,8 +11,8 @@ rllint writes, prunes and cleans only in such a folder, and there only its own f
 a `cache-dir` that points at a folder of other files is left alone and the run is not cached.
 
 The cache is data, not code: JSON, every entry checked on load. Each file is signed with a
-key that only this user can read (`cache-key` in rllint's config folder, made on first use with
-mode 0600), so that whoever can write the cache folder (a CI cache restored from another job, a
+key that only this user can read (`cache-key` in rllint's config folder, or `$RLLINT_CACHE_KEY`,
+made on first use with mode 0600), so that whoever can write the cache folder (a CI cache restored from another job, a
 shared cluster folder) cannot forge a result that hides a finding (issue 26.9): a file whose
 signature does not match is a miss and is rewritten. Without a usable key nothing is cached. A
 result remembers the files it read (values imported from project modules) with their content
@@ -67,8 +67,10 @@ def default_cache_dir(settings: Optional[Settings] = None) -> Path:
 
 
 def key_path() -> Path:
-    """Where the user's cache key is kept: `$XDG_CONFIG_HOME/rllint/cache-key`, else `~/.config/rllint/cache-key`
-    (never in a cache folder, which others may write)."""
+    """Where the user's cache key is kept: `$RLLINT_CACHE_KEY`, else `$XDG_CONFIG_HOME/rllint/cache-key`, else
+    `~/.config/rllint/cache-key` (never in a cache folder, which others may write)."""
+    if os.environ.get("RLLINT_CACHE_KEY"):
+        return Path(os.environ["RLLINT_CACHE_KEY"])
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     return Path(base) / "rllint" / _KEY_FILE
 

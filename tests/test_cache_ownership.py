@@ -124,10 +124,9 @@ def test_the_key_is_private_and_one_open_to_others_turns_the_cache_off(project):
     key = key_path()
     assert stat.S_IMODE(key.stat().st_mode) == 0o600 and len(key.read_bytes()) >= 32
     os.chmod(key, 0o644)
-    os.environ["XDG_CONFIG_HOME"] = str(key.parent.parent)  # the same key, looked at afresh
     from rllint.cache import _signing_key
 
-    _signing_key.cache_clear()
+    _signing_key.cache_clear()  # the same key, looked at afresh
     result = run("train.py")
     assert result.exit_code == 1
     assert f"the result cache is off: its key {key} cannot be made or read, or is not private to you" in result.stderr
