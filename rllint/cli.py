@@ -173,6 +173,7 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
     if from_stdin and add_noqa:
         raise click.UsageError("--add-noqa changes files; it cannot read standard input")
     fix = fix or fix_only
+    flags = _FixFlags(unsafe_fixes, diff, fix_only, show_fixes, exit_non_zero_on_fix, exit_zero)
     overrides = {
         "select": select, "extend_select": extend_select, "ignore": ignore, "exclude": exclude,
         "extend_exclude": extend_exclude, "force_exclude": force_exclude, "respect_gitignore": respect_gitignore,
@@ -194,8 +195,7 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
         if from_stdin:
             _refuse_overwrite(output_file, [stdin_filename] if stdin_filename else [])
             if fix or diff:
-                _fix_stdin(ctx, stdin_filename, configs.for_path(stdin_filename or "."), _FixFlags(
-                    unsafe_fixes, diff, fix_only, show_fixes, exit_non_zero_on_fix, exit_zero), say)
+                _fix_stdin(ctx, stdin_filename, configs.for_path(stdin_filename or "."), flags, say)
             result = _lint_stdin(stdin_filename, configs.for_path(stdin_filename or "."))
             files: List[str] = [stdin_filename or STDIN]
         else:
@@ -208,7 +208,8 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
             if fix or diff:
                 from rllint.fix.apply import fix_files
 
-                result, fixed, diffs = fix_files(files, configs, unsafe_fixes, write=not diff, roots=list(paths) or ["."])
+                result, fixed, diffs = fix_files(files, configs, unsafe_fixes, write=not diff,
+                                                 roots=list(paths) or ["."])
             else:
                 result = _lint_groups(files, configs, jobs, no_cache, cache_dir, say)
             result.errors[:0] = unwalkable
@@ -229,8 +230,7 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
         say.summary(f"Added {_plural(added, 'noqa directive')}.")
         ctx.exit(2 if result.errors or failed else 0)
     if diff or fix_only:
-        _report_fixes(ctx, result, fixed, diffs, _FixFlags(unsafe_fixes, diff, fix_only, show_fixes,
-                                                          exit_non_zero_on_fix, exit_zero), say)
+        _report_fixes(ctx, result, fixed, diffs, flags, say)
 
     report = io.StringIO()
     if statistics:
@@ -248,9 +248,7 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
             say.summary(_fixes_listed(fixed, "Fixed"))
         say.summary(_summary(diagnostics, errors, fixed=len(fixed) if fix else None, unsafe=unsafe_fixes))
 
-    if errors:
-        ctx.exit(2)
-    ctx.exit(1 if (diagnostics or (exit_non_zero_on_fix and fixed)) and not exit_zero else 0)
+    ctx.exit(2 if errors else flags.status(len(fixed), len(diagnostics)))
 
 
 @dataclass(frozen=True)

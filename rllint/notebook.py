@@ -84,7 +84,7 @@ class Cells:
         """A finding of the joined text, placed in its cell; a span that runs past its cell ends there.
         Its fix is kept, with its edits in the cell's lines, where it can be made in that cell alone."""
         if not 1 <= diagnostic.line <= len(self.origins):
-            return diagnostic
+            return replace(diagnostic, fix=None)
         cell, line = self.origins[diagnostic.line - 1]
         end_line, end_column = diagnostic.end_line, diagnostic.end_column
         if 1 <= end_line <= len(self.origins) and self.origins[end_line - 1][0] == cell:

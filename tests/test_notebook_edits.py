@@ -151,3 +151,16 @@ def test_malformed_json_is_one_line_never_an_internal_error(value, message, fold
         assert result.exit_code == 1 and result.stderr == ""
     else:
         assert (result.exit_code, result.stderr) == (2, f"rllint: error: train.ipynb: {message}\n")
+
+
+def test_a_fix_that_would_break_its_cell_leaves_the_notebook_as_it_was():
+    """A cell that does not parse is left out of the joined text, so the joined text alone would not say so."""
+    from rllint.diagnostic import Diagnostic, Severity
+    from rllint.fix import Edit, Fix
+    from rllint.fix.apply import FixError, _fixed_notebook
+
+    data = nbformat(CELLS).encode()
+    broken = Diagnostic("train.ipynb", 2, 1, 2, 6, "RL302", "think-regex-without-dotall", Severity.ERROR, "m",
+                        Fix("break it", (Edit(2, 1, 2, 6, "x = ("),), True), cell=3)
+    with pytest.raises(FixError, match=r"produced code that does not parse \(cell 3: "):
+        _fixed_notebook(data, [broken])

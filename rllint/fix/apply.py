@@ -103,7 +103,13 @@ def _fixed_notebook(data: bytes, chosen: List[Diagnostic]) -> bytes:
     for d in chosen:
         changed.setdefault(d.cell, []).extend(d.fix.edits)
     sources.update({cell: edited(sources[cell], edits) for cell, edits in changed.items()})
-    _check_parses(join_cells(sorted(sources.items())).text, chosen)
+    cells = join_cells(sorted(sources.items()))
+    broken = [f"cell {cell}: {message} (line {line})" for cell, line, _, message in cells.broken if cell in changed]
+    if broken:
+        codes = ", ".join(sorted({d.code for d in chosen}))
+        raise FixError(f"fixes of {codes} produced code that does not parse ({'; '.join(broken)}); the notebook was "
+                       "left as it was (a bug in rllint: please report it)")
+    _check_parses(cells.text, chosen)
     return with_sources(data, {cell: sources[cell] for cell in changed})
 
 
