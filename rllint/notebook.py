@@ -46,7 +46,6 @@ _AUTOMAGICS = frozenset({
 MAX_NOTEBOOK_BYTES = 16 * 1024 * 1024
 
 
-
 class _Number(str):
     """A JSON number kept as its text: nothing rllint reads is a number, Python's ints refuse more than 4,300
     digits and its floats overflow (issue 26.5), and a notebook written back holds them as they were. It
@@ -187,13 +186,14 @@ def with_sources(data: bytes, sources: Dict[int, str]) -> bytes:
     if not isinstance(expected, dict) or not isinstance(expected.get("cells"), list):
         raise NotebookError("not changed: only notebooks of nbformat 4 (a top-level list of cells) are changed")
     spans = _source_spans(text)
+    ascii_only = text.isascii()  # the notebook escapes every other character: so do its new sources
     for index in sorted(sources, reverse=True):
         if index not in spans:
             raise NotebookError(f"not changed: the source of cell {index} was not found in its JSON")
         key, start, end = spans[index]
         cell = expected["cells"][index - 1]
         cell[key] = _lines(sources[index]) if isinstance(cell[key], list) else sources[index]
-        text = text[:start] + _source_json(text[start:end], sources[index], text.isascii()) + text[end:]
+        text = text[:start] + _source_json(text[start:end], sources[index], ascii_only) + text[end:]
     new = bom + text.encode("utf-8")
     if _load(new) != expected:
         raise NotebookError("not changed: the notebook did not read back as the same notebook with the new "

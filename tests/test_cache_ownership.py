@@ -39,7 +39,8 @@ def test_a_folder_of_other_files_is_neither_written_pruned_nor_cleaned(project):
     assert "rllint: warning: the result cache is off: shared holds files rllint did not make" in result.stderr
     assert sorted(p.name for p in folder.iterdir()) == sorted([look_alike.name, "notes.txt"])
     cleaned = run("clean", "--all", "--cache-dir", "shared")
-    assert cleaned.output == "shared is not a cache folder of rllint's (it has no CACHEDIR.TAG of rllint's); nothing removed.\n"
+    assert cleaned.output == ("shared is not a cache folder of rllint's (it has no CACHEDIR.TAG of rllint's); "
+                              "nothing removed.\n")
     assert sorted(p.name for p in folder.iterdir()) == sorted([look_alike.name, "notes.txt"])
 
 

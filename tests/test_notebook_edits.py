@@ -132,8 +132,8 @@ def test_image_outputs_do_not_count_against_the_bounds_but_code_cells_do(folder,
     monkeypatch.setattr(notebook, "_syntax_error", lambda lines: compiled.append(lines))
     code = nbformat([("code", "x = (\n" * 500)])  # a cell Python would parse (and fail on) at great cost
     result = runner.lint_bytes(code.encode(), "big.ipynb", Settings())
-    assert [e.message for e in result.errors] == ["too large to lint (0.0 MiB of Python; rllint lints Python files "
-                                                   "up to 0 MiB)"]
+    assert [e.message for e in result.errors] == [
+        "too large to lint (0.0 MiB of Python; rllint lints Python files up to 0 MiB)"]
     assert compiled == []  # refused before any cell was parsed
     huge = runner.lint_bytes(b" " * 40_001, "huge.ipynb", Settings())
     assert [e.message for e in huge.errors] == ["too large to lint (0.0 MiB; rllint reads files up to 0 MiB)"]
