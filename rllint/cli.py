@@ -14,7 +14,7 @@ import sys
 import time
 import traceback
 from collections import Counter
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
@@ -110,7 +110,8 @@ def _looks_like_a_command(word: str) -> bool:
                     "  --select --ignore --extend-select --extend-ignore --per-file-ignores\n"
                     "  --format -o --statistics --config --isolated --watch\n"
                     "  --exclude --extend-exclude --force-exclude --exit-zero --stdin-filename\n"
-                    "  --jobs --no-cache --fix --unsafe-fixes --diff --add-noqa -q -v\n"
+                    "  --jobs --no-cache --fix --unsafe-fixes --fix-only --show-fixes --exit-non-zero-on-fix\n"
+                    "  --fixable --unfixable --target-version --diff --add-noqa -q -v\n"
                     "  --show-settings --show-files")
 @click.version_option(__version__, prog_name="rllint")
 def main() -> None:
@@ -183,8 +184,21 @@ def _file_pairs(ctx: click.Context, param: click.Parameter, values: Tuple[str, .
               help="Worker processes (default and most: one per core).")
 @click.option("--no-cache", is_flag=True, help="Lint every file afresh, without reading or writing the result cache "
               "(kept in $RLLINT_CACHE_DIR, else ~/.cache/rllint; never inside the linted tree).")
-@click.option("--fix", is_flag=True, help="Apply the safe fixes, in place, then report what is left.")
+@click.option("--fix", is_flag=True, help="Apply the safe fixes, in place, then report what is left. With `-`, "
+              "print the fixed source.")
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix or --diff, apply the unsafe fixes too.")
+@click.option("--fix-only", is_flag=True, help="Apply the fixes and report nothing else: exit 0 even when findings "
+              "are left (1 with --exit-non-zero-on-fix when something was fixed). Implies --fix.")
+@click.option("--show-fixes", is_flag=True, help="With --fix, --fix-only or --diff, list the findings fixed, per "
+              "file and rule.")
+@click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when a fix was applied, even if no finding is "
+              "left.")
+@click.option("--fixable", multiple=True, callback=_split_commas, metavar="RULES",
+              help="Rules whose fixes are applied and offered (default: all); replaces the `fixable` key.")
+@click.option("--unfixable", multiple=True, callback=_split_commas, metavar="RULES",
+              help="Rules whose fixes are never applied nor offered, in addition to the `unfixable` key.")
+@click.option("--target-version", metavar="pyXY", help="The oldest Python the code must run on (py39, py312...): "
+              "overrides `target-version` and `requires-python`; default: those, else the running Python.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff instead of applying them; "
               "exit 1 when there is something to fix.")
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding (to adopt "
@@ -205,6 +219,8 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
           exclude: Optional[List[str]], extend_exclude: Optional[List[str]], force_exclude: Optional[bool],
           respect_gitignore: Optional[bool], lint_vendored: Optional[bool], exit_zero: bool,
           stdin_filename: Optional[str], jobs: Optional[int], no_cache: bool, fix: bool, unsafe_fixes: bool,
+          fix_only: bool, show_fixes: bool, exit_non_zero_on_fix: bool, fixable: Optional[List[str]],
+          unfixable: Optional[List[str]], target_version: Optional[str],
           diff: bool, add_noqa: bool, watch: bool, quiet: bool, verbose: bool, show_settings: bool,
           show_files: bool, cache_dir: Optional[Path]) -> None:
     """Lint PATHS (files, folders or notebooks; default: the current folder).
@@ -216,8 +232,8 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
     from_stdin = paths == (STDIN,) or (not paths and stdin_filename is not None)
     if STDIN in paths and not from_stdin:
         raise click.UsageError("`-` (standard input) cannot be combined with other paths")
-    if from_stdin and (fix or diff or add_noqa):
-        raise click.UsageError("--fix, --diff and --add-noqa change files; they cannot read standard input")
+    if from_stdin and add_noqa:
+        raise click.UsageError("--add-noqa changes files; it cannot read standard input")
     if statistics and output_format not in STATISTICS_FORMATS:
         raise click.UsageError(f"--statistics prints text or json, not {output_format} (as ruff)")
     if watch:
@@ -225,6 +241,8 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
             raise click.UsageError("--watch lints files on disk again and again; it cannot be combined with "
                                    "standard input, --diff, --add-noqa, --show-settings or --show-files")
         _watch(ctx)  # until Ctrl-C
+    fix = fix or fix_only
+    flags = _FixFlags(unsafe_fixes, diff, fix_only, show_fixes, exit_non_zero_on_fix, exit_zero)
     say = _Console(quiet, verbose)
     started = time.perf_counter()
     fixed: List[Diagnostic] = []
@@ -237,6 +255,7 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
             "config_values": config_values, "select": select, "extend_select": extend_select, "ignore": ignore,
             "per_file_ignores": per_file_ignores, "exclude": exclude, "extend_exclude": extend_exclude,
             "force_exclude": force_exclude, "respect_gitignore": respect_gitignore, "lint_vendored": lint_vendored,
+            "fixable": fixable, "unfixable": unfixable, "target_version_name": target_version,
         }
         start = None if config_file or isolated else _config_start(paths, stdin_filename, files_read)
         run = load_settings(config_file, start, overrides, isolated=isolated, files=files_read)
@@ -249,6 +268,8 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
         if from_stdin:
             _refuse_overwrite(output_file, [stdin_filename] if stdin_filename else [])
             data = sys.stdin.buffer.read()
+            if fix or diff:
+                _fix_stdin(ctx, data, stdin_filename, configs.for_path(stdin_filename or "."), flags, say)
             result = _lint_stdin(data, stdin_filename, configs.for_path(stdin_filename or "."))
             files: List[str] = [stdin_filename or STDIN]
             sources[_display(files[0])] = data.decode("utf-8", "replace")
@@ -264,7 +285,8 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
             if fix or diff:
                 from rllint.fix.apply import fix_files
 
-                result, fixed, diffs = fix_files(files, configs, unsafe_fixes, write=not diff)
+                result, fixed, diffs = fix_files(files, configs, unsafe_fixes, write=not diff,
+                                                 roots=list(paths) or ["."])
             else:
                 cores = os.cpu_count() or 1
                 result = _lint_groups(files, configs, min(jobs, cores) if jobs else None, no_cache, cache_dir, say)
@@ -279,13 +301,13 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
     if add_noqa:
         from rllint.fix.apply import add_noqa_comments
 
-        added = add_noqa_comments(result.diagnostics)
+        added, failed = add_noqa_comments(result.diagnostics, roots=list(paths) or ["."])
+        for error in result.errors + failed:
+            click.echo(f"rllint: error: {_display(error.path)}: {error.message}", err=True)
         say.summary(f"Added {_plural(added, 'noqa directive')}.")
-        ctx.exit(0)
-    if diff:
-        _out("".join(diffs), nl=False)
-        say.note(f"Would fix {_plural(len(fixed), 'finding')}." if fixed else "No fixes available.")
-        ctx.exit(1 if fixed else 0)
+        ctx.exit(2 if result.errors or failed else 0)
+    if diff or fix_only:
+        _report_fixes(ctx, result, fixed, diffs, flags, say)
 
     report = io.StringIO()
     if statistics:
@@ -294,6 +316,8 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
         options = ReportOptions(docs_url=settings.docs_url, unsafe_fixes=unsafe_fixes, lines=_SourceLines(sources))
         FORMATS[output_format](diagnostics, report, errors if output_format in MACHINE_FORMATS else [], options)
     if output_format not in MACHINE_FORMATS and not statistics and not quiet:  # as ruff: where the report goes
+        if show_fixes and fixed:
+            report.write(_fixes_listed(fixed, "Fixed") + "\n")
         report.write(_summary(diagnostics, errors, fixed=len(fixed) if fix else None, unsafe=unsafe_fixes) + "\n")
     _emit(report.getvalue(), output_file, ctx)
     for error in errors:
@@ -301,9 +325,101 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
     if not files and not errors:
         say.warning("No Python files found under the given paths.")
 
-    if errors:
+    ctx.exit(2 if errors else flags.status(len(fixed), len(diagnostics)))
+
+
+@dataclass(frozen=True)
+class _FixFlags:
+    """The flags that say how fixes are applied and reported."""
+
+    unsafe: bool
+    diff: bool
+    fix_only: bool
+    show_fixes: bool
+    exit_non_zero_on_fix: bool
+    exit_zero: bool
+
+    def status(self, fixed: int, left: int) -> int:
+        """The exit status of a run without errors, as ruff's: --diff fails when there is something to fix,
+        --fix-only only with --exit-non-zero-on-fix, --fix when findings are left (or fixes made, with it)."""
+        if self.exit_zero:
+            return 0
+        if self.diff:
+            return 1 if fixed else 0
+        return 1 if (left and not self.fix_only) or (self.exit_non_zero_on_fix and fixed) else 0
+
+
+def _report_fixes(ctx: click.Context, result: FileResult, fixed: List[Diagnostic], diffs: List[str],
+                  flags: _FixFlags, say: _Console) -> None:
+    """The end of `--diff` (the diffs on standard output, what they fix on standard error) and of
+    `--fix-only` (what was fixed, nothing of what is left); files that could not be fixed, then exit."""
+    for error in result.errors:
+        click.echo(f"rllint: error: {_display(error.path)}: {error.message}", err=True)
+    if flags.diff:
+        click.echo("".join(diffs), nl=False)
+        if flags.show_fixes and fixed:
+            for line in _fixes_listed(fixed, "Would fix").splitlines():
+                say.note(line)
+        else:
+            say.note(f"Would fix {_plural(len(fixed), 'finding')}." if fixed else "No fixes available.")
+    else:
+        listed = (_fixes_listed(fixed, "Fixed") if flags.show_fixes and fixed
+                  else f"Fixed {_plural(len(fixed), 'finding')}.")
+        for line in listed.splitlines():
+            say.summary(line)
+    ctx.exit(2 if result.errors else flags.status(len(fixed), len(result.diagnostics)))
+
+
+def _fixes_listed(fixed: Sequence[Diagnostic], verb: str) -> str:
+    """`--show-fixes`, as ruff lists them: per file, how many findings of each rule were fixed."""
+    lines = [f"{verb} {_plural(len(fixed), 'finding')}:"]
+    by_file: Dict[str, Counter] = {}
+    for d in fixed:
+        by_file.setdefault(_display(d.path), Counter())[(d.code, d.name)] += 1
+    for path in sorted(by_file):
+        lines.append(f"- {path}:")
+        lines += [f"    {count} × {code} ({name})" for (code, name), count in sorted(by_file[path].items())]
+    return "\n".join(lines)
+
+
+def _fix_stdin(ctx: click.Context, data: bytes, name: Optional[str], settings: Settings, flags: _FixFlags,
+               say: _Console) -> None:
+    """`cat f.py | rllint - --fix --stdin-filename f.py`, as ruff: the fixed source on standard output (the
+    input unchanged when it cannot be fixed, or is excluded), what is left on standard error; with --diff,
+    the diff instead. Then exit."""
+    from rllint.fix.apply import FixError, fix_bytes
+    from rllint.fix.write import WriteError
+    from rllint.notebook import NotebookError
+    from rllint.source import SourceError
+
+    path = name or STDIN
+    stdout = sys.stdout.buffer
+    if name is not None and _force_excluded(name, settings):
+        if not flags.diff:
+            stdout.write(data)
+        ctx.exit(0)
+    try:
+        outcome = fix_bytes(data, path, settings, flags.unsafe)
+    except (SourceError, FixError, NotebookError, WriteError) as error:
+        if not flags.diff:
+            stdout.write(data)
+        click.echo(f"rllint: error: {_display(path)}: {error}", err=True)
         ctx.exit(2)
-    ctx.exit(1 if diagnostics and not exit_zero else 0)
+    if flags.diff:
+        _report_fixes(ctx, outcome.result, outcome.fixed, [outcome.diff] if outcome.diff else [], flags, say)
+    stdout.write(outcome.data)
+    stdout.flush()
+    if not flags.fix_only:
+        report = io.StringIO()
+        FORMATS["text"]([replace(d, path=_display(d.path)) for d in outcome.result.diagnostics], report, [],
+                        ReportOptions(docs_url=settings.docs_url, unsafe_fixes=flags.unsafe))
+        click.echo(report.getvalue(), nl=False, err=True)
+    if flags.show_fixes and outcome.fixed:
+        for line in _fixes_listed(outcome.fixed, "Fixed").splitlines():
+            say.note(line)
+    for error in outcome.result.errors:
+        click.echo(f"rllint: error: {_display(error.path)}: {error.message}", err=True)
+    ctx.exit(2 if outcome.result.errors else flags.status(len(outcome.fixed), len(outcome.result.diagnostics)))
 
 
 def _config_options(values: Sequence[str], isolated: bool) -> Tuple[Optional[Path], List[Dict[str, Any]]]:
@@ -385,11 +501,15 @@ def _lint_groups(files: List[str], configs: ConfigTree, jobs: Optional[int], no_
     for path in files:
         settings = configs.for_path(path)
         groups.setdefault(id(settings), (settings, []))[1].append(path)
+    runs = []
     for settings, group in groups.values():
         config = _display(str(settings.config_path)) if settings.config_path else "the default settings"
         say.detail(f"{_plural(len(group), 'file')} with {config}")
-    return lint_groups([(settings, group, None if no_cache else ResultCache(settings, cache_dir))
-                        for settings, group in groups.values()], jobs=jobs)
+        runs.append((settings, group, None if no_cache else ResultCache(settings, cache_dir)))
+    result = lint_groups(runs, jobs=jobs)
+    for problem in dict.fromkeys(cache.problem for _, _, cache in runs if cache is not None and cache.problem):
+        say.warning(problem)
+    return result
 
 
 _WATCHED = "rllint.watched"  # the run's entry in `ctx.meta`: what --watch looks at
@@ -490,7 +610,7 @@ def _settings_text(path: str, settings: Settings) -> str:
     lines = [f"# Settings for {printable(_display(path))}",
              f"# config file: {printable(config)}",
              f"# project root: {printable(str(settings.root))}",
-             f"# target Python: {'.'.join(map(str, settings.target_version)) if settings.target_version else 'not set'}",
+             f"# target Python: {'.'.join(map(str, settings.target_python()))}",
              f"# rules: {', '.join(rule.code for rule in settings.rules())}",
              "[tool.rllint]"]
     lines += [f"{key} = {toml_value(value)}" for key, value in settings_table(settings).items()]
@@ -629,9 +749,16 @@ def server_command(ctx: click.Context) -> None:
 @main.command("clean")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
               help="The cache folder to clean (default: the one `rllint check` uses).")
-def clean_command(cache_dir: Optional[Path]) -> None:
-    """Remove the result cache (as `ruff clean`)."""
-    from rllint.cache import clean, default_cache_dir
+@click.option("--all", "everything", is_flag=True,
+              help="Remove the results of every project in the cache folder, not only this one's.")
+def clean_command(cache_dir: Optional[Path], everything: bool) -> None:
+    """Remove this project's results from the result cache (as `ruff clean`).
+
+    The project is the folder of the closest config file, else the working folder; its results are
+    those of files linted with a config at or below it. `--all` removes every project's results. Only
+    files rllint wrote are removed, and only from a folder that holds rllint's CACHEDIR.TAG.
+    """
+    from rllint.cache import clean, default_cache_dir, owned
     from rllint.config import ConfigError, load_settings
 
     try:
@@ -639,8 +766,14 @@ def clean_command(cache_dir: Optional[Path]) -> None:
     except ConfigError:
         settings = None
     folder = cache_dir or default_cache_dir(settings)
-    removed = clean(folder)
-    _out(printable(f"Removed {_plural(removed, 'file')} from {folder}."))
+    if folder.exists() and not owned(folder):
+        _out(printable(f"{folder} is not a cache folder of rllint's (it has no CACHEDIR.TAG of rllint's); "
+                       "nothing removed."))
+        return
+    project = None if everything else (settings.root if settings is not None else Path.cwd().resolve())
+    removed = clean(folder, project)
+    whose = "every project's results" if everything else f"the results of {project}"
+    _out(printable(f"Removed {_plural(removed, 'file')} ({whose}) from {folder}."))
 
 
 @main.command("rule")

@@ -55,9 +55,13 @@ _CORE: Dict[str, Tuple[str, str]] = {
     "cache-dir": ("cache_dir", "path"),
     "docs-url": ("docs_url", "url"),
     "extend-ignore": ("ignore", "selectors"),  # ruff's older name for adding to `ignore`
+    "fixable": ("fixable", "selectors"),
+    "unfixable": ("unfixable", "selectors"),
+    "target-version": ("target_version_name", "target-version"),
 }
+_TARGET_VERSION = re.compile(r"py3(\d{1,2})")
 # Keys whose values add to what an extended file (or the file, for the command line) gave.
-_ADDED = {"extend-select", "ignore", "extend-ignore", "extend-exclude"}
+_ADDED = {"extend-select", "ignore", "extend-ignore", "extend-exclude", "unfixable"}
 EXTEND = "extend"
 # The keys of `overrides`: a Settings field each, and the tables of `--config KEY=VALUE`.
 _FLAGS = {attr for attr, _ in _CORE.values()} | {"config_values"}
@@ -121,8 +125,8 @@ def load_settings(config_file: Optional[Path] = None, start: Optional[Path] = No
     `isolated`, as ruff's `--isolated`), then command-line `overrides`, a dict with any of: config_values
     (a table of `--config KEY=VALUE` keys), select (list, replaces), extend_select (list, added), ignore
     (list, added), per_file_ignores (dict, added), exclude (list, replaces), extend_exclude (list, added),
-    respect_gitignore (bool), force_exclude (bool), lint_vendored (bool). A None value means the flag was
-    not given.
+    respect_gitignore (bool), force_exclude (bool), lint_vendored (bool), fixable (list, replaces), unfixable
+    (list, added), target_version_name (`py39`, replaces). A None value means the flag was not given.
 
     As in ruff, a `select` override starts the selection afresh: the config's `extend-select` and
     `ignore` are dropped with its `select` (`--select RL105` runs RL105 even if the config ignores it).
@@ -396,6 +400,13 @@ def _apply_overrides(settings: Settings, overrides: dict) -> None:
     for key in ("respect_gitignore", "force_exclude", "lint_vendored"):
         if key in given:
             setattr(settings, key, flag(key, "bool"))
+    if "fixable" in given:
+        settings.fixable = flag("fixable", "selectors")
+    if "unfixable" in given:
+        settings.unfixable = settings.unfixable + flag("unfixable", "selectors")
+    if "target_version_name" in given:
+        settings.target_version_name = _checked(given["target_version_name"], "target-version", "--target-version",
+                                                None, "target-version")
 
 
 def _checked(value: Any, kind: str, where: str, path: Optional[Path], key: str) -> Any:
@@ -403,6 +414,11 @@ def _checked(value: Any, kind: str, where: str, path: Optional[Path], key: str) 
     if kind == "bool":
         if not isinstance(value, bool):
             raise ConfigError(f"{where} must be true or false, not {_toml_type(value)}", path=path, key=key)
+        return value
+    if kind == "target-version":
+        if not isinstance(value, str) or not _TARGET_VERSION.fullmatch(value):
+            raise ConfigError(f"{where} must be a Python version such as \"py39\" or \"py312\", not {value!r}",
+                              path=path, key=key)
         return value
     if kind == "path":
         if not isinstance(value, str) or not value:

@@ -396,7 +396,9 @@ def search_module(importer: str, module: str, level: int = 0) -> Tuple[Optional[
     if level:
         for _ in range(level - 1):
             directory = os.path.dirname(directory)
-        roots: Tuple[str, ...] = (directory,)
+        # Files under site-packages or a venv are never project files, so nothing there is a dependency:
+        # recorded as absent, an existing one would make every cached result of the importer stale.
+        roots: Tuple[str, ...] = () if _NOT_PROJECT & set(directory.split(os.sep)) else (directory,)
     else:
         roots = _roots(directory)
     absent = []

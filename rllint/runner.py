@@ -2,7 +2,8 @@
 
 Whatever a file holds, linting it ends with findings or with one line saying why it was not
 linted, and the run goes on (README, "Limits"):
-- bytes: regular files only, at most `MAX_FILE_BYTES`; decoding errors name the file;
+- bytes: regular files only, at most `MAX_FILE_BYTES` (a notebook `MAX_NOTEBOOK_BYTES`, its code cells
+  held to the bounds of Python text); decoding errors name the file;
 - Python's own parser sees a file first; when it refuses one, libcst (which knows the newest
   grammar) judges whether it is Python at all: RL000 means "not Python", while newer syntax
   than the running interpreter's is a one-line error;
@@ -37,7 +38,7 @@ from rllint.catalogue import Entry, UnknownSelector, entries, find, import_optio
 from rllint.diagnostic import Diagnostic, FileError
 from rllint.files import file_kind
 from rllint.index import importers_outside
-from rllint.notebook import NotebookError, place_all, read_cells
+from rllint.notebook import MAX_NOTEBOOK_BYTES, NotebookError, place_all, read_cells
 from rllint.registry import OPTIONS, Finding
 from rllint.rules.meta import SyntaxErrorRule, UnusedSuppression
 from rllint.settings import Settings
@@ -124,12 +125,12 @@ class FileResult:
 def lint_bytes(data: bytes, path: str, settings: Settings) -> FileResult:
     """Lint the bytes of the file `path`: decoded as Python decodes source (a notebook's code cells joined,
     a launch config as YAML and shell read it), then `lint_text`."""
-    if len(data) > MAX_FILE_BYTES:
-        return _error(path, too_large(len(data), MAX_FILE_BYTES))
     kind = file_kind(path)
+    if len(data) > byte_limit(path):
+        return _error(path, too_large(len(data), byte_limit(path)))
     if kind == "notebook":
         try:
-            cells = read_cells(data)
+            cells = read_cells(data, too_large_python)
         except NotebookError as error:
             return _error(path, str(error))
         result = lint_text(cells.text, path, settings, kind="python")
@@ -208,16 +209,9 @@ def _lint_text(text: str, path: str, settings: Settings, kind: Optional[str], tr
     rules = [rule for rule in settings.selected_for(path) if kind in rule.file_kinds]
     if kind != "python":
         return _lint_config(text, path, kind, settings, rules)
-    if len(text) > MAX_PYTHON_BYTES:
-        size = len(text.encode("utf-8", "replace"))
-        return _error(path, f"too large to lint ({size / 2 ** 20:.1f} MiB of Python; rllint lints Python files "
-                            f"up to {MAX_PYTHON_BYTES // 2 ** 20} MiB)")
-    # The estimate counts each character at most once, and a `{` once more: a text within the bound that way
-    # (a 2,500-line module is) is not counted.
-    tokens = token_estimate(text) if tree is None and len(text) + text.count("{") > MAX_TOKENS else 0
-    if tokens > MAX_TOKENS:
-        return _error(path, f"too large to lint (about {tokens:,} tokens; rllint lints Python files of up to "
-                            f"{MAX_TOKENS:,})")
+    problem = too_large_python(text, count_tokens=tree is None)
+    if problem:
+        return _error(path, problem)
     try:
         tree = tree or ast.parse(text, filename=path)
     except SyntaxError as error:
@@ -247,6 +241,21 @@ def _lint_text(text: str, path: str, settings: Settings, kind: Optional[str], tr
     result.diagnostics = sorted(result.diagnostics + remote, key=Diagnostic.sort_key)
     result.dependencies, result.used_elsewhere = ({} if file is None else file.dependencies), used
     return result
+
+
+def too_large_python(text: str, count_tokens: bool = True) -> Optional[str]:
+    """Why a text of Python is too large to parse within the memory bound (its size, or about how many tokens
+    it has), or None. Python's parser is not called on a larger text: a notebook's cells are held to it too."""
+    if len(text) > MAX_PYTHON_BYTES:
+        size = len(text.encode("utf-8", "replace"))
+        return (f"too large to lint ({size / 2 ** 20:.1f} MiB of Python; rllint lints Python files up to "
+                f"{MAX_PYTHON_BYTES // 2 ** 20} MiB)")
+    # The estimate counts each character at most once, and a `{` once more: a text within the bound that way
+    # (a 2,500-line module is) is not counted.
+    tokens = token_estimate(text) if count_tokens and len(text) + text.count("{") > MAX_TOKENS else 0
+    if tokens > MAX_TOKENS:
+        return f"too large to lint (about {tokens:,} tokens; rllint lints Python files of up to {MAX_TOKENS:,})"
+    return None
 
 
 class _NotAnalysed(Exception):
@@ -487,7 +496,7 @@ def _positioned(path: str, findings: List[Finding], wrapper: Optional[MetadataWr
         where = path if finding.path is None else _shown_path(finding.path, path)
         fixer = catalogue[finding.rule.code].fix if finding.rule.code in catalogue else None
         fix = None
-        if fixer is not None and finding.node is not None and file:
+        if fixer is not None and finding.node is not None and file and file.settings.fixes(finding.rule.code):
             importlib.import_module(fixer)
             fix = build_fix(finding.rule.code, finding.node, file, positions)
         spans.append((where, finding.rule, line, column, end_line, end_column, finding.message, fix,
@@ -563,9 +572,15 @@ def _stale(selector: str, comment, ran: Dict[str, Entry]) -> Optional[str]:
     return "no rule has this code or name"
 
 
+def byte_limit(path: str) -> int:
+    """The most bytes rllint reads of the file `path`: a notebook's image outputs are not linted, so it may be
+    larger (its code cells are held to the bounds of a Python file)."""
+    return MAX_NOTEBOOK_BYTES if file_kind(path) == "notebook" else MAX_FILE_BYTES
+
+
 def _read(path: str) -> Tuple[Optional[bytes], Optional[FileResult]]:
     try:
-        return read_source(path), None
+        return read_source(path, byte_limit(path)), None
     except SourceError as error:
         return None, _error(path, str(error))
     except OSError as error:
@@ -604,7 +619,6 @@ def lint_groups(groups: Sequence[Group], jobs: Optional[int] = None, isolated: b
     jobs = jobs or os.cpu_count() or 1
     results: Dict[Tuple[int, str], FileResult] = {}
     pending: Dict[Tuple[int, str], Tuple[bytes, str]] = {}
-    digests: Dict[Tuple[int, str], str] = {}
     linted: List[Tuple[List[str], List[str]]] = []  # each group's paths and the importers linted with them
     for number, (settings, paths, cache) in enumerate(groups):
         # Files of the project outside the run that import one of it: their findings on values written in the
@@ -616,7 +630,7 @@ def lint_groups(groups: Sequence[Group], jobs: Optional[int] = None, isolated: b
             if failure is not None:
                 results[number, path] = failure
                 continue
-            digest = digests[number, path] = content_hash(data)
+            digest = content_hash(data)
             cached = cache.get(path, digest) if cache is not None else None
             if cached is not None and cache.stale(cached.dependencies):
                 cached = None
@@ -642,8 +656,7 @@ def lint_groups(groups: Sequence[Group], jobs: Optional[int] = None, isolated: b
         if cache is not None:
             cache.save()
         own = {path: results[number, path] for path in paths + importers}
-        found = _reported(paths, importers, own, {path: digests[number, path] for path in own
-                                                  if (number, path) in digests})
+        found = _reported(paths, importers, own)
         total.diagnostics.extend(found.diagnostics)
         total.errors.extend(found.errors)
     total.diagnostics.sort(key=Diagnostic.sort_key)
@@ -655,8 +668,7 @@ def _lint_task(data: bytes, key: Tuple[int, str], settings: Settings) -> FileRes
     return lint_bytes(data, key[1], settings)
 
 
-def _reported(paths: List[str], importers: List[str], results: Dict[str, FileResult],
-              digests: Dict[str, str]) -> FileResult:
+def _reported(paths: List[str], importers: List[str], results: Dict[str, FileResult]) -> FileResult:
     """What a group's results report: its importers' findings in the group's files only, each finding once."""
     run = {os.path.abspath(path) for path in paths}
     for importer in importers:
@@ -666,7 +678,6 @@ def _reported(paths: List[str], importers: List[str], results: Dict[str, FileRes
     total = FileResult()
     used_elsewhere = {(os.path.abspath(other), line, selector)
                       for path in paths for other, line, selector in results[path].used_elsewhere}
-    _report_copies_once(paths, digests, results)
     seen = set()
     for path in paths:
         for d in results[path].diagnostics:
@@ -674,44 +685,12 @@ def _reported(paths: List[str], importers: List[str], results: Dict[str, FileRes
             if d.code == UnusedSuppression.code and (where, d.line, _stale_selector(d)) in used_elsewhere:
                 continue  # the comment silenced a finding that another linted file placed there
             # A value written in a shared module is found from each file that imports it: report it once.
-            if (where, d.line, d.column, d.code) not in seen:
-                seen.add((where, d.line, d.column, d.code))
+            # Byte-identical copies of a file are other paths, and each is reported on its own.
+            if (where, d.cell, d.line, d.column, d.code) not in seen:
+                seen.add((where, d.cell, d.line, d.column, d.code))
                 total.diagnostics.append(d)
         total.errors.extend(results[path].errors)
     return total
-
-
-def _report_copies_once(paths: Sequence[str], digests: Dict[str, str], results: Dict[str, FileResult]) -> None:
-    """Byte-identical copies of a file (backups of a script in run folders) repeat its findings: each is
-    reported once, at the first copy, and says where the others are. A copy whose own finding differs
-    (another path can mean other settings) keeps it."""
-    copies: Dict[Tuple[str, str], List[str]] = {}
-    for path in paths:
-        if path in digests:
-            copies.setdefault((digests[path], os.path.splitext(path)[1]), []).append(path)
-    for first, *others in (group for group in copies.values() if len(group) > 1):
-        shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
-        own = {_place(d) for d in results[first].diagnostics if d.path == first}
-        repeated = set()
-        for other in others:
-            kept = []
-            for d in results[other].diagnostics:
-                if d.path == other and _place(d) in own:
-                    repeated.add(_place(d))
-                else:
-                    kept.append(d)
-            results[other].diagnostics = kept
-        results[first].diagnostics = [
-            replace(d, message=f"{d.message} (also in {_plural_copies(len(others))}: {shown})")
-            if d.path == first and _place(d) in repeated else d for d in results[first].diagnostics]
-
-
-def _place(d: Diagnostic) -> Tuple[int, int, str, str]:
-    return (d.line, d.column, d.code, d.message)
-
-
-def _plural_copies(count: int) -> str:
-    return "1 identical copy" if count == 1 else f"{count} identical copies"
 
 
 def _stale_selector(diagnostic: Diagnostic) -> Optional[str]:

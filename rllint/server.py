@@ -27,6 +27,7 @@ from rllint.pages import rule_page_url
 from rllint.registry import load_rules
 from rllint.runner import lint_text
 from rllint.settings import Settings
+from rllint.source import split_lines
 
 _SEVERITIES = {Severity.ERROR: types.DiagnosticSeverity.Error, Severity.WARNING: types.DiagnosticSeverity.Warning,
                Severity.INFO: types.DiagnosticSeverity.Information}
@@ -65,10 +66,12 @@ class RllintServer(LanguageServer):
 
 
 def _range(document: TextDocument, line: int, column: int, end_line: int, end_column: int) -> types.Range:
-    """rllint's 1-based lines and code-point columns as an LSP range in the client's units."""
+    """rllint's 1-based lines and code-point columns as an LSP range in the client's units. Lines are
+    counted as Python and LSP count them (`split_lines`), not as pygls's `document.lines` does
+    (`str.splitlines`, which also breaks at a form feed or U+2028)."""
     server_range = types.Range(start=types.Position(line=line - 1, character=column - 1),
                                end=types.Position(line=end_line - 1, character=end_column - 1))
-    return document.range_to_client_units(server_range)
+    return document.position_codec.range_to_client_units(split_lines(document.source), server_range)
 
 
 def _lsp_diagnostic(d: Diagnostic, document: TextDocument, docs_url: Optional[str]) -> types.Diagnostic:
@@ -96,16 +99,15 @@ def _actions(server: RllintServer, params: types.CodeActionParams) -> List[types
                 title=f"Fix {finding.code}: {finding.fix.message}{unsafe}", kind=types.CodeActionKind.QuickFix,
                 diagnostics=[diagnostic], is_preferred=finding.fix.safe,
                 edit=types.WorkspaceEdit(changes={uri: edits})))
-        line = finding.line - 1
         noqa_text, changed = add_noqa(document.source, [finding], python=file_kind(document.path) not in ("yaml", "shell"))
         if changed:
-            whole = types.Range(start=types.Position(line=line, character=0),
-                                end=types.Position(line=line + 1, character=0))
+            body = split_lines(noqa_text)[finding.line - 1].rstrip("\r\n")
+            old_end = len(split_lines(document.source)[finding.line - 1].rstrip("\r\n")) + 1
             actions.append(types.CodeAction(
                 title=f"Suppress {finding.code} on this line (# noqa: {finding.code})",
                 kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
                 edit=types.WorkspaceEdit(changes={uri: [
-                    types.TextEdit(whole, noqa_text.splitlines(keepends=True)[line])]})))
+                    types.TextEdit(_range(document, finding.line, 1, finding.line, old_end), body)]})))
     return actions
 
 

@@ -6,6 +6,7 @@ and, through `CSTRule.option`, by rules. Rules never read config files themselve
 from __future__ import annotations
 
 import fnmatch
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple
@@ -14,6 +15,9 @@ from rllint.catalogue import Entry, names_rule, select
 
 if TYPE_CHECKING:
     from rllint.registry import Option
+
+# The Python running rllint: the target of a project that states none.
+RUNNING_PYTHON: Tuple[int, int] = sys.version_info[:2]
 
 # As ruff: folders that hold tools' and environments' files, never a project's sources.
 DEFAULT_EXCLUDES: Tuple[str, ...] = (
@@ -37,11 +41,31 @@ class Settings:
     lint_vendored: bool = False  # lint copies of RL frameworks found in a walk (`rllint.vendored`)
     options: Dict[str, Any] = field(default_factory=dict)
     root: Path = field(default_factory=Path.cwd)  # the folder relative patterns are anchored at
-    # The oldest Python the project supports, from `requires-python` (None: unknown, assume current).
+    # The oldest Python the project supports, from `requires-python` (None: unknown, see `target_python`).
     target_version: Optional[Tuple[int, int]] = None
+    # `target-version` of the config or `--target-version` (`"py39"`): wins over `requires-python`, as in ruff.
+    target_version_name: Optional[str] = None
     config_path: Optional[Path] = None
     cache_dir: Optional[str] = None  # `cache-dir` of the config file, made absolute
     docs_url: Optional[str] = None  # where rule pages are, for rule links (`rllint.pages`)
+    # ruff's `fixable` and `unfixable`: the rules whose findings get their fix (None: every rule).
+    fixable: Optional[List[str]] = None
+    unfixable: List[str] = field(default_factory=list)
+
+    def target_python(self) -> Tuple[int, int]:
+        """The oldest Python the project's code must run on: `target-version`, else the lower bound of
+        `requires-python`, else the Python that runs rllint (never a newer one than the project may use)."""
+        if self.target_version_name:
+            return 3, int(self.target_version_name[3:])
+        return self.target_version or RUNNING_PYTHON
+
+    def fixes(self, code: str) -> bool:
+        """Whether findings of rule `code` carry their fix: selected by `fixable` (every rule when unset)
+        and not by `unfixable`, the most specific selector winning, as rules are selected."""
+        if self.fixable is None and not self.unfixable:
+            return True
+        chosen = select(["ALL"] if self.fixable is None else self.fixable, (), self.unfixable)
+        return code in {entry.code for entry in chosen}
 
     def option(self, option: Option) -> Any:
         return self.options.get(option.key, option.default)

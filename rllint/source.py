@@ -8,9 +8,10 @@ import io
 import os
 import re
 import stat
+import tempfile
 import tokenize
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 
 class SourceError(Exception):
@@ -36,6 +37,31 @@ def read_source(path: str, limit: int = MAX_FILE_BYTES) -> bytes:
     return data
 
 
+def write_beside(path: str, data: bytes, prefix: str, suffix: str, mode: Optional[int] = None,
+                 check: Optional[Callable[[str], None]] = None) -> None:
+    """Put `data` in `path`'s place in one step: written to a new temporary file in the same folder (never
+    through a link), flushed to disk, given `mode`, passed to `check` (which raises to stop), then moved
+    over `path` with `os.replace` (which replaces a link there, not what it points to). The temporary file
+    never outlives a failure; raises OSError or what `check` raises, and `path` is then as it was."""
+    descriptor, temporary = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=prefix, suffix=suffix)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(temporary, mode)
+        if check is not None:
+            check(temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
 def too_large(size: int, limit: int) -> str:
     return f"too large to lint ({size / 2 ** 20:.1f} MiB; rllint reads files up to {limit // 2 ** 20} MiB)"
 
@@ -55,6 +81,24 @@ def token_estimate(text: str) -> int:
     time `ast.parse` takes: every `{` counts once more, for the fields of an f-string (which the tokenizer of
     Python before 3.12 makes one token but the parser makes nodes of). Never more than twice `len(text)`."""
     return _TOKEN.subn("", text)[1] + text.count("{")
+
+
+# A line as Python's tokenizer, libcst and LSP count lines: only \n, \r\n and \r end one.
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def split_lines(text: str) -> List[str]:
+    """The lines of `text`, each with its line ending, as Python counts them. `str.splitlines` also breaks
+    at a form feed, \\v, U+0085 or U+2028, which Python keeps inside a line: positions counted that way
+    point below where Python (and every finding) puts them, and an edit made there changes the program."""
+    return _LINE.findall(text)
+
+
+def python_readline(text: str) -> Callable[[], str]:
+    """A `readline` for `tokenize` that yields the lines Python sees (line endings made `\\n`, which the
+    pure-Python tokenizer of 3.9-3.11 needs to end a line at a lone `\\r`)."""
+    lines = iter([line.rstrip("\r\n") + "\n" if line.endswith(("\r", "\n")) else line for line in split_lines(text)])
+    return lambda: next(lines, "")
 
 
 def decode_source(data: bytes) -> str:
@@ -230,7 +274,7 @@ def _comments(text: str) -> Iterable[Tuple[int, int, bool, str]]:
     """
     found = []
     try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        for token in tokenize.generate_tokens(python_readline(text)):
             if token.type == tokenize.COMMENT:
                 row, col = token.start
                 found.append((row, col + 1, not token.line[:col].strip(), token.string))
@@ -242,7 +286,8 @@ def _comments(text: str) -> Iterable[Tuple[int, int, bool, str]]:
 def _line_comments(text: str) -> List[Tuple[int, int, bool, str]]:
     """Comments found by scanning lines for `#`: for configs, and Python that does not tokenize."""
     found = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(split_lines(text), start=1):
+        line = line.rstrip("\r\n")
         index = line.find("#")
         if index >= 0:
             found.append((number, index + 1, not line[:index].strip(), line[index:]))
@@ -251,7 +296,7 @@ def _line_comments(text: str) -> List[Tuple[int, int, bool, str]]:
 
 def _code_lines(text: str) -> Dict[int, int]:
     """Each line of a config that holds more than a comment covers itself alone."""
-    return {number: number for number, line in enumerate(text.splitlines(), start=1)
+    return {number: number for number, line in enumerate(split_lines(text), start=1)
             if line.strip() and not line.lstrip().startswith("#")}
 
 

@@ -82,7 +82,7 @@ def test_a_fixable_finding_imports_the_fix_builders_of_its_rule_only():
         found = lint_text(source, "logps.py", Settings(select=["RL107"])).diagnostics
         assert [(d.code, d.fix is not None) for d in found] == [("RL107", True)], found
         fixers = sorted(m for m in sys.modules if m.startswith("rllint.fix."))
-        assert fixers == ["rllint.fix.edits", "rllint.fix.logprobs"], fixers
+        assert fixers == ["rllint.fix.logprobs"], fixers
         """)
     assert imported == ["libcst", "rllint.rules.logprobs", "rllint.rules.meta"]
 

@@ -116,3 +116,17 @@ def test_fixing_the_shipped_fixtures_leaves_nothing_fixable_and_code_that_parses
     assert "fixable" not in again.output
     for path in tmp_path.glob("*.py"):
         ast.parse(path.read_text())
+
+
+def test_rl107_casts_to_float32_where_the_value_is_cast_down(tmp_path, monkeypatch):
+    """`.half().float()` keeps the precision `.half()` lost (issue 25.7): the cast itself becomes float32; in an
+    earlier assignment, which every later use of the name sees, only as an unsafe fix."""
+    monkeypatch.chdir(tmp_path)
+    source = ("import torch\n\n\ndef logps(logits, hidden):\n    a = torch.log_softmax(logits.half(), dim=-1)\n"
+              "    h = hidden.to(torch.bfloat16)\n    return a, h.log_softmax(-1)\n")
+    Path("train.py").write_text(source)
+    assert run("--select", "RL107", "--fix", "train.py").exit_code == 1  # the unsafe one is left
+    assert Path("train.py").read_text() == source.replace("logits.half()", "logits.float()")
+    run("--select", "RL107", "--fix", "--unsafe-fixes", "train.py")
+    assert Path("train.py").read_text() == source.replace("logits.half()", "logits.float()").replace(
+        "torch.bfloat16", "torch.float32")

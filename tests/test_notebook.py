@@ -117,3 +117,11 @@ def test_a_folder_without_python_says_so(tmp_path, monkeypatch):
     result = run(".")
     assert (result.exit_code, result.stderr) == (0, "rllint: warning: No Python files found under the given paths.\n")
     assert run("-q", ".").stderr == ""
+
+
+def test_identical_findings_in_different_cells_are_each_reported(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("train.ipynb").write_text(notebook("import re\n", REGEX, REGEX))
+    lines = run("train.ipynb").stdout.splitlines()
+    assert [line.split(": RL")[0] for line in lines[:2]] == ["train.ipynb:cell 3:2:10", "train.ipynb:cell 4:2:10"]
+    assert lines[2] == "Found 2 findings in 1 file."

@@ -387,7 +387,7 @@ def test_12_the_cache_is_data_checked_on_load_and_rewritten(tmp_path):
         path.write_bytes(hostile)
         done = rllint(folder, "train_grpo.py", cache=True)
         assert CANARY_FINDING in done.stdout.decode() and done.returncode == 1 and errors(done) == []
-        assert path.read_bytes().startswith(b'{"format":1,')  # a miss, rewritten
+        assert path.read_bytes().startswith(b'{"format": 2,')  # a miss, rewritten
     assert not (folder / "PWNED").exists()
     path.unlink()
     os.mkfifo(path)  # a FIFO in its place must not hang the run

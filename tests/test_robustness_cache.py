@@ -6,7 +6,7 @@ import time
 from click.testing import CliRunner
 
 from rllint import cli
-from rllint.cache import ResultCache, clean
+from rllint.cache import _TAG_TEXT, ResultCache, _signature, _signing_key, clean, key_path
 from rllint.config import load_settings
 from rllint.diagnostic import Diagnostic, Severity
 from rllint.runner import FileResult
@@ -24,7 +24,19 @@ def test_results_round_trip_as_json(tmp_path):
     again = ResultCache(Settings(), tmp_path / "cache").get(path, "d1")
     assert again.diagnostics == [FINDING] and again.dependencies == {"/x/config.py": ""}
     assert again.used_elsewhere == [("b.py", 2, "RL601")]
-    assert json.loads(cache.path.read_text())["format"] == 1
+    assert json.loads(cache.path.read_text().splitlines()[0])["format"] == 2
+
+
+def read_document(cache: ResultCache) -> dict:
+    return json.loads(cache.path.read_bytes().partition(b"\n")[2])
+
+
+def write_signed(cache: ResultCache, document: dict) -> None:
+    """Write `document` as the cache would, signed with the user's key: what only rllint itself can do."""
+    body = json.dumps(document).encode()
+    signature = _signature(_signing_key(key_path()), cache.root, body)
+    header = json.dumps({"format": 2, "root": cache.root, "signature": signature}).encode()
+    cache.path.write_bytes(header + b"\n" + body)
 
 
 def test_entries_of_another_shape_are_misses(tmp_path):
@@ -33,13 +45,15 @@ def test_entries_of_another_shape_are_misses(tmp_path):
     cache = ResultCache(Settings(), tmp_path / "cache")
     cache.put(path, "d1", FileResult([FINDING]))
     cache.save()
-    good = json.loads(cache.path.read_text())
+    good = read_document(cache)
+    write_signed(cache, good)
+    assert ResultCache(Settings(), tmp_path / "cache").get(path, "d1") is not None
     for mutate in (lambda r: r.update(extra=1), lambda r: r["diagnostics"][0].update(line=True),
                    lambda r: r["diagnostics"][0].update(severity="fatal"), lambda r: r.update(dependencies=[]),
                    lambda r: r["diagnostics"][0].pop("fix"), lambda r: r.update(used_elsewhere=[["a", -1, "b"]])):
         document = json.loads(json.dumps(good))
-        mutate(document["entries"][path]["result"])
-        cache.path.write_text(json.dumps(document))
+        mutate(document[path]["result"])
+        write_signed(cache, document)
         assert ResultCache(Settings(), tmp_path / "cache").get(path, "d1") is None
 
 
@@ -54,6 +68,7 @@ def test_an_absent_dependency_that_appears_is_stale(tmp_path):
 def test_pruning_drops_gone_files_and_old_cache_files(tmp_path):
     folder = tmp_path / "cache"
     folder.mkdir()
+    (folder / "CACHEDIR.TAG").write_text(_TAG_TEXT)  # a folder rllint made
     old = folder / ("results-" + "0" * 32 + ".json")
     old.write_text("{}")
     os.utime(old, (time.time() - 40 * 86400,) * 2)
@@ -67,7 +82,7 @@ def test_pruning_drops_gone_files_and_old_cache_files(tmp_path):
     cache.put(str(tmp_path / "a.py"), "d", FileResult())
     cache.put(str(tmp_path / "gone.py"), "d", FileResult())
     cache.save()
-    assert set(json.loads(cache.path.read_text())["entries"]) == {str(tmp_path / "a.py")}
+    assert set(read_document(cache)) == {str(tmp_path / "a.py")}
     assert not old.exists() and not legacy.exists() and unrelated.exists()
 
 
@@ -85,7 +100,7 @@ def test_cache_dir_flag_config_key_and_clean(tmp_path, monkeypatch):
     done = CliRunner().invoke(cli.main, ["clean"])
     assert done.exit_code == 0 and not (tmp_path / "build/rllint-cache").exists()
     assert CliRunner().invoke(cli.main, ["clean", "--cache-dir", "elsewhere"]).exit_code == 0
-    assert [p.name for p in (tmp_path / "elsewhere").iterdir()] == ["keep.txt"]
+    assert sorted(p.name for p in (tmp_path / "elsewhere").iterdir()) == ["CACHEDIR.TAG", "keep.txt"]
 
 
 def test_clean_of_a_missing_folder(tmp_path):
@@ -105,3 +120,25 @@ def test_fixes_cells_and_steps_round_trip(tmp_path):
     cache.put(path, "d1", FileResult([fixed, logged]))
     cache.save()
     assert ResultCache(Settings(), tmp_path / "cache").get(path, "d1").diagnostics == [fixed, logged]
+
+
+def test_a_warm_run_under_site_packages_or_a_venv_reads_the_cache(tmp_path, monkeypatch):
+    """A relative import there names no project file: it used to be recorded as an absent dependency while
+    the file exists, so every run found the cached result stale (issue 26.7)."""
+    from rllint import runner
+
+    linted = []
+    real = runner.lint_bytes
+    monkeypatch.setattr(runner, "lint_bytes", lambda data, path, settings: linted.append(path) or real(data, path, settings))
+    for folder in ("lib/site-packages/pkg", "venv/lib/pkg"):
+        package = tmp_path / folder
+        package.mkdir(parents=True)
+        (package / "__init__.py").write_text("")
+        (package / "config.py").write_text("LR = 5e-5\n")
+        (package / "train.py").write_text("from .config import LR\nfrom trl import GRPOConfig\n"
+                                          "config = GRPOConfig(learning_rate=LR)\n")
+        path = str(package / "train.py")
+        settings = Settings(select=["RL601"])
+        for _ in range(2):
+            runner.lint_files([path], settings, cache=ResultCache(settings, tmp_path / "cache"), isolated=False)
+        assert linted.count(path) == 1

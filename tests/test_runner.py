@@ -299,15 +299,3 @@ def test_libcst_judges_what_python_refuses_within_a_shape_bound_that_needs_no_gr
     assert runner._judge('x = """unterminated\n' + "y = 1\n" * 3000) is False  # read to the end
     assert runner._judge("if x:\n        a = 1\n    b = 2\n" + "c = 1\n" * 3000) is False  # a dedent to nowhere
 
-
-def test_identical_copies_report_their_findings_once_at_the_first(tmp_path):
-    script = "from trl import GRPOConfig\nconfig = GRPOConfig(output_dir='o', learning_rate=5e-5)\n"
-    for folder in ("a", "runs/1", "runs/2"):
-        (tmp_path / folder).mkdir(parents=True)
-        (tmp_path / folder / "train.py").write_text(script)
-    (tmp_path / "other.py").write_text(script.replace("5e-5", "6e-5"))
-    paths = [str(tmp_path / p) for p in ("a/train.py", "other.py", "runs/1/train.py", "runs/2/train.py")]
-    found = lint_files(paths, Settings(select=["RL601"]), isolated=False).diagnostics
-    assert [(os.path.relpath(d.path, tmp_path), d.line) for d in found] == [("a/train.py", 2), ("other.py", 2)]
-    assert found[0].message.endswith(f"(also in 2 identical copies: {paths[2]}, {paths[3]})")
-    assert "identical" not in found[1].message

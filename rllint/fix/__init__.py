@@ -20,6 +20,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import libcst as cst
 from libcst.metadata import CodeRange
 
+from rllint.source import split_lines
+
 # A node of the file and the node that replaces it.
 Change = Tuple[cst.CSTNode, cst.CSTNode]
 
@@ -84,7 +86,7 @@ def fixes(code: str, safe: bool, safety: str) -> Callable:
     return register
 
 
-_NOT_FAMILIES = {"apply", "edits"}  # the fix driver and the node helpers
+_NOT_FAMILIES = {"apply", "edits", "write"}  # the fix driver, the node helpers and the file writer
 
 
 def load_builders() -> Dict[str, Builder]:
@@ -117,6 +119,10 @@ def build_fix(code: str, node: cst.CSTNode, file: Any, positions: Mapping[cst.CS
         return None
     old = file.module.code_for_node(statement)
     new = file.module.code_for_node(statement.visit(_Replace(plan.changes, positions)))
+    if statement is file.module.body[-1] and not file.module.has_trailing_newline:
+        # libcst renders the last statement with a line ending that a file without a final newline lacks.
+        ending = file.module.default_newline
+        old, new = old.removesuffix(ending), new.removesuffix(ending)
     starts = _line_starts(file.text)
     start, end = _offset(starts, first[0], first[1] + 1), _offset(starts, last[0], last[1] + 1)
     where = file.text.find(old, max(0, end - len(old)))
@@ -170,15 +176,10 @@ def _offset(starts: List[int], line: int, column: int) -> int:
 
 
 def _line_starts(text: str) -> List[int]:
-    """Offsets of the first character of each line, as libcst counts lines (\\n, \\r\\n, \\r)."""
+    """Offsets of the first character of each line, as Python and libcst count lines (\\n, \\r\\n, \\r),
+    and the end of the text."""
     starts = [0]
-    index = 0
-    while index < len(text):
-        char = text[index]
-        if char == "\r" and text[index + 1:index + 2] == "\n":
-            index += 1
-        if char in "\r\n":
-            starts.append(index + 1)
-        index += 1
+    for line in split_lines(text):
+        starts.append(starts[-1] + len(line))
     starts.append(len(text))
     return starts

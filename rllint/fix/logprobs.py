@@ -1,41 +1,56 @@
 """Fixes of the log-prob rules: RL107, RL108."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Tuple
 
 import libcst as cst
 
-from rllint.analysis.imports import Imports
-from rllint.analysis.syntax import keyword, positional
+from rllint.analysis.tensors import Tensors, argument
 from rllint.analysis.text import number
 from rllint.fix import Plan, fixes
-from rllint.fix.edits import method_call
 
-# Ops whose first argument (or receiver, for the method form) is the tensor to upcast.
-_UPCAST_FUNCTIONS = ("log_softmax", "softmax", "logsumexp", "cross_entropy")
-_UPCAST_METHODS = ("log_softmax", "softmax", "logsumexp")
 _EPSILON_NAMES = ("eps", "epsilon", "tiny")
 
 
 @fixes("RL107", safe=True, safety="""
-    The fix upcasts the operand with `.float()` (`F.log_softmax(logits.float(), dim=-1)`). It is safe:
-    the values only gain precision, and PyTorch promotes what they are later combined with. The
-    float32 copy of a vocabulary-sized tensor costs memory, which is the trade the rule asks for.
-    There is no fix when the op itself asks for a half dtype (`dtype=torch.bfloat16`).""")
+    The fix casts the value to float32 where it was cast down, instead of after: `logits.half()` becomes
+    `logits.float()`, `.to(torch.bfloat16)` becomes `.to(torch.float32)`, so the op runs on the values
+    at the precision they had. (`.half().float()` would keep what the cast to half threw away.) Where
+    the cast is written in the op's own argument only this op sees the change, and the fix is safe.
+    Where it is written before, in an assignment (`logits = logits.half()`), every later use of that
+    name gets float32 too, which costs memory and changes dtypes downstream: that fix is unsafe. There
+    is no fix when the op itself asks for a half dtype (`dtype=torch.bfloat16`), when the cast is in
+    another function, or when the dtype is a bare name (`bfloat16` imported from torch).""")
 def upcast(node: cst.CSTNode, file) -> Optional[Plan]:
-    if not isinstance(node, cst.Call) or not isinstance(node.func, (cst.Attribute, cst.Name)) or keyword(node, "dtype"):
+    if not isinstance(node, cst.Call):
         return None
-    name = node.func.attr.value if isinstance(node.func, cst.Attribute) else node.func.value
-    if (file.fact(Imports).qualified(node.func) or "").startswith("torch."):  # `F.log_softmax(logits, -1)`
-        argument = keyword(node, "input")
-        operand = argument.value if argument is not None else positional(node, 0)
-        if name not in _UPCAST_FUNCTIONS or operand is None:
-            return None
-    elif name in _UPCAST_METHODS and isinstance(node.func, cst.Attribute):
-        operand = node.func.value  # `logits.log_softmax(-1)`: the receiver is the tensor
-    else:
+    tensors = file.fact(Tensors)
+    op, operand = tensors.call_name(node)
+    if operand is None or tensors.cast_precision(node, op) == "half":
         return None
-    return Plan("Upcast with `.float()` first", [(operand, method_call(operand, "float"))])
+    cast = tensors.half_cast(operand)
+    change = _to_float32(cast, tensors) if isinstance(cast, cst.Call) else None
+    if change is None:
+        return None
+    original, replacement = change
+    low = "bfloat16" if "bfloat16" in tensors.code(cast, 1000) else "float16"
+    return Plan(f"Cast to float32 instead of {low}", [(original, replacement)], unsafe=not _within(cast, operand))
+
+
+def _to_float32(cast: cst.Call, tensors: Tensors) -> Optional[Tuple[cst.CSTNode, cst.CSTNode]]:
+    """The node of a cast to half precision to replace, and its float32 twin: the method (`x.half()` ->
+    `x.float()`), else the dtype argument (`torch.bfloat16` -> `torch.float32`)."""
+    op, _ = tensors.call_name(cast)
+    if op in ("half", "bfloat16") and isinstance(cast.func, cst.Attribute) and not tensors.is_function(cast.func):
+        return cast.func, cast.func.with_changes(attr=cst.Name("float"))
+    dtype = argument(cast, None, "dtype") or (argument(cast, 0) if op in ("to", "type") else None)
+    if isinstance(dtype, cst.Attribute):
+        return dtype, dtype.with_changes(attr=cst.Name("float32"))
+    return None
+
+
+def _within(node: cst.CSTNode, tree: cst.CSTNode) -> bool:
+    return node is tree or any(_within(node, child) for child in tree.children)
 
 
 @fixes("RL108", safe=True, safety="""

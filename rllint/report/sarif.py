@@ -3,7 +3,8 @@
 Relative paths are given against `%SRCROOT%`, the working folder (as every format's paths are), so
 that an upload from the root of a checkout resolves to files of the repository. Rule links come
 from `docs-url` (`rllint.pages`). Columns count code points, not SARIF's default UTF-16 units, and
-the run says so. Files that could not be linted are tool execution notifications of the
+the run says so. A notebook finding's region names its cell,
+whose lines it counts. Files that could not be linted are tool execution notifications of the
 invocation, which then did not succeed.
 """
 import json
@@ -47,6 +48,16 @@ def _rule_descriptor(code: str, name: str, docs_url: Optional[str]) -> dict:
     }
 
 
+def _region(d: Diagnostic) -> dict:
+    """Where the finding is. In a notebook, lines count from the top of a code cell, not of the JSON file:
+    the region names its cell (`properties.cell` and its message), so that no reader takes them for
+    lines of the file."""
+    region = {"startLine": d.line, "startColumn": d.column, "endLine": d.end_line, "endColumn": d.end_column}
+    if d.cell is not None:
+        region.update(message={"text": f"cell {d.cell}, line {d.line}"}, properties={"cell": d.cell})
+    return region
+
+
 def _message(d: Diagnostic) -> str:
     return d.message if d.cell is None else f"cell {d.cell}, line {d.line}: {d.message}"
 
@@ -65,8 +76,7 @@ def write(diagnostics: Sequence[Diagnostic], stream: TextIO, errors: Sequence[Fi
             "locations": [{
                 "physicalLocation": {
                     "artifactLocation": _artifact(d.path),
-                    "region": {"startLine": d.line, "startColumn": d.column,
-                               "endLine": d.end_line, "endColumn": d.end_column},
+                    "region": _region(d),
                 },
             }],
             **({} if d.step is None else {"properties": {"step": d.step}}),

@@ -526,8 +526,9 @@ class UncheckedParallelZip(_RewardRule):
 
     ## Options
     None. Off by default; turn it on with `extend-select = ["RL404"]`. `strict=` needs
-    Python 3.10 or later: projects whose nearest `pyproject.toml` says `requires-python` (or
-    Poetry's `python` dependency) admits an older Python are not told to use it.
+    Python 3.10 or later: projects whose target Python is older are not told to use it. The
+    target is `target-version` (`--target-version py39`), else what the nearest `pyproject.toml`
+    says in `requires-python` (or Poetry's `python` dependency), else the Python running rllint.
     """
 
     code = "RL404"
@@ -542,7 +543,7 @@ class UncheckedParallelZip(_RewardRule):
             return
         if keyword(node, "strict") is not None or any(a.star for a in node.args):
             return
-        if (self.file.settings.target_version or (3, 10)) < (3, 10):
+        if self.file.settings.target_python() < (3, 10):
             return
         if not (self.file.fact(Purpose).rl_code or self.file.fact(RewardFunctions).defines_any):
             return

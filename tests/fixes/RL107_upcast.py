@@ -1,4 +1,4 @@
-"""RL107: the operand of a softmax-family op upcast with .float(); an op that asks for a half dtype is left alone."""
+"""RL107: a cast to half precision becomes a cast to float32 (unsafe in an earlier assignment)."""
 import torch
 import torch.nn.functional as F
 
