@@ -219,6 +219,8 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
     _emit(report.getvalue(), output_file, ctx)
     for error in result.errors:
         click.echo(f"rllint: error: {_display(error.path)}: {error.message}", err=True)
+    for note in result.notes:
+        say.warning(note)
     if not files and not errors:
         say.warning("No Python files found under the given paths.")
     if output_format not in MACHINE_FORMATS and not statistics:
@@ -293,6 +295,7 @@ def _lint_groups(files: List[str], configs: ConfigTree, jobs: Optional[int], no_
         result = lint_files(group, settings, jobs=jobs, cache=None if no_cache else ResultCache(settings, cache_dir))
         total.diagnostics.extend(result.diagnostics)
         total.errors.extend(result.errors)
+        total.notes.extend(note for note in result.notes if note not in total.notes)
     total.diagnostics.sort(key=Diagnostic.sort_key)
     return total
 

@@ -81,6 +81,7 @@ class _Facts:
         self._facts: Dict[type, Any] = {}
         # Other files the analyses read (values imported from project modules): path -> content hash.
         self.dependencies: Dict[str, str] = {}
+        self.notes: List[str] = []  # what the analyses could not see (a project cut short by a bound)
 
     def fact(self, analysis: type) -> Any:
         """The instance of `analysis` (a class taking this file) for this file."""
@@ -119,6 +120,9 @@ class FileResult:
     dependencies: Dict[str, str] = field(default_factory=dict)
     # Suppression comments of other files that silenced a finding of this one: (path, line, selector).
     used_elsewhere: List[Tuple[str, int, str]] = field(default_factory=list)
+    # One line each for the user about what the lint could not see; they change no exit status, and a
+    # cached result does not repeat them.
+    notes: List[str] = field(default_factory=list)
 
 
 def lint_bytes(data: bytes, path: str, settings: Settings) -> FileResult:
@@ -246,6 +250,7 @@ def _lint_text(text: str, path: str, settings: Settings, kind: Optional[str], tr
     remote, used = _remote_filtered([d for d in diagnostics if d.path != path], settings)
     result.diagnostics = sorted(result.diagnostics + remote, key=Diagnostic.sort_key)
     result.dependencies, result.used_elsewhere = ({} if file is None else file.dependencies), used
+    result.notes = [] if file is None else file.notes
     return result
 
 
@@ -643,6 +648,7 @@ def lint_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = N
                 seen.add((where, d.line, d.column, d.code))
                 total.diagnostics.append(d)
         total.errors.extend(results[path].errors)
+        total.notes.extend(note for note in results[path].notes if note not in total.notes)
     total.diagnostics.sort(key=Diagnostic.sort_key)
     return total
 
