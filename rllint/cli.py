@@ -208,7 +208,9 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
     if diff:
         click.echo("".join(diffs), nl=False)
         say.note(f"Would fix {_plural(len(fixed), 'finding')}." if fixed else "No fixes available.")
-        ctx.exit(1 if fixed else 0)
+        for error in result.errors:  # a file that could not be read is no file without fixes
+            click.echo(f"rllint: error: {_display(error.path)}: {error.message}", err=True)
+        ctx.exit(2 if errors else 1 if fixed else 0)
 
     report = io.StringIO()
     if statistics:

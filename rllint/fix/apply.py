@@ -17,7 +17,7 @@ from rllint.files import file_kind
 from rllint.fix import Edit, edited
 from rllint.rules.meta import SyntaxErrorRule, UnusedSuppression
 from rllint.runner import FileResult, lint_files, lint_text
-from rllint.source import SourceError, decode_source
+from rllint.source import SourceError, decode_source, read_source
 
 MAX_ROUNDS = 10
 # Findings about the file's syntax or its comments, which no `# noqa` can silence.
@@ -144,8 +144,7 @@ def fix_files(files: Sequence[str], configs, unsafe: bool, write: bool) -> Tuple
             total.errors.extend(result.errors)
             continue
         try:
-            with open(path, "rb") as handle:
-                data = handle.read()
+            data = read_source(path)
             text = decode_source(data)
             outcome = fix_text(text, lambda source: lint_text(source, path, settings), unsafe)
         except OSError as error:
