@@ -123,6 +123,25 @@ def test_plot_writes_a_png(tmp_path):
     assert png.startswith(b"\x89PNG") and len(png) > 20_000
 
 
+def test_special_files_are_refused_as_the_source_linter_refuses_them(tmp_path):
+    """A FIFO would block the run and /dev/zero fill its memory: each is one error line, and the rest is read
+    (in a process of its own with a timeout, since a hang is the defect)."""
+    os.mkfifo(tmp_path / "pipe.jsonl")
+    os.symlink("/dev/zero", tmp_path / "zero.csv")
+    (tmp_path / "run").mkdir()
+    os.mkfifo(tmp_path / "run" / "trainer_state.json")  # met in a walk
+    (tmp_path / "tb").mkdir()
+    os.symlink("/dev/zero", tmp_path / "tb" / "events.out.tfevents.1.host")
+    write_run(tmp_path / "good", {"entropy_collapse": 150})
+    done = subprocess.run([sys.executable, "-m", "rllint", "logs", "pipe.jsonl", "zero.csv", "run", "tb", "good"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "good/trainer_state.json: step 150: RL703" in done.stdout
+    refused = "not a regular file (a FIFO, device or socket); not read"
+    assert sorted(line for line in done.stderr.splitlines() if line.startswith("rllint: error:")) == [
+        f"rllint: error: pipe.jsonl: {refused}", f"rllint: error: run/trainer_state.json: {refused}",
+        f"rllint: error: tb: events.out.tfevents.1.host: {refused}", f"rllint: error: zero.csv: {refused}"]
+
+
 def test_missing_extras_name_the_extra_to_install(tmp_path, monkeypatch):
     write_run(tmp_path / "run")
     monkeypatch.setitem(sys.modules, "matplotlib", None)
