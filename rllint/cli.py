@@ -534,14 +534,17 @@ def logs_command(ctx: click.Context, paths: Tuple[str, ...], output_format: str,
     from rllint.logs.metrics import MappingError, parse_mapping
     from rllint.rules.runlogs import LOG_METRICS
 
-    if plot_file is not None:
-        from rllint.logs.plot import PlotUnavailable, require_matplotlib
+    image = missing = None
+    if plot_file is not None:  # an image that cannot be drawn is said before the work; a missing extra after it
+        from rllint.logs.plot import PlotPathError, PlotUnavailable, image_format
 
         try:
-            require_matplotlib()
-        except PlotUnavailable as error:
+            image = image_format(plot_file)
+        except PlotPathError as error:
             click.echo(f"rllint: error: {error}", err=True)
             ctx.exit(2)
+        except PlotUnavailable as error:
+            missing = str(error)
     try:
         start = None if config_file else _config_start(paths, None)
         settings = load_settings(config_file, start, {"select": select, "extend_select": extend_select,
@@ -564,18 +567,21 @@ def logs_command(ctx: click.Context, paths: Tuple[str, ...], output_format: str,
         click.echo(f"rllint: warning: {_display(path)}: {warning}", err=True)
     for error in result.errors:
         click.echo(f"rllint: error: {_display(error.path)}: {error.message}", err=True)
-    if plot_file is not None:
+    if not machine:
+        click.echo(_summary(diagnostics, result.errors))
+    if missing is not None:
+        click.echo(f"rllint: error: {missing}", err=True)
+        ctx.exit(2)
+    if image is not None:
         from rllint.logs.plot import plot_runs
 
         try:
-            drawn = plot_runs(result.runs, plot_file, _display)
+            drawn = plot_runs(result.runs, plot_file, image, _display)
         except OSError as error:
             click.echo(f"rllint: error: cannot write {plot_file}: {error.strerror or error}", err=True)
             ctx.exit(2)
         if not drawn:
             click.echo("rllint: warning: --plot: no run had a metric to draw; nothing written", err=True)
-    if not machine:
-        click.echo(_summary(diagnostics, result.errors))
     if result.errors:
         ctx.exit(2)
     ctx.exit(1 if diagnostics and not exit_zero else 0)
