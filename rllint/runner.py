@@ -48,9 +48,9 @@ from rllint.traversal import visit_batched
 # libcst's visitors recurse once per nesting level: a 500-term `+` chain, which CPython
 # parses, needs more than the default limit of 1000 frames.
 RECURSION_LIMIT = 20000
-# A process lints in at most about 200 MiB (issue 12): the interpreter with rllint is about 35 MB, and
-# libcst's tree with the analyses' facts holds about 2.7 KB per `ast` node (the largest primer file has
-# 45,000 nodes; a 2,500-line module about 12,000).
+# A process lints a file in at most about 320 MiB (README, "Limits"): a worker holds about 60 MiB, and
+# libcst's tree with the analyses' facts holds about 2.7 KB per `ast` node of typical code, up to 4.3 KB for
+# dense literals (the largest primer file has 45,000 nodes; a 2,500-line module about 12,000).
 MAX_NODES = 60_000
 # Python's own tree costs about 250 bytes per node and twice that while `ast.parse` builds it: source code
 # has about one node per 4 bytes, so larger texts are refused before it is built.
@@ -66,6 +66,9 @@ MAX_NESTING = 2_000
 MAX_BRACKETS = 200
 # Seconds one file may take in a worker process before the worker is stopped.
 FILE_TIME_LIMIT = 60.0
+# A file of this many bytes or more is linted by a fresh worker (`workers.run`'s `heavy`): libcst's tree of dense
+# source takes up to 600 bytes per byte, which must not add to what a worker kept from the files before.
+HEAVY_FILE_BYTES = 128 * 1024
 # The stack of the thread a file is linted on: libcst's native parser and the visitors recurse per
 # nesting level, and the main thread's stack (8 MB, less in some threads) is too small for the bound above.
 _STACK_BYTES = 512 * 1024 * 1024
@@ -617,7 +620,8 @@ def lint_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = N
             pending[path] = (data, digest)
     if isolated:
         done = workers.run([(data, path) for path, (data, _) in pending.items()],
-                           functools.partial(lint_bytes, settings=settings), jobs, time_limit)
+                           functools.partial(lint_bytes, settings=settings), jobs, time_limit,
+                           heavy=lambda task: len(task[0]) >= HEAVY_FILE_BYTES)
         fresh = {path: _error(path, outcome.message) if isinstance(outcome, workers.Failure) else outcome
                  for path, outcome in done.items()}
     else:
