@@ -100,7 +100,7 @@ def test_csv_plain_and_a_wandb_panel_export_of_two_runs(tmp_path):
                      '1,0.1,0.05,0.2,0.3\n2,0.2,0.1,0.3,0.4\n')
     runs = read(Source("csv", str(panel), True))
     assert [(r.path.rsplit("[", 1)[-1], cleaned(r)["train/kl"][1]) for r in runs] == [("a]", [0.1, 0.2]),
-                                                                                     ("b]", [0.3, 0.4])]
+                                                                                      ("b]", [0.3, 0.4])]
 
 
 def test_csv_without_a_step_column_counts_rows(tmp_path):
