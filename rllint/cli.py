@@ -322,6 +322,8 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
     _emit(report.getvalue(), output_file, ctx)
     for error in errors:
         say.error(f"{error.path}: {error.message}")
+    for note in result.notes:
+        say.warning(note)
     if not files and not errors:
         say.warning("No Python files found under the given paths.")
 
@@ -846,14 +848,17 @@ def logs_command(ctx: click.Context, paths: Tuple[str, ...], output_format: str,
     from rllint.logs.metrics import MappingError, parse_mapping
     from rllint.rules.runlogs import LOG_METRICS
 
-    if plot_file is not None:
-        from rllint.logs.plot import PlotUnavailable, require_matplotlib
+    image = missing = None
+    if plot_file is not None:  # an image that cannot be drawn is said before the work; a missing extra after it
+        from rllint.logs.plot import PlotPathError, PlotUnavailable, image_format
 
         try:
-            require_matplotlib()
-        except PlotUnavailable as error:
+            image = image_format(plot_file)
+        except PlotPathError as error:
             _stderr(f"rllint: error: {error}")
             ctx.exit(2)
+        except PlotUnavailable as error:
+            missing = str(error)
     try:
         start = None if config_file else _config_start(paths, None)
         settings = load_settings(config_file, start, {"select": select, "extend_select": extend_select,
@@ -878,11 +883,14 @@ def logs_command(ctx: click.Context, paths: Tuple[str, ...], output_format: str,
         _stderr(f"rllint: warning: {_display(path)}: {warning}")
     for error in result.errors:
         _stderr(f"rllint: error: {_display(error.path)}: {error.message}")
-    if plot_file is not None:
+    if missing is not None:
+        _stderr(f"rllint: error: {missing}")
+        ctx.exit(2)
+    if image is not None:
         from rllint.logs.plot import plot_runs
 
         try:
-            drawn = plot_runs(result.runs, plot_file, _display)
+            drawn = plot_runs(result.runs, plot_file, image, _display)
         except OSError as error:
             _stderr(f"rllint: error: cannot write {plot_file}: {error.strerror or error}")
             ctx.exit(2)

@@ -65,8 +65,17 @@ def discover(paths: Sequence[str], settings: Settings,
     return sorted(walk.files), walk.errors
 
 
+def discover_bounded(folder: str, settings: Settings, limit: int) -> Tuple[List[str], bool]:
+    """The files under `folder` as `discover` finds them, meeting at most `limit` files and folders on the
+    way, and whether the walk stopped there. For walks nobody asked for (the project index), which must
+    end promptly even in a working folder of millions of files."""
+    walk = _Walk(settings, limit)
+    walk.explicit(os.path.normpath(folder))
+    return sorted(walk.files), walk.stopped
+
+
 class _Walk:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, limit: Optional[int] = None) -> None:
         patterns = [p[2:] if p.startswith("./") else p for p in [*settings.exclude, *settings.extend_exclude]]
         names = [p for p in patterns if "/" not in p]
         self._names = re.compile("|".join(fnmatch.translate(p) for p in names)) if names else None
@@ -82,6 +91,8 @@ class _Walk:
         self._loops: Set[Tuple[int, int]] = set()  # the links already in a notice
         self.files: Set[str] = set()
         self.errors: List[FileError] = []
+        self._left = limit  # files and folders the walk may still meet (None: no bound)
+        self.stopped = False  # the bound was reached: the walk saw part of the tree
 
     def explicit(self, path: str) -> None:
         try:
@@ -136,7 +147,7 @@ class _Walk:
             shown, real, relative_folder, ignores, ancestors = pending.pop()
             try:
                 with os.scandir(shown) as listing:
-                    entries = list(listing)
+                    entries = sorted(listing, key=lambda entry: entry.name)  # a bounded walk sees the same part
             except OSError as error:
                 self.errors.append(FileError(shown, f"cannot list directory: {error.strerror or error}"))
                 continue
@@ -150,6 +161,11 @@ class _Walk:
             if self._gitignore and shown != top:
                 ignores = self._folder_ignores(real, ignores, names)
             for entry in entries:
+                if self._left is not None:
+                    if self._left == 0:
+                        self.stopped = True
+                        return
+                    self._left -= 1
                 name = entry.name
                 child_shown = name if shown == "." else os.path.join(shown, name)
                 child_real = os.path.join(real, name)

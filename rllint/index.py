@@ -32,7 +32,9 @@ from rllint.source import SourceError, decode_source, read_source
 _MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 # Folders whose modules are installed packages, not the project's.
 _NOT_PROJECT = {"site-packages", "dist-packages", "__pypackages__", ".venv", "venv"}
-_MAX_FILES = 5000
+_MARKER_LEVELS = 8  # folders above a file searched for a marker
+_MAX_FILES = 5000  # Python files of a project that the index reads
+_MAX_WALKED = 100_000  # files and folders met while looking for them
 _MAX_IMPORTERS = 8  # importers linted for a file of a run that they import
 _NO_GRAD = ("no_grad", "inference_mode")
 _LOG_SOFTMAX = ("log_softmax", "selective_log_softmax")
@@ -210,11 +212,13 @@ def _number(node: ast.AST) -> Optional[float]:
 _FILES: Dict[Tuple[str, int], Tuple[object, Tuple[str, ...]]] = {}
 _SUMMARIES: Dict[str, Optional[Summary]] = {}  # content hash -> summary (None: not Python this interpreter parses)
 _READ: Dict[str, Tuple[Tuple[int, int], str]] = {}  # path -> (size and time, content hash) of summarised files
+_STOPPED: Set[str] = set()  # project roots whose walk a bound cut short
 
 
 def clear_cache() -> None:
     """Forget the files and summaries of this process (tests that change a project between runs)."""
     _FILES.clear()
+    _STOPPED.clear()
     _SUMMARIES.clear()
     _READ.clear()
     _WORDS.clear()
@@ -248,14 +252,29 @@ def _summary_of(path: str, needles: Tuple[bytes, ...] = ()) -> Tuple[str, Option
 
 
 def project_files(root: str, settings) -> Tuple[str, ...]:
-    """The Python files of the project at `root` (absolute), as a run with `settings` discovers them."""
+    """The Python files of the project at `root` (absolute), as a run with `settings` discovers them: at most
+    `_MAX_FILES` of them, met within `_MAX_WALKED` files and folders (`project_note` says when a bound cut
+    the walk short); none for a folder too broad to be a project (`_too_broad`)."""
     key = (root, id(settings))
     if key not in _FILES:
-        from rllint.files import discover, file_kind
+        from rllint.files import discover_bounded, file_kind
 
-        found, _ = discover([root], settings)
-        _FILES[key] = (settings, tuple(os.path.abspath(p) for p in found if file_kind(p) == "python")[:_MAX_FILES])
+        found, stopped = discover_bounded(root, settings, _MAX_WALKED) if not _too_broad(root) else ([], False)
+        python = [os.path.abspath(p) for p in found if file_kind(p) == "python"]
+        stopped = stopped or len(python) > _MAX_FILES
+        _FILES[key] = (settings, tuple(python[:_MAX_FILES]))
+        if stopped:
+            _STOPPED.add(root)
     return _FILES[key][1]
+
+
+def project_note(root: str) -> Optional[str]:
+    """One line for the user when the index saw only part of the project at `root`; None when it saw all."""
+    if root not in _STOPPED:
+        return None
+    return (f"project index: {root} holds more than {_MAX_WALKED:,} files and folders or {_MAX_FILES:,} Python "
+            "files; modules beyond them were not consulted (run rllint from the project's own folder, or mark it "
+            "with a pyproject.toml or .git)")
 
 
 def importers_outside(paths: Sequence[str], settings) -> List[str]:
@@ -452,18 +471,29 @@ def clear_lookups() -> None:
 
 
 def project_root(path: str) -> str:
+    """The folder whose Python files make the project of the file at `path` (absolute): the working folder
+    when the file is under it (as `rllint .` is run), else the nearest folder above the file (up to
+    `_MARKER_LEVELS`) with a project marker, else the file's own folder. Never the filesystem's root, the
+    home folder or one above it, whose walk would not end: a file there has no project (`project_files`)."""
     cwd = os.getcwd()
-    if path.startswith(cwd.rstrip(os.sep) + os.sep):
+    if path.startswith(cwd.rstrip(os.sep) + os.sep) and not _too_broad(cwd):
         return cwd
     folder = candidate = os.path.dirname(path)
-    for _ in range(8):
+    for _ in range(_MARKER_LEVELS):
+        if _too_broad(candidate):
+            break
         if any(os.path.exists(os.path.join(candidate, marker)) for marker in _MARKERS):
             return candidate
-        parent = os.path.dirname(candidate)
-        if parent == candidate:
-            break
-        candidate = parent
+        candidate = os.path.dirname(candidate)
     return folder
+
+
+def _too_broad(folder: str) -> bool:
+    """The filesystem's root, the home folder and the folders above it: a `.git` there holds dotfiles, and
+    their walk meets every project of the machine."""
+    folder = os.path.normcase(os.path.abspath(folder))
+    home = os.path.normcase(os.path.abspath(os.path.expanduser("~")))
+    return os.path.dirname(folder) == folder or home == folder or home.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 class ProjectIndex:
@@ -490,7 +520,12 @@ class ProjectIndex:
         """The project's other Python files."""
         if not self.enabled:
             return ()
-        return tuple(p for p in project_files(project_root(self.path), self._file.settings) if p != self.path)
+        root = project_root(self.path)
+        files = project_files(root, self._file.settings)
+        note = project_note(root)
+        if note is not None and note not in self._file.notes:
+            self._file.notes.append(note)
+        return tuple(p for p in files if p != self.path)
 
     def summary(self, path: str) -> Optional[Summary]:
         """Another project file's summary (None when it cannot be read or parsed), recorded as a dependency."""

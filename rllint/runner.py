@@ -49,9 +49,9 @@ from rllint.traversal import visit_batched
 # libcst's visitors recurse once per nesting level: a 500-term `+` chain, which CPython
 # parses, needs more than the default limit of 1000 frames.
 RECURSION_LIMIT = 20000
-# A process lints in at most about 200 MiB (issue 12): the interpreter with rllint is about 35 MB, and
-# libcst's tree with the analyses' facts holds about 2.7 KB per `ast` node (the largest primer file has
-# 45,000 nodes; a 2,500-line module about 12,000).
+# A process lints a file in at most about 320 MiB (README, "Limits"): a worker holds about 60 MiB, and
+# libcst's tree with the analyses' facts holds about 2.7 KB per `ast` node of typical code, up to 4.3 KB for
+# dense literals (the largest primer file has 45,000 nodes; a 2,500-line module about 12,000).
 MAX_NODES = 60_000
 # Python's own tree costs about 250 bytes per node and twice that while `ast.parse` builds it: source code
 # has about one node per 4 bytes, so larger texts are refused before it is built.
@@ -67,6 +67,9 @@ MAX_NESTING = 2_000
 MAX_BRACKETS = 200
 # Seconds one file may take in a worker process before the worker is stopped.
 FILE_TIME_LIMIT = 60.0
+# A file of this many bytes or more is linted by a fresh worker (`workers.run`'s `heavy`): libcst's tree of dense
+# source takes up to 600 bytes per byte, which must not add to what a worker kept from the files before.
+HEAVY_FILE_BYTES = 128 * 1024
 # The stack of the thread a file is linted on: libcst's native parser and the visitors recurse per
 # nesting level, and the main thread's stack (8 MB, less in some threads) is too small for the bound above.
 _STACK_BYTES = 512 * 1024 * 1024
@@ -82,6 +85,7 @@ class _Facts:
         self._facts: Dict[type, Any] = {}
         # Other files the analyses read (values imported from project modules): path -> content hash.
         self.dependencies: Dict[str, str] = {}
+        self.notes: List[str] = []  # what the analyses could not see (a project cut short by a bound)
 
     def fact(self, analysis: type) -> Any:
         """The instance of `analysis` (a class taking this file) for this file."""
@@ -120,6 +124,9 @@ class FileResult:
     dependencies: Dict[str, str] = field(default_factory=dict)
     # Suppression comments of other files that silenced a finding of this one: (path, line, selector).
     used_elsewhere: List[Tuple[str, int, str]] = field(default_factory=list)
+    # One line each for the user about what the lint could not see; they change no exit status, and a
+    # cached result does not repeat them.
+    notes: List[str] = field(default_factory=list)
 
 
 def lint_bytes(data: bytes, path: str, settings: Settings) -> FileResult:
@@ -240,6 +247,7 @@ def _lint_text(text: str, path: str, settings: Settings, kind: Optional[str], tr
     remote, used = _remote_filtered([d for d in diagnostics if d.path != path], settings)
     result.diagnostics = sorted(result.diagnostics + remote, key=Diagnostic.sort_key)
     result.dependencies, result.used_elsewhere = ({} if file is None else file.dependencies), used
+    result.notes = [] if file is None else file.notes
     return result
 
 
@@ -640,7 +648,7 @@ def lint_groups(groups: Sequence[Group], jobs: Optional[int] = None, isolated: b
                 pending[number, path] = (data, digest)
     if isolated:
         tasks = [(data, key, groups[key[0]][0]) for key, (data, _) in pending.items()]
-        done = workers.run(tasks, _lint_task, jobs, time_limit)
+        done = workers.run(tasks, _lint_task, jobs, time_limit, heavy=lambda task: len(task[0]) >= HEAVY_FILE_BYTES)
         fresh = {key: _error(key[1], outcome.message) if isinstance(outcome, workers.Failure) else outcome
                  for key, outcome in done.items()}
     else:
@@ -659,6 +667,7 @@ def lint_groups(groups: Sequence[Group], jobs: Optional[int] = None, isolated: b
         found = _reported(paths, importers, own)
         total.diagnostics.extend(found.diagnostics)
         total.errors.extend(found.errors)
+        total.notes.extend(note for note in found.notes if note not in total.notes)
     total.diagnostics.sort(key=Diagnostic.sort_key)
     return total
 
@@ -690,6 +699,7 @@ def _reported(paths: List[str], importers: List[str], results: Dict[str, FileRes
                 seen.add((where, d.cell, d.line, d.column, d.code))
                 total.diagnostics.append(d)
         total.errors.extend(results[path].errors)
+        total.notes.extend(note for note in results[path].notes if note not in total.notes)
     return total
 
 

@@ -1,16 +1,26 @@
 """`rllint server`: a language server (LSP over stdio) on pygls, from the optional `lsp` extra.
 
 Diagnostics are published when a document is opened, changed and saved, each with its rule's
-code linking to the rule's page. Code actions apply a finding's fix (unsafe ones say so) and
-suppress a finding with `# noqa: CODE` on its line. Each file is linted with the settings of
-the closest rllint config above it, read again after any save (a config may have changed).
+code linking to the rule's page and the version of the document they were found in. Code actions
+apply a finding's fix (unsafe ones say so) and suppress a finding with `# noqa: CODE` on its line.
+Each file is linted with the settings of the closest rllint config above it, read again after any
+save (a config may have changed).
+
+Edits come faster than lints (a lint takes tens of milliseconds to seconds, a keystroke is an
+edit), so a change is linted once the edits of its document pause for `DEBOUNCE_SECONDS`, and
+only its latest version: a burst of edits costs one lint. Lints run one at a time on a thread of
+their own, so that the server keeps reading messages meanwhile; a result for a version that has
+been edited since is dropped, since the next lint is already due.
 
 The process stays warm: rules, fix builders, libcst and its native parser are loaded once, at
 start, so a document's diagnostics cost its lint alone.
 """
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls import uris
@@ -29,6 +39,9 @@ from rllint.runner import lint_text
 from rllint.settings import Settings
 from rllint.source import split_lines
 
+# Seconds a document's edits must pause before it is linted.
+DEBOUNCE_SECONDS = 0.3
+
 _SEVERITIES = {Severity.ERROR: types.DiagnosticSeverity.Error, Severity.WARNING: types.DiagnosticSeverity.Warning,
                Severity.INFO: types.DiagnosticSeverity.Information}
 
@@ -39,6 +52,8 @@ class RllintServer(LanguageServer):
         self._configs: Optional[ConfigTree] = None
         self.findings: Dict[str, List[Diagnostic]] = {}  # uri -> rllint's findings of its last lint
         self.docs_urls: Dict[str, Optional[str]] = {}  # uri -> `docs-url` of its settings, for rule links
+        self._due: Dict[str, asyncio.TimerHandle] = {}  # uri -> its lint, waiting for the edits to pause
+        self._linter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rllint-lint")  # one lint at a time
 
     def configs(self) -> ConfigTree:
         if self._configs is None:
@@ -49,20 +64,51 @@ class RllintServer(LanguageServer):
     def forget_configs(self) -> None:
         self._configs = None
 
-    def lint(self, uri: str) -> None:
-        """Lint the document as it stands in the editor and publish its diagnostics."""
-        document = self.workspace.get_text_document(uri)
+    def schedule(self, uri: str, delay: float = DEBOUNCE_SECONDS) -> None:
+        """Lint the document `delay` seconds from now, unless it is edited again before: then from that edit."""
+        self.cancel(uri)
+        self._due[uri] = asyncio.get_running_loop().call_later(
+            delay, lambda: asyncio.ensure_future(self.lint(uri)))
+
+    def _open(self, uri: str) -> Optional[TextDocument]:
+        """The document at `uri` while the editor has it open (`get_text_document` would read a closed one)."""
+        return self.workspace.text_documents.get(unquote(uri))
+
+    def cancel(self, uri: str) -> None:
+        due = self._due.pop(uri, None)
+        if due is not None:
+            due.cancel()
+
+    async def lint(self, uri: str) -> None:
+        """Lint the document as it stands in the editor and publish its diagnostics, with its version,
+        unless it was edited or closed meanwhile."""
+        self._due.pop(uri, None)
+        document = self._open(uri)
+        if document is None:
+            return
+        version, source = document.version, document.source
         path = uris.to_fs_path(uri) or uri
         try:
             settings = self.configs().for_path(path)
-            result = lint_text(document.source, path, settings)
+            result = await asyncio.get_running_loop().run_in_executor(self._linter, lint_text, source, path, settings)
         except ConfigError as error:
             self.window_show_message(types.ShowMessageParams(types.MessageType.Error, f"rllint: {error}"))
             return
+        except Exception as error:  # a bug in rllint: said, as the command line says it, and the server goes on
+            self.window_show_message(types.ShowMessageParams(
+                types.MessageType.Error, f"rllint: internal error: {type(error).__name__}: {error} (a bug in "
+                                         "rllint: please report it with the file that caused it)"))
+            return
+        document = self._open(uri)
+        if document is None or document.version != version:
+            return
+        for note in result.notes:
+            self.window_log_message(types.LogMessageParams(types.MessageType.Warning, f"rllint: {note}"))
         found = [d for d in result.diagnostics if d.path == path]
         self.findings[uri], self.docs_urls[uri] = found, settings.docs_url
         diagnostics = [_lsp_diagnostic(d, document, settings.docs_url) for d in found]
-        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics,
+                                                                              version=version))
 
 
 def _range(document: TextDocument, line: int, column: int, end_line: int, end_column: int) -> types.Range:
@@ -118,19 +164,20 @@ def build() -> RllintServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: RllintServer, params: types.DidOpenTextDocumentParams) -> None:
-        ls.lint(params.text_document.uri)
+        ls.schedule(params.text_document.uri, delay=0)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: RllintServer, params: types.DidChangeTextDocumentParams) -> None:
-        ls.lint(params.text_document.uri)
+        ls.schedule(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: RllintServer, params: types.DidSaveTextDocumentParams) -> None:
         ls.forget_configs()
-        ls.lint(params.text_document.uri)
+        ls.schedule(params.text_document.uri, delay=0)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: RllintServer, params: types.DidCloseTextDocumentParams) -> None:
+        ls.cancel(params.text_document.uri)
         ls.findings.pop(params.text_document.uri, None)
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=params.text_document.uri,
                                                                             diagnostics=[]))

@@ -11,7 +11,7 @@ import stat
 import tempfile
 import tokenize
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import BinaryIO, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 
 class SourceError(Exception):
@@ -26,14 +26,10 @@ MAX_FILE_BYTES = 8 * 1024 * 1024
 def read_source(path: str, limit: int = MAX_FILE_BYTES) -> bytes:
     """The bytes of a regular file, at most `limit` of them. Raises SourceError for a FIFO, a device or
     a socket (opening one blocks or reads forever) and for a larger file, OSError when it cannot be read."""
-    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-    with os.fdopen(descriptor, "rb") as handle:
-        status = os.fstat(handle.fileno())
-        if not stat.S_ISREG(status.st_mode):
-            raise SourceError("not a regular file (a FIFO, device or socket); not linted")
+    with open_regular(path) as handle:
         data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise SourceError(too_large(status.st_size, limit))
+        if len(data) > limit:
+            raise SourceError(too_large(os.fstat(handle.fileno()).st_size, limit))
     return data
 
 
@@ -60,6 +56,17 @@ def write_beside(path: str, data: bytes, prefix: str, suffix: str, mode: Optiona
         except OSError:
             pass
         raise
+
+
+def open_regular(path: str) -> BinaryIO:
+    """A regular file opened to read bytes. Raises SourceError for a FIFO, a device or a socket (opening one
+    blocks, reading one may never end), OSError when it cannot be opened."""
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    handle = os.fdopen(descriptor, "rb")
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        handle.close()
+        raise SourceError("not a regular file (a FIFO, device or socket); not linted")
+    return handle
 
 
 def too_large(size: int, limit: int) -> str:

@@ -8,7 +8,10 @@ is linting, so:
   a fresh worker takes its place;
 - a file that runs past the time limit has its worker killed and replaced;
 - Ctrl-C (KeyboardInterrupt in the parent) kills every worker at once and leaves the queue;
-- workers ignore SIGINT (the parent decides) and exit when the parent dies, however it dies.
+- workers ignore SIGINT (the parent decides) and exit when the parent dies, however it dies;
+- a worker's memory is that of a fresh one plus the file it lints: one that holds `RECYCLE_BYTES`
+  more than when it started (memory Python freed but keeps, caches) is replaced before its next
+  file, and a task the caller marks heavy (a large file) goes to a worker that has linted nothing.
 
 Workers are forked where the platform can (they start warm, with rllint already imported) and
 always from the parent's main thread; elsewhere they are spawned.
@@ -26,6 +29,11 @@ from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 CRASHED = "the parser crashed on this file (too deeply nested?); not linted"
+# Memory a worker may hold beyond what it held when it started before it is replaced: the modules and
+# caches of a warm worker take about 75 MiB; what a large file leaves behind (freed, but kept by the
+# allocator) would add to the peak of every later file (a worker that had linted CPython's standard
+# library held 240 MiB between files, 313 MiB at its peak).
+RECYCLE_BYTES = 96 * 2 ** 20
 
 
 class Failure:
@@ -51,6 +59,8 @@ class _Worker:
         self.connection = parent_end
         self.task: Optional[Tuple[Any, ...]] = None
         self.deadline = 0.0
+        self.served = 0  # tasks done
+        self.grown = 0  # bytes it holds beyond what it held at its start, after its last task
 
     def give(self, task: Tuple[Any, ...], time_limit: float) -> None:
         self.task = task
@@ -72,10 +82,12 @@ class _Worker:
         self.connection.close()
 
 
-def run(tasks: Iterable[Tuple[Any, ...]], function: Callable, jobs: int, time_limit: float) -> Dict[Any, Any]:
+def run(tasks: Iterable[Tuple[Any, ...]], function: Callable, jobs: int, time_limit: float,
+        heavy: Callable[[Tuple[Any, ...]], bool] = lambda task: False) -> Dict[Any, Any]:
     """`function(*task)` for each task in up to `jobs` worker processes: {task[1]: result, or a Failure}.
 
-    The second item of a task is its key (a path). Raises KeyboardInterrupt after killing the workers.
+    The second item of a task is its key (a path); a task `heavy` accepts is given to a worker that has
+    done no task yet. Raises KeyboardInterrupt after killing the workers.
     """
     queue = deque(tasks)
     results: Dict[Any, Any] = {}
@@ -97,11 +109,14 @@ def run(tasks: Iterable[Tuple[Any, ...]], function: Callable, jobs: int, time_li
                     continue
                 results[worker.task[1]] = Failure(failure)
                 worker.stop(kill=True)
-                others = [w.connection for w in workers if w is not worker]
-                workers[workers.index(worker)] = _Worker(context, function, others)
-            for worker in workers:
+                _replace(workers, workers.index(worker), context, function)
+            for index, worker in enumerate(workers):
                 if worker.task is None and queue:
-                    worker.give(queue.popleft(), time_limit)
+                    task = queue.popleft()
+                    if worker.grown > RECYCLE_BYTES or (worker.served and heavy(task)):
+                        worker.stop(kill=False)
+                        worker = _replace(workers, index, context, function)
+                    worker.give(task, time_limit)
     except BaseException:
         killed = True
         # A second Ctrl-C must not interrupt the clean-up and leave workers behind.
@@ -120,15 +135,23 @@ def run(tasks: Iterable[Tuple[Any, ...]], function: Callable, jobs: int, time_li
     return results
 
 
+def _replace(workers: List[_Worker], index: int, context, function: Callable) -> _Worker:
+    """A fresh worker in the place of `workers[index]`, which is stopped already."""
+    others = [w.connection for i, w in enumerate(workers) if i != index]
+    workers[index] = _Worker(context, function, others)
+    return workers[index]
+
+
 def _collect(worker: _Worker, results: Dict[Any, Any], time_limit: float) -> Optional[str]:
-    """Take the worker's result if it is there and give it the next task; the reason it failed, if it did."""
+    """Take the worker's result if it is there; the reason it failed, if it did."""
     if worker.connection.poll():
         try:
-            key, result = worker.connection.recv()
+            key, result, worker.grown = worker.connection.recv()
         except (EOFError, OSError):
             return CRASHED
         results[key] = result
         worker.task = None
+        worker.served += 1
         return None
     if not worker.process.is_alive():
         return CRASHED
@@ -148,6 +171,7 @@ def _serve(connection: Connection, parent_end: Connection, function: Callable, p
         other.close()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with(parent)
+    start = _resident_bytes()
     while True:
         try:
             task = connection.recv()
@@ -162,7 +186,23 @@ def _serve(connection: Connection, parent_end: Connection, function: Callable, p
                 raise
             result = Failure(f"internal error: {type(error).__name__}: {error} (a bug in rllint: please report it "
                              "with the file that caused it; RLLINT_DEBUG=1 shows the traceback)")
-        connection.send((task[1], result))
+        connection.send((task[1], result, _resident_bytes() - start))
+
+
+def _resident_bytes() -> int:
+    """This process's resident memory: now where the system says (Linux), else its peak so far (which
+    only makes a worker replaced sooner); 0 where neither is known."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import resource
+    except ImportError:  # Windows
+        return 0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB elsewhere
 
 
 def _die_with(parent: int) -> None:

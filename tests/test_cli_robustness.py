@@ -82,7 +82,8 @@ def test_many_config_files_are_linted_in_one_pool_of_workers(tmp_path, monkeypat
         (tmp_path / f"d{number}" / "train.py").write_text(f"x = {number}  # noqa: RL000\n")
     pools = []
     real = workers.run
-    monkeypatch.setattr(workers, "run", lambda tasks, *rest: pools.append(len(tasks)) or real(tasks, *rest))
+    monkeypatch.setattr(workers, "run", lambda tasks, *rest, **options: pools.append(len(tasks)) or real(
+        tasks, *rest, **options))
     result = run("--no-cache", ".")
     assert result.exit_code == 1
     assert result.stdout.splitlines()[-1] == "Found 60 findings in 60 files."  # each file its own config's RL001

@@ -478,3 +478,62 @@ def test_only_a_module_that_writes_settings_has_its_importers_linted(tmp_path):
     for name, linted in (("numbers.py", ["launch.py"]), ("fields.py", ["launch.py"]), ("helpers.py", []),
                          ("losses.py", [])):
         assert [p.rsplit("/", 1)[1] for p in index.importers_outside([str(tmp_path / name)], settings)] == linted
+
+
+# ---- the project's bounds: a walk that ends wherever rllint is run ----------------------------------------
+
+def test_the_project_is_never_the_filesystem_root_nor_the_home_folder(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    (home / "proj").mkdir(parents=True)
+    build(home / "proj", {"src/train.py": "x = 1\n"})  # proj/pyproject.toml
+    (home / ".git").mkdir()  # a repository of dotfiles
+    (home / "scratch" / "deep").mkdir(parents=True)
+    (home / "loose.py").write_text("x = 1\n")
+    train, scratch = str(home / "proj" / "src" / "train.py"), str(home / "scratch" / "deep" / "x.py")
+    for cwd in ("/", home):
+        monkeypatch.chdir(cwd)
+        assert index.project_root(train) == str(home / "proj")  # the marker, not the working folder
+        assert index.project_root(scratch) == str(home / "scratch" / "deep")  # not home's .git
+    monkeypatch.chdir(home / "proj")
+    assert index.project_root(train) == str(home / "proj")
+    assert index.project_root(str(home / "loose.py")) == str(home)
+    assert index.project_files(str(home), Settings(root=home)) == ()  # never walked
+    assert index.project_files("/", Settings(root=home)) == ()
+
+
+def test_linting_a_file_from_the_filesystem_root_walks_its_project_only(tmp_path, monkeypatch):
+    from rllint import files
+
+    build(tmp_path, {"knobs.py": KNOBS, "trainer.py": "from knobs import Knobs\n\ndef fit(k: Knobs):\n"
+                                                      "    return k.actor_lr, k.rollouts_per_prompt\n"})
+    walked = []
+    walk = files.discover_bounded
+    monkeypatch.setattr(files, "discover_bounded", lambda root, *rest: walked.append(root) or walk(root, *rest))
+    monkeypatch.chdir("/")
+    result = lint_files([str(tmp_path / "knobs.py")], _always(tmp_path, "RL606"), isolated=False)
+    assert [(d.line, d.code) for d in result.diagnostics] == [(7, "RL606")]
+    assert walked == [str(tmp_path)] and result.notes == []
+
+
+def test_a_project_walk_stops_at_its_bound_and_says_so(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from rllint.cli import main
+
+    trainer = "from knobs import Knobs\n\ndef fit(k: Knobs):\n    return k.actor_lr, k.rollouts_per_prompt\n"
+    build(tmp_path, {"knobs.py": KNOBS, **{f"filler/f{i}.py": "x = 1\n" for i in range(30)}, "aa/trainer.py": trainer})
+    (tmp_path / "pyproject.toml").write_text('[tool.rllint]\nselect = ["RL606"]\nrl-context = "always"\n')
+    monkeypatch.setattr(index, "_MAX_WALKED", 10)
+    monkeypatch.chdir(tmp_path)
+    assert len(index.project_files(str(tmp_path), Settings(root=tmp_path))) < 10
+    assert "holds more than 10 files and folders" in index.project_note(str(tmp_path))
+    index.clear_cache()
+    outcome = CliRunner().invoke(main, ["--no-cache", "knobs.py"])
+    # the module that reads the fields was beyond the bound: the class is not judged, and the user is told why
+    assert outcome.stdout.count("RL606") == 0
+    assert f"rllint: warning: project index: {tmp_path} holds more than 10 files" in outcome.stderr
+    index.clear_cache()
+    monkeypatch.setattr(index, "_MAX_WALKED", 100)
+    outcome = CliRunner().invoke(main, ["--no-cache", "knobs.py"])
+    assert outcome.stdout.count("RL606") == 1 and "project index" not in outcome.stderr

@@ -45,6 +45,16 @@ def test_each_fault_alone_is_reported_once_near_its_onset(tmp_path, fault, onset
     assert abs(found[0][1] - onset) <= tolerance
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("fault", ["kl_growth", "kl_explosion"])
+def test_a_kl_growth_is_dated_where_it_began_not_where_its_windows_begin(tmp_path, fault, seed):
+    """Growth is detected over three windows back from a point; the first of them lies on the flat level
+    before the growth. Logged every 5 steps, a KL that grew from step 250 was dated to steps 205-215."""
+    found = findings(tmp_path, {fault: 250}, select=["RL701"], steps=400, every=5, seed=seed)
+    (step,) = [step for code, step in found if code == "RL701"]
+    assert abs(step - 250) <= 5 * (WINDOW // 2)
+
+
 def test_a_stall_from_the_start_is_reported_at_the_first_step(tmp_path):
     assert findings(tmp_path, {"kl_stall": 0}) == [("RL702", 1)]
 

@@ -124,6 +124,64 @@ def test_plot_writes_a_png(tmp_path):
     assert png.startswith(b"\x89PNG") and len(png) > 20_000
 
 
+def test_plot_to_a_name_without_an_extension_writes_that_file(tmp_path):
+    pytest.importorskip("matplotlib")
+    write_run(tmp_path / "run", {"entropy_collapse": 150})
+    assert run(["logs", "run", "--plot", "curves"], tmp_path).exit_code == 1
+    assert (tmp_path / "curves").read_bytes().startswith(b"\x89PNG")  # matplotlib would write curves.png
+    assert not (tmp_path / "curves.png").exists()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_plot_that_cannot_be_written_is_an_error(tmp_path):
+    pytest.importorskip("matplotlib")
+    write_run(tmp_path / "run", {"entropy_collapse": 150})
+    result = run(["logs", "run", "--plot", "/dev/full"], tmp_path)
+    assert result.exit_code == 2 and "RL703" in result.stdout
+    assert "rllint: error: cannot write /dev/full: No space left on device" in result.stderr
+
+
+def test_plot_to_an_unknown_image_format_is_refused_before_the_work(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    from rllint.logs import lint
+
+    write_run(tmp_path / "run", {"entropy_collapse": 150})
+    monkeypatch.setattr(lint, "lint_logs", lambda *args: pytest.fail("the logs were read"))
+    result = run(["logs", "run", "--plot", "curves.foo"], tmp_path)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.startswith("rllint: error: --plot curves.foo: `.foo` is not an image format rllint can "
+                                    "draw; use one of ") and ".png" in result.stderr
+
+
+def test_plot_without_matplotlib_prints_the_findings_then_what_to_install(tmp_path, monkeypatch):
+    write_run(tmp_path / "run", {"entropy_collapse": 150})
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    result = run(["logs", "run", "--plot", "curves.png"], tmp_path)
+    assert result.exit_code == 2  # asked for a plot and got none: an error, as the README says
+    assert "step 150: RL703" in result.stdout and "Found 1 finding in 1 file." in result.stdout
+    assert result.stderr == "rllint: error: --plot needs the `plot` extra (matplotlib): pip install 'rllint[plot]'\n"
+    assert not (tmp_path / "curves.png").exists()
+
+
+def test_special_files_are_refused_as_the_source_linter_refuses_them(tmp_path):
+    """A FIFO would block the run and /dev/zero fill its memory: each is one error line, and the rest is read
+    (in a process of its own with a timeout, since a hang is the defect)."""
+    os.mkfifo(tmp_path / "pipe.jsonl")
+    os.symlink("/dev/zero", tmp_path / "zero.csv")
+    (tmp_path / "run").mkdir()
+    os.mkfifo(tmp_path / "run" / "trainer_state.json")  # met in a walk
+    (tmp_path / "tb").mkdir()
+    os.symlink("/dev/zero", tmp_path / "tb" / "events.out.tfevents.1.host")
+    write_run(tmp_path / "good", {"entropy_collapse": 150})
+    done = subprocess.run([sys.executable, "-m", "rllint", "logs", "pipe.jsonl", "zero.csv", "run", "tb", "good"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "good/trainer_state.json: step 150: RL703" in done.stdout
+    refused = "not a regular file (a FIFO, device or socket); not read"
+    assert sorted(line for line in done.stderr.splitlines() if line.startswith("rllint: error:")) == [
+        f"rllint: error: pipe.jsonl: {refused}", f"rllint: error: run/trainer_state.json: {refused}",
+        f"rllint: error: tb: events.out.tfevents.1.host: {refused}", f"rllint: error: zero.csv: {refused}"]
+
+
 def test_missing_extras_name_the_extra_to_install(tmp_path, monkeypatch):
     write_run(tmp_path / "run")
     monkeypatch.setitem(sys.modules, "matplotlib", None)

@@ -286,6 +286,23 @@ def test_8_special_files_named_or_reached_through_links(tmp_path):
     assert all("not a regular file" in line for line in errors(done))
 
 
+@pytest.mark.parametrize("mode", ["--fix", "--diff"])
+def test_8_fix_and_diff_refuse_special_files_as_check_does(tmp_path, mode):
+    fixable = "import torch\n\n\ndef policy_logps(logits):\n    return torch.log(torch.softmax(logits, dim=-1))\n"
+    folder = project(tmp_path, {"fixable.py": fixable})
+    os.mkfifo(folder / "pipe.py")
+    os.symlink("/dev/zero", folder / "zero.py")
+    done = rllint(folder, mode, "--extend-select", "RL108", "pipe.py", "zero.py", "fixable.py", "train_grpo.py")
+    assert done.returncode == 2
+    assert sorted(line.split(": ")[2] for line in errors(done)) == ["pipe.py", "zero.py"]
+    assert all("not a regular file" in line for line in errors(done))
+    fixed = "torch.log_softmax(logits, dim=-1)"
+    if mode == "--fix":  # the other files are fixed and reported
+        assert fixed in (folder / "fixable.py").read_text() and CANARY_FINDING in done.stdout.decode()
+    else:
+        assert f"+    return {fixed}" in done.stdout.decode() and (folder / "fixable.py").read_text() == fixable
+
+
 # 9 ---------------------------------------------------------------------------------------------
 
 @pytest.mark.slow

@@ -7,7 +7,7 @@ import libcst as cst
 import pytest
 
 from rllint.diagnostic import Severity
-from rllint import runner
+from rllint import runner, workers
 from rllint.analysis.configs import LaunchConfig
 from rllint.cache import ResultCache
 from rllint.catalogue import Entry
@@ -199,6 +199,36 @@ def test_a_crashing_worker_costs_one_file(monkeypatch, tmp_path):
     assert [(os.path.basename(e.path), e.message) for e in result.errors] == [
         ("f07.py", "the parser crashed on this file (too deeply nested?); not linted")
     ]
+
+
+_KEPT = []  # what a worker keeps from each task, as caches and freed-but-kept memory do
+
+
+def _keeping(size, key):
+    """A task that keeps `size` bytes resident; returns its worker and what that worker holds beyond its start."""
+    _KEPT.append(b"x" * size)
+    return os.getpid(), workers._resident_bytes()
+
+
+@pytest.mark.skipif(multiprocessing.get_start_method() != "fork", reason="the task reaches workers by fork")
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="resident memory as Linux reports it")
+def test_a_worker_that_kept_too_much_memory_is_replaced(monkeypatch):
+    """Peak memory of a long-lived worker stayed growing (338 MB against a bound of 200 MiB): a worker that
+    holds `RECYCLE_BYTES` more than at its start is replaced before its next task."""
+    step = 16 * 2 ** 20
+    monkeypatch.setattr(workers, "RECYCLE_BYTES", 40 * 2 ** 20)
+    done = workers.run([(step, index) for index in range(8)], _keeping, 1, 60)
+    pids = [done[index][0] for index in range(8)]
+    assert len(set(pids)) >= 3  # 16 MiB kept per task: a worker is replaced after three
+    first = {pid: done[pids.index(pid)][1] for pid in set(pids)}  # each worker's memory after its first task
+    assert all(resident - first[pid] <= 40 * 2 ** 20 + step for pid, resident in done.values())  # no pile-up
+
+
+@pytest.mark.skipif(multiprocessing.get_start_method() != "fork", reason="the task reaches workers by fork")
+def test_a_heavy_task_goes_to_a_fresh_worker():
+    done = workers.run([(0, index) for index in range(6)], _keeping, 1, 60, heavy=lambda task: task[1] in (2, 4))
+    pids = [done[index][0] for index in range(6)]
+    assert pids[0] == pids[1] != pids[2] == pids[3] != pids[4] == pids[5]
 
 
 def test_cache_skips_unchanged_files_and_notices_changes(probe, tmp_path, monkeypatch):

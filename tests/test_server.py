@@ -26,8 +26,8 @@ class Editor:
         def publish(params: types.PublishDiagnosticsParams) -> None:
             self.published.put_nowait(params)
 
-    async def start(self, root) -> None:
-        await self.client.start_io(sys.executable, "-m", "rllint", "server")
+    async def start(self, root, cwd=None) -> None:
+        await self.client.start_io(sys.executable, "-m", "rllint", "server", cwd=cwd)
         await self.client.initialize_async(types.InitializeParams(
             capabilities=types.ClientCapabilities(), root_uri=uris.from_fs_path(str(root))))
         self.client.initialized(types.InitializedParams())
@@ -51,11 +51,11 @@ def apply(text: str, edits) -> str:
     return text
 
 
-def session(root, script):
+def session(root, script, cwd=None):
     (root / "rllint.toml").write_text('extend-select = ["RL108"]\n')  # off by default
     async def run():
         editor = Editor()
-        await editor.start(root)
+        await editor.start(root, cwd)
         try:
             return await script(editor)
         finally:
@@ -103,10 +103,11 @@ def test_diagnostics_on_open_change_and_save_and_a_fix_applied(tmp_path):
         client.text_document_did_change(types.DidChangeTextDocumentParams(
             text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=4),
             content_changes=[types.TextDocumentContentChangeWholeDocument(text=SOURCE)]))
+        changed = await editor.diagnostics()
+        assert [d.code for d in changed.diagnostics] == ["RL108"]  # config read once, until a save
         client.text_document_did_save(types.DidSaveTextDocumentParams(
             text_document=types.TextDocumentIdentifier(uri=uri)))
-        changed, saved = await editor.diagnostics(), await editor.diagnostics()
-        assert [d.code for d in changed.diagnostics] == ["RL108"]  # config read once, until a save
+        saved = await editor.diagnostics()
         assert not saved.diagnostics  # after the save, the new config: RL108 is not selected
 
     session(tmp_path, script)
@@ -125,6 +126,51 @@ def test_columns_are_utf16_units_for_the_client(tmp_path):
         assert diagnostic.range.start == types.Position(line=4, character=source.splitlines()[4].index("torch") + 1)
 
     session(tmp_path, script)
+
+
+def test_a_burst_of_edits_is_linted_once_at_its_latest_version(tmp_path):
+    path = tmp_path / "train.py"
+    uri = uris.from_fs_path(str(path))
+    edits = 200
+
+    async def script(editor: Editor):
+        client = editor.client
+        client.text_document_did_open(types.DidOpenTextDocumentParams(
+            types.TextDocumentItem(uri=uri, language_id="python", version=1, text=FIXED)))
+        opened = await editor.diagnostics()
+        assert opened.version == 1 and not opened.diagnostics  # diagnostics say which version they are of
+        for version in range(2, edits + 2):  # typing: each edit a version, the last one brings the finding back
+            client.text_document_did_change(types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                content_changes=[types.TextDocumentContentChangeWholeDocument(
+                    text=SOURCE if version == edits + 1 else FIXED + f"# {version}\n")]))
+        published = [await editor.diagnostics()]
+        while published[-1].version != edits + 1:
+            published.append(await editor.diagnostics())
+        # a lint per edit would publish 200 times, each version in turn; the server lints when the edits pause
+        assert len(published) < 10 and all(p.version is not None for p in published)
+        assert [d.code for d in published[-1].diagnostics] == ["RL108"]
+
+    session(tmp_path, script)
+
+
+def test_a_server_started_in_the_filesystem_root_lints_promptly(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (tmp_path / "trainer.py").write_text("from knobs import Knobs\n\ndef fit(k: Knobs):\n    return k.actor_lr\n")
+    knobs = "from dataclasses import dataclass\n\n\n@dataclass\nclass Knobs:\n    actor_lr: float = 1e-6\n" \
+            "    kl_weight: float = 0.02\n"
+    (tmp_path / "knobs.py").write_text(knobs)
+    uri = uris.from_fs_path(str(tmp_path / "knobs.py"))
+
+    async def script(editor: Editor):
+        (tmp_path / "rllint.toml").write_text('select = ["RL606"]\nrl-context = "always"\n')
+        editor.client.text_document_did_open(types.DidOpenTextDocumentParams(
+            types.TextDocumentItem(uri=uri, language_id="python", version=1, text=knobs)))
+        # RL606 asks the project index which fields other modules read: the project is tmp_path, never `/`
+        (diagnostic,) = (await editor.diagnostics()).diagnostics
+        assert diagnostic.code == "RL606" and "kl_weight" in diagnostic.message
+
+    session(tmp_path, script, cwd="/")
 
 
 def test_server_without_the_extra_names_it(monkeypatch):

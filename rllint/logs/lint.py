@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from rllint.diagnostic import Diagnostic, FileError
 from rllint.logs.metrics import SEQUENCE_LEVEL, SPARSE, SPARSE_WINDOW, resolve
-from rllint.logs.readers import LogReadError, Run, Source, find_sources, read
+from rllint.logs.readers import MAX_IGNORED, LogReadError, Run, Source, find_sources, read
 from rllint.logs.series import Series
 from rllint.registry import LogFinding, LogRule
 from rllint.rules.runlogs import LOG_WINDOW
@@ -60,7 +60,7 @@ def lint_logs(paths: Sequence[str], settings: Settings, mapping: Optional[Dict[s
     result.errors.extend(FileError(path, reason) for path, reason in problems)
     for source in sources:
         try:
-            runs = read(source)
+            runs = read(source, mapping)
         except LogReadError as error:
             result.errors.append(FileError(source.path, str(error)))
             continue
@@ -76,14 +76,16 @@ def _check(run: Run, source: Source, settings: Settings, mapping: Dict[str, str]
     keys = resolve(points, mapping)
     for warning in run.warnings if keys or not quiet else ():
         result.warnings.append((run.path, warning))
-    if not points:
+    logged = set(points) | run.ignored
+    if not logged:
         if not quiet:
             result.warnings.append((run.path, "no metrics logged; nothing to check"))
         return
     if not keys:
         if not quiet:
-            shown = ", ".join(f"`{key}`" for key in sorted(points)[:_SHOWN_KEYS])
-            more = f" and {len(points) - _SHOWN_KEYS} more" if len(points) > _SHOWN_KEYS else ""
+            shown = ", ".join(f"`{key}`" for key in sorted(logged)[:_SHOWN_KEYS])
+            more = f" and {len(logged) - _SHOWN_KEYS}{'+' if len(run.ignored) >= MAX_IGNORED else ''} more" \
+                if len(logged) > _SHOWN_KEYS else ""
             result.warnings.append((run.path, f"no known metric among its keys ({shown}{more}); name them with "
                                               "--metric NAME=KEY"))
         return

@@ -10,7 +10,8 @@ put the user's key first. The README's table is this one, and a test keeps them 
 from __future__ import annotations
 
 import fnmatch
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+import functools
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 # metric -> what it is, for messages and the README
 METRICS: Dict[str, str] = {
@@ -90,6 +91,21 @@ def bare(key: str) -> str:
     return key
 
 
+def wanted(user: Dict[str, str]) -> Callable[[str], bool]:
+    """Whether a logged key can hold a metric that the checks read (one `resolve` could pick, with the
+    user's mapping): readers keep the values of these keys only, so that a log's other columns cost nothing."""
+    patterns = [key for candidates in CANDIDATES.values() for _, key in candidates] + list(user.values())
+    exact = {pattern for pattern in patterns if not _is_glob(pattern)}
+    globs = [pattern for pattern in patterns if _is_glob(pattern)]
+
+    @functools.lru_cache(maxsize=1024)  # a log repeats its keys on every row
+    def wants(key: str) -> bool:
+        return any(name in exact or any(fnmatch.fnmatchcase(name, glob) for glob in globs)
+                   for name in (key, bare(key)))
+
+    return wants
+
+
 def resolve(keys: Iterable[str], user: Dict[str, str]) -> Dict[str, str]:
     """metric -> the key of this run that holds it, for every metric the run logs."""
     by_bare: Dict[str, List[str]] = {}
@@ -107,8 +123,12 @@ def resolve(keys: Iterable[str], user: Dict[str, str]) -> Dict[str, str]:
     return found
 
 
+def _is_glob(pattern: str) -> bool:
+    return any(char in pattern for char in "*?[")
+
+
 def _first_match(pattern: str, by_bare: Dict[str, List[str]]) -> Optional[str]:
-    if not any(char in pattern for char in "*?["):
+    if not _is_glob(pattern):
         keys = by_bare.get(pattern)
         return keys[0] if keys else None
     matches = sorted(name for name in by_bare if fnmatch.fnmatchcase(name, pattern))

@@ -17,16 +17,33 @@ class PlotUnavailable(RuntimeError):
     """matplotlib is not installed."""
 
 
-def require_matplotlib() -> None:
+class PlotPathError(ValueError):
+    """A `--plot` file whose name says no image format matplotlib writes."""
+
+
+def image_format(path: Path) -> str:
+    """The image format `path`'s extension names (PNG without one), checked before any work is done: an
+    unknown one would fail only when the plot is saved. Raises PlotUnavailable without matplotlib."""
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         raise PlotUnavailable(INSTALL_HINT) from None
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    # pgf needs a TeX installation, which matplotlib looks for only when it saves
+    known = sorted(set(FigureCanvasBase.get_supported_filetypes()) - {"pgf"})
+    extension = path.suffix[1:].lower()
+    if extension and extension not in known:
+        raise PlotPathError(f"--plot {path}: `.{extension}` is not an image format rllint can draw; use one of "
+                            f"{', '.join('.' + name for name in known)}")
+    return extension or "png"
 
 
-def plot_runs(runs: Sequence, path: Path, shown: Callable[[str], str] = str) -> bool:
-    """Draw the series of `runs` (`rllint.logs.lint.CheckedRun`) into one PNG at `path`, one panel per
-    metric; False (nothing written) when no run has a series. `shown` spells a run's path."""
+def plot_runs(runs: Sequence, path: Path, image: str = "png", shown: Callable[[str], str] = str) -> bool:
+    """Draw the series of `runs` (`rllint.logs.lint.CheckedRun`) into one image of format `image` at `path`
+    (the name as given: matplotlib would add an extension to a name without one), one panel per metric;
+    False (nothing written) when no run has a series. `shown` spells a run's path. Raises OSError when the
+    image cannot be written."""
     panels = [(run, series) for run in runs for series in run.series if len(series)]
     if not panels:
         return False
@@ -57,6 +74,8 @@ def plot_runs(runs: Sequence, path: Path, shown: Callable[[str], str] = str) -> 
     axes[-1, 0].set_xlabel("step", fontsize=8)
     axes[0, 0].legend(fontsize=7, loc="lower right", bbox_to_anchor=(1, 1), ncol=2, frameon=False)
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    try:
+        figure.savefig(path, format=image, dpi=100)
+    finally:
+        plt.close(figure)
     return True

@@ -16,14 +16,18 @@ the rest usable (a truncated last line, NaN values, steps that go back) becomes 
 from __future__ import annotations
 
 import csv
-import io
+import itertools
 import json
 import math
 import os
 import re
 import statistics
+from array import array
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, BinaryIO, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
+
+from rllint.logs.metrics import wanted
+from rllint.source import SourceError, open_regular
 
 TRAINER_STATE = "trainer_state.json"
 EVENTS_PREFIX = "events.out.tfevents."
@@ -33,6 +37,18 @@ _STEP_KEY = re.compile(r'"step"\s*:')
 _WANDB_EXTREMES = ("__MIN", "__MAX")
 # A gap this many times the usual interval between logged steps is reported as missing steps.
 _GAP_FACTOR = 10
+# A JSON document (trainer_state.json, an array of records) is parsed whole: its text and its tree take about
+# three times its size in memory. JSON-lines and CSV files are read a line at a time, up to these bounds.
+MAX_DOCUMENT_BYTES = 64 * 2 ** 20
+MAX_STREAMED_BYTES = 2 * 2 ** 30
+MAX_LINE_BYTES = 16 * 2 ** 20
+# Steps beyond this are not steps (a float holds every integer up to it).
+_MAX_STEP = 2 ** 53
+# Keys that hold no metric are remembered, for a warning, up to this many.
+MAX_IGNORED = 1000
+
+# The columns of one key: steps, values and the line of each, as machine numbers (a point costs 24 bytes).
+Columns = Tuple[Sequence[int], Sequence[float], Sequence[int]]
 
 
 class LogReadError(Exception):
@@ -41,27 +57,47 @@ class LogReadError(Exception):
 
 @dataclass
 class Run:
-    """The metrics of one run: key -> (step, value, line) in the order written, and warnings about it."""
+    """The metrics of one run: key -> (steps, values, lines) in the order written, for the keys `wants`
+    accepts (those that can hold a metric the checks read); the other numeric keys by name in `ignored`;
+    and warnings about the run."""
 
     path: str
-    points: Dict[str, List[Tuple[int, float, int]]] = field(default_factory=dict)
+    wants: Callable[[str], bool] = field(default=lambda key: True, repr=False)
+    points: Dict[str, Columns] = field(default_factory=dict)
+    ignored: Set[str] = field(default_factory=set)
     warnings: List[str] = field(default_factory=list)
 
     def add(self, key: str, step: int, value: Any, line: int) -> None:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return
-        self.points.setdefault(key, []).append((step, float(value), line))
+        columns = self.points.get(key)
+        if columns is None:
+            if not self.wants(key):
+                if len(self.ignored) < MAX_IGNORED:
+                    self.ignored.add(key)
+                return
+            columns = self.points[key] = (array("q"), array("d"), array("q"))
+        try:
+            number = float(value)
+        except OverflowError:  # an integer beyond a float's range
+            number = math.inf
+        columns[0].append(step)
+        columns[1].append(number)
+        columns[2].append(line)
 
-    def cleaned(self) -> Dict[str, Tuple[List[int], List[float], List[int]]]:
+    def cleaned(self) -> Dict[str, Columns]:
         """key -> (steps, values, lines), sorted by step, one value per step (the last written), finite
         values only. Adds a warning for values dropped, steps that go back and long gaps."""
         result = {}
         dropped: Dict[str, Tuple[int, int]] = {}  # key -> (count, first step)
         went_back: Optional[Tuple[int, int, int]] = None
-        for key, points in self.points.items():
+        for key, (steps, values, lines) in self.points.items():
+            if all(a < b for a, b in zip(steps, itertools.islice(steps, 1, None))) and all(map(math.isfinite, values)):
+                result[key] = (steps, values, lines)  # as most logs are: kept as they are, no copy
+                continue
             by_step: Dict[int, Tuple[float, int]] = {}
             previous = None
-            for step, value, line in points:
+            for step, value, line in zip(steps, values, lines):
                 if previous is not None and step < previous and went_back is None:
                     went_back = (previous, step, line)
                 previous = step
@@ -70,9 +106,10 @@ class Run:
                     dropped[key] = (count + 1, min(first, step))
                     continue
                 by_step[step] = (value, line)
-            steps = sorted(by_step)
-            if steps:
-                result[key] = (steps, [by_step[s][0] for s in steps], [by_step[s][1] for s in steps])
+            kept = sorted(by_step)
+            if kept:
+                result[key] = (array("q", kept), array("d", (by_step[s][0] for s in kept)),
+                               array("q", (by_step[s][1] for s in kept)))
         for key, (count, first) in sorted(dropped.items()):
             self.warnings.append(f"{count} non-finite value{'s' if count > 1 else ''} (NaN or inf) of `{key}` "
                                  f"from step {first} left out")
@@ -86,7 +123,7 @@ class Run:
         return result
 
 
-def _longest_gap(series: Dict[str, Tuple[List[int], List[float], List[int]]]) -> Optional[Tuple[int, int, int]]:
+def _longest_gap(series: Dict[str, Columns]) -> Optional[Tuple[int, int, int]]:
     """The widest gap between logged steps of the run, when it is far wider than the usual interval."""
     steps = sorted({step for steps, _, _ in series.values() for step in steps})
     if len(steps) < 3:
@@ -173,39 +210,81 @@ def _trainer_state_of(folder: str, files: List[str], folders: List[str]) -> Opti
 # ---- readers -------------------------------------------------------------------------------------
 
 
-def read(source: Source) -> List[Run]:
-    """The runs in one log (a CSV exported from a W&B panel may hold several)."""
+def read(source: Source, mapping: Optional[Dict[str, str]] = None) -> List[Run]:
+    """The runs in one log (a CSV exported from a W&B panel may hold several), with the values of the keys
+    that can hold a metric (the built-in names and `mapping`'s, metric -> key)."""
+    wants = wanted(mapping or {})
     if source.kind == "tensorboard":
         from rllint.logs.tensorboard import read_events
 
-        return [read_events(source.path)]
-    text = _text(source.path)
-    if source.kind in ("trainer_state", "json"):
-        return [_read_json(source.path, text)]
-    if source.kind == "jsonl":
-        return [_read_jsonl(source.path, text)]
-    return _read_csv(source.path, text)
+        return [read_events(source.path, wants)]
+    streamed = source.kind in ("jsonl", "csv")
+    with open_log(source.path, MAX_STREAMED_BYTES if streamed else MAX_DOCUMENT_BYTES) as handle:
+        if source.kind == "jsonl":
+            return [_read_jsonl(Run(source.path, wants), handle)]
+        if source.kind == "csv":
+            return _read_csv(source.path, wants, handle)
+        return [_read_json(Run(source.path, wants), handle)]
 
 
-def _text(path: str) -> str:
+def open_log(path: str, limit: int) -> BinaryIO:
+    """A log opened to read, with the guards of source files: a regular file (a FIFO would block, a device
+    never end) of at most `limit` bytes."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        handle = open_regular(path)
+    except SourceError:
+        raise LogReadError("not a regular file (a FIFO, device or socket); not read") from None
     except OSError as error:
         raise LogReadError(f"cannot be read: {error.strerror or error}") from None
+    size = os.fstat(handle.fileno()).st_size
+    if size > limit:
+        handle.close()
+        raise LogReadError(f"too large to read ({size / 2 ** 20:,.1f} MiB; rllint reads logs of this kind up to "
+                           f"{limit // 2 ** 20:,} MiB)")
+    return handle
+
+
+def _lines(handle: BinaryIO) -> Iterator[Tuple[int, int, bytes]]:
+    """(line number, offset of its first byte, bytes) of each line, a byte-order mark left out; a line
+    longer than `MAX_LINE_BYTES` makes the file unreadable (a file of zeros has no line breaks)."""
+    offset = 0
+    for number in itertools.count(1):
+        line = handle.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return
+        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            raise LogReadError(f"line {number} is longer than {MAX_LINE_BYTES // 2 ** 20} MiB: not a metrics log")
+        skipped = 3 if number == 1 and line.startswith(b"\xef\xbb\xbf") else 0
+        yield number, offset + skipped, line[skipped:]
+        offset += len(line)
+
+
+def _decoded(line: bytes, offset: int) -> str:
     try:
-        return data.decode("utf-8-sig")
+        return line.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise LogReadError(f"not UTF-8 text: {error.reason} at byte {error.start}") from None
+        raise LogReadError(f"not UTF-8 text: {error.reason} at byte {offset + error.start}") from None
 
 
-def _read_json(path: str, text: str) -> Run:
+def _parse(text: str) -> Any:
+    """JSON as the readers want it: every number a float (an integer beyond a float's range is inf, which
+    is left out with a warning, instead of an error; so is one of more digits than `int` converts)."""
+    return json.loads(text, parse_int=float)
+
+
+def _read_json(run: Run, handle: BinaryIO) -> Run:
     """TRL's trainer_state.json (`log_history`), or a JSON array of step records."""
+    text = _decoded(handle.read(), 0)
+    if text.startswith("\ufeff"):
+        text = text[1:]
     try:
-        document = json.loads(text)
+        document = _parse(text)
     except json.JSONDecodeError as error:
         raise LogReadError(f"invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
                            f"{' (a truncated file?)' if error.pos >= len(text.rstrip()) else ''}") from None
+    except RecursionError:
+        raise LogReadError("nested too deeply to read (JSON of more than about 1,000 levels): not a metrics "
+                           "log") from None
     if isinstance(document, dict) and isinstance(document.get("log_history"), list):
         records = document["log_history"]
         lines = _entry_lines(text, records)
@@ -213,8 +292,11 @@ def _read_json(path: str, text: str) -> Run:
         records, lines = document, [1] * len(document)
     else:
         raise LogReadError("no `log_history` list: not a trainer_state.json, nor a list of step records")
-    run = Run(path)
-    _add_records(run, zip(records, lines))
+    counted = False
+    for position, (record, line) in enumerate(zip(records, lines)):
+        counted |= _add_record(run, record, line, position)
+    if counted:
+        run.warnings.append(_COUNTED)
     return run
 
 
@@ -234,97 +316,133 @@ def _entry_lines(text: str, records: List[Any]) -> List[int]:
     return [next(positions) if has else 1 for has in with_step]
 
 
-def _read_jsonl(path: str, text: str) -> Run:
-    run = Run(path)
-    rows = []
-    bad: List[int] = []
-    lines = text.splitlines()
-    for number, line in enumerate(lines, start=1):
+def _read_jsonl(run: Run, handle: BinaryIO) -> Run:
+    """One record per line, read a line at a time: only the values of wanted keys are kept."""
+    rows = objects = last = 0
+    invalid, deep = _Skipped(), _Skipped()  # lines that are not JSON; nested deeper than Python's reader goes
+    counted = False
+    for number, offset, line in _lines(handle):
         if not line.strip():
             continue
+        last = number
         try:
-            rows.append((json.loads(line), number))
-        except json.JSONDecodeError:
-            bad.append(number)
-    if bad:
-        last = max(number for number, line in enumerate(lines, start=1) if line.strip())
-        where = f"line {bad[0]}" if len(bad) == 1 else f"{len(bad)} lines from line {bad[0]}"
-        still_written = " (a run still being written?)" if bad == [last] else ""
-        run.warnings.append(f"{where} not valid JSON{still_written}; skipped")
-    if rows and not any(isinstance(row, dict) for row, _ in rows):
+            record = _parse(_decoded(line, offset))
+        except ValueError:
+            invalid.add(number)
+            continue
+        except RecursionError:
+            deep.add(number)
+            continue
+        objects += isinstance(record, dict)
+        counted |= _add_record(run, record, number, rows)
+        rows += 1
+    if invalid.count:
+        still_written = " (a run still being written?)" if invalid.count == 1 and invalid.last == last else ""
+        run.warnings.append(f"{invalid.where()} not valid JSON{still_written}; skipped")
+    if deep.count:
+        run.warnings.append(f"{deep.where()} nested too deeply to read (JSON of more than about 1,000 levels); "
+                            "skipped")
+    if rows and not objects:
         raise LogReadError("no JSON objects: not a metrics log")
-    _add_records(run, rows)
+    if counted:
+        run.warnings.append(_COUNTED)
     return run
 
 
-def _add_records(run: Run, records) -> None:
-    """Step records (dicts; nested dicts flattened with `/`, a `data` or `metrics` wrapper read through)."""
-    counted = False
-    for index, (record, line) in enumerate(records):
-        if not isinstance(record, dict):
-            continue
-        flat = _flatten(record)
-        step = _step(flat)
-        if step is None:
-            step, counted = index, True
-        for key, value in flat.items():
-            if key not in _STEP_KEYS:
-                run.add(key, step, value, line)
-    if counted:
-        run.warnings.append("records without a step; their order is taken as the step")
+_COUNTED = "records without a step; their order is taken as the step"
 
 
-def _flatten(record: Dict[str, Any], prefix: str = "") -> Dict[str, Any]:
+@dataclass
+class _Skipped:
+    """Lines of a log skipped for one reason: the first, the last, and how many."""
+
+    first: int = 0
+    last: int = 0
+    count: int = 0
+
+    def add(self, number: int) -> None:
+        self.first, self.last, self.count = self.first or number, number, self.count + 1
+
+    def where(self) -> str:
+        return f"line {self.first}" if self.count == 1 else f"{self.count} lines from line {self.first}"
+
+
+def _add_record(run: Run, record: Any, line: int, position: int) -> bool:
+    """A step record (a dict; nested dicts flattened with `/`, a `data` or `metrics` wrapper read through);
+    True when it has no step and `position` stands for it."""
+    if not isinstance(record, dict):
+        return False
+    flat = _flatten(record)
+    step = _step(flat)
+    for key, value in flat.items():
+        if key not in _STEP_KEYS:
+            run.add(key, position if step is None else step, value, line)
+    return step is None
+
+
+def _flatten(record: Dict[str, Any]) -> Dict[str, Any]:
+    """`{"a": {"b": 1}}` -> `{"a/b": 1}`, without recursion (a record may nest as deep as JSON goes)."""
     flat: Dict[str, Any] = {}
-    for key, value in record.items():
-        if isinstance(value, dict):
-            wrapper = not prefix and key in ("data", "metrics")
-            flat.update(_flatten(value, "" if wrapper else f"{prefix}{key}/"))
-        else:
-            flat[f"{prefix}{key}"] = value
+    pending = [("", record)]
+    while pending:
+        prefix, mapping = pending.pop()
+        for key, value in mapping.items():
+            if isinstance(value, dict):
+                wrapper = not prefix and key in ("data", "metrics")
+                pending.append(("" if wrapper else f"{prefix}{key}/", value))
+            else:
+                flat[f"{prefix}{key}"] = value
     return flat
 
 
 def _step(record: Dict[str, Any]) -> Optional[int]:
     for key in _STEP_KEYS:
-        value = record.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-            return int(value)
+        step = _as_step(record.get(key))
+        if step is not None:
+            return step
     return None
 
 
-def _read_csv(path: str, text: str) -> List[Run]:
-    """One run per CSV, or one per run of a W&B panel export (`<run> - <key>` columns)."""
+def _as_step(value: Any) -> Optional[int]:
+    """A logged number as a step; None for what cannot be one (not a number, not finite, beyond `_MAX_STEP`)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+            and abs(value) <= _MAX_STEP:
+        return int(value)
+    return None
+
+
+def _read_csv(path: str, wants: Callable[[str], bool], handle: BinaryIO) -> List[Run]:
+    """One run per CSV, or one per run of a W&B panel export (`<run> - <key>` columns), read a row at a time."""
+    reader = csv.reader(_decoded(line, offset) for _, offset, line in _lines(handle))
     try:
-        reader = csv.reader(io.StringIO(text))
         header = next(reader, None)
-        rows = [(row, reader.line_num) for row in reader]
+        if not header:
+            return [Run(path)]
+        step_column = next((i for i, name in enumerate(header) if name.strip() in _STEP_KEYS), None)
+        groups: Dict[str, List[Tuple[int, str]]] = {}
+        for index, name in enumerate(header):
+            name = name.strip()
+            if index == step_column or name.endswith(_WANDB_EXTREMES):
+                continue
+            run_name, separator, key = name.rpartition(" - ")
+            groups.setdefault(run_name if separator else "", []).append((index, key if separator else name))
+        runs = [(Run(f"{path}[{run_name}]" if len(groups) > 1 and run_name else path, wants), columns)
+                for run_name, columns in sorted(groups.items())]
+        position = -1
+        for position, row in enumerate(reader):
+            logged = _as_step(_number(row[step_column])) if step_column is not None and step_column < len(row) else None
+            step = position if logged is None else logged
+            for run, columns in runs:
+                for index, key in columns:
+                    value = _number(row[index]) if index < len(row) else None
+                    if value is not None:
+                        run.add(key, step, value, reader.line_num)
     except csv.Error as error:
         raise LogReadError(f"invalid CSV: {error}") from None
-    if not header:
-        return [Run(path)]
-    step_column = next((i for i, name in enumerate(header) if name.strip() in _STEP_KEYS), None)
-    groups: Dict[str, List[Tuple[int, str]]] = {}
-    for index, name in enumerate(header):
-        name = name.strip()
-        if index == step_column or name.endswith(_WANDB_EXTREMES):
-            continue
-        run_name, separator, key = name.rpartition(" - ")
-        groups.setdefault(run_name if separator else "", []).append((index, key if separator else name))
-    runs = []
-    for run_name, columns in sorted(groups.items()):
-        run = Run(f"{path}[{run_name}]" if len(groups) > 1 and run_name else path)
-        for position, (row, line) in enumerate(rows):
-            step = _number(row[step_column]) if step_column is not None and step_column < len(row) else None
-            step = int(step) if step is not None and math.isfinite(step) else position
-            for index, key in columns:
-                value = _number(row[index]) if index < len(row) else None
-                if value is not None:
-                    run.add(key, step, value, line)
-        if step_column is None and rows:
+    if step_column is None and position >= 0:
+        for run, _ in runs:
             run.warnings.append("no step column (step, Step, _step, global_step); rows counted as steps")
-        runs.append(run)
-    return runs
+    return [run for run, _ in runs]
 
 
 def _number(cell: str) -> Optional[float]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import bisect
 import math
 import statistics
+from array import array
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
@@ -38,12 +39,12 @@ class Series:
 
     metric: str
     key: str
-    steps: List[int]
-    values: List[float]
-    lines: List[int]  # where each value is written in the file (1 when the format has no lines)
+    steps: Sequence[int]  # lists or machine arrays (`array`, as readers keep them: 8 bytes a point)
+    values: Sequence[float]
+    lines: Sequence[int]  # where each value is written in the file (1 when the format has no lines)
     window: int = 9
     sequence_level: bool = False  # a KL summed over the sequence (TRL PPO), not a per-token mean
-    _smooth: Optional[List[float]] = field(default=None, repr=False)
+    _smooth: Optional[Sequence[float]] = field(default=None, repr=False)
     _noise: Optional[float] = field(default=None, repr=False)
 
     def __len__(self) -> int:
@@ -55,12 +56,13 @@ class Series:
         return len(self.values) >= 2 * self.window
 
     @property
-    def smooth(self) -> List[float]:
+    def smooth(self) -> Sequence[float]:
         """The centred running median over `window` points (fewer at the ends)."""
         if self._smooth is None:
             half = self.window // 2
             values = self.values
-            self._smooth = [statistics.median(values[max(0, i - half): i + half + 1]) for i in range(len(values))]
+            self._smooth = array("d", (statistics.median(values[max(0, i - half): i + half + 1])
+                                       for i in range(len(values))))
         return self._smooth
 
     def early(self) -> float:

@@ -58,6 +58,9 @@ MAX_ZERO_STD_FRACTION = Option(
 
 # A trend counts when the smoothed level moved by this many standard errors of a window median.
 _SIGNIFICANT = 3.0
+# A KL growing geometrically has left its earlier level once it is this many times that level: a window median
+# of a noisy KL wanders about a tenth around it, and geometric growth passes the mark within a few points.
+_NEAR_BASE = 1.25
 _COMMON = (LOG_WINDOW, LOG_METRICS)
 
 
@@ -114,12 +117,21 @@ class KlExplosion(LogRule):
             levels = [smooth[i - k * span] for k in range(4)]  # now, one, two and three windows back
             if levels[3] >= bound / 100 and (kl.sequence_level or levels[0] >= bound / 10) and all(
                     levels[k] >= 2 * levels[k + 1] for k in range(3)):
-                growing[i - 3 * span: i + 1] = [True] * (3 * span + 1)
+                start = _growth_start(smooth, i - 3 * span, i)
+                growing[start: i + 1] = [True] * (i + 1 - start)
         for episode in kl.episodes([a or g for a, g in zip(above, growing)], skip=span):
             first = episode.first
             how = f"rose above {bound:g}" if above[first] else f"grew geometrically (doubling every {span} logs or faster)"
             self.report(kl, first, episode.last, key=kl.key, how=how, step=kl.steps[first],
                         then=kl.value(first), now=kl.describe(episode.last))
+
+
+def _growth_start(smooth, base: int, end: int) -> int:
+    """Where a growth detected over the smoothed points `base`..`end` began: after the last point that was
+    still near the level at `base`, the one it grew from. The windows it was detected on begin earlier, on
+    the flat level before it (a KL that grew from step 250 was dated to step 215)."""
+    ceiling = _NEAR_BASE * smooth[base]
+    return next(k for k in range(end, base, -1) if smooth[k - 1] <= ceiling)
 
 
 class KlStall(LogRule):
