@@ -758,11 +758,11 @@ RULES = (
      'module': 'rllint.rules.gradients',
      'fix': None,
      'file_kinds': ('python',),
-     'triggers': ('critic', 'value', 'v_head', 'vpred', 'mse_loss', 'l1_loss', 'huber', '** 2', 'pow(2', 'square('),
+     'triggers': ('backward',),
      'ignore_case': False,
      'options': (),
-     'message': '`{expr}` subtracts a value prediction that still carries gradient, and the result meets {policy} '
-                'in the policy loss: the actor loss trains the critic (detach the values first)'},
+     'message': '`{expr}` carries gradient from `{forward}` into the policy loss backpropagated on line {line}: '
+                'the actor loss trains that model too (detach it first)'},
     {'code': 'RL507',
      'name': 'malformed-clip-bounds',
      'severity': 'error',

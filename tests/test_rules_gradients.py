@@ -359,3 +359,43 @@ def test_rl501_look_alikes():
         copy_ = copy.deepcopy(policy).requires_grad_(False)
         t3 = PPOTrainer(config, model=policy, ref_model=copy_)
     """, "RL501") == []
+
+
+# ---- RL506 advantage-not-detached ----
+
+VALUE = SETUP + """
+from transformers import AutoModelForSequenceClassification
+critic = AutoModelForSequenceClassification.from_pretrained("Qwen/Qwen2.5-0.5B", num_labels=1)
+critic_optimizer = torch.optim.AdamW(critic.parameters(), lr=1e-5)
+"""
+
+
+def test_rl506_advantages_from_a_value_model_with_gradient_weight_the_log_probs():
+    assert lines("""
+        def step(ids, returns):
+            values = critic(ids).logits.squeeze(-1)
+            logps = policy(ids).logits.log_softmax(-1).sum(-1)
+            advantages = returns - values
+            loss = -(logps * advantages).mean() + ((values - returns) ** 2).mean()
+            loss.backward()
+    """, "RL506", setup=VALUE) == [6]
+
+
+def test_rl506_look_alikes():
+    assert lines("""
+        def detached(ids, returns):
+            values = critic(ids).logits.squeeze(-1)
+            logps = policy(ids).logits.log_softmax(-1).sum(-1)
+            (-(logps * (returns - values.detach())).mean() + ((values - returns) ** 2).mean()).backward()
+
+        def no_grad(ids, returns):
+            with torch.no_grad():
+                values = critic(ids).logits.squeeze(-1)
+            logps = policy(ids).logits.log_softmax(-1).sum(-1)
+            (-(logps * (returns - values)).mean()).backward()
+
+        def received(ids, returns, value_model):
+            values = value_model(ids).logits.squeeze(-1)
+            logps = policy(ids).logits.log_softmax(-1).sum(-1)
+            (-(logps * (returns - values)).mean()).backward()
+    """, "RL506", setup=VALUE) == []

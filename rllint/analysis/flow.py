@@ -26,7 +26,7 @@ import libcst as cst
 
 from rllint.analysis import summaries
 from rllint.analysis.domains import domains
-from rllint.analysis.domains.models import OPTIMIZERS
+from rllint.analysis.domains.models import OPTIMIZERS, output_item
 from rllint.analysis.domains.torch_ops import STOPPERS
 from rllint.analysis.facts import (BOOL, CLASS, DICT, FUNCTION, GRAPH, INSTANCE, LIST, MODEL, NONE, NUMBER, REF,
                                    TENSOR, TEXT, TEXTS, TUPLE, UNKNOWN, Value, item_of, join, join_all,
@@ -88,7 +88,7 @@ class Flow:
         self.ir.flow = self
         self.values: Dict[cst.CSTNode, Value] = {}
         self._events: Dict[str, Dict[Tuple[cst.CSTNode, Optional[cst.Call]], Event]] = {
-            "inplace": {}, "stopper": {}, "backward": {}, "forward": {}}
+            "inplace": {}, "stopper": {}, "backward": {}, "forward": {}, "weighted": {}}
         self.reads: Dict[cst.CSTNode, List[Tuple[cst.CSTNode, cst.CSTNode]]] = {}  # obj -> (read, statement)
         self.saved: Dict[cst.CSTNode, List[Tuple[cst.CSTNode, str]]] = {}  # obj -> (statement, op)
         self.opaque: Set[cst.CSTNode] = set()  # calls out of sight handed a model or a graph (`Frame._opaque`)
@@ -120,6 +120,11 @@ class Flow:
     @property
     def backwards(self) -> List[Event]:
         return list(self._events["backward"].values())
+
+    @property
+    def weighted(self) -> List[Event]:
+        """Products of the policy's log-probs with a weight that carries a graph of its own (`extra["factor"]`)."""
+        return list(self._events["weighted"].values())
 
     @property
     def forwards(self) -> List[Event]:
@@ -701,6 +706,8 @@ class Frame:
                     self.assign(element.value, with_sources(UNKNOWN, result.sources), stmt)
                     continue
                 part = None if starred else item_of(result, position)
+                if part is None and not starred and result.facts.get("type") == "output":
+                    part = output_item(result, position, element.value)
                 if part is None:
                     part = element_of(result)
                 self.assign(element.value, part, stmt)
@@ -1188,7 +1195,7 @@ def element_of(iterable: Value) -> Value:
         rank = iterable.facts.get("rank")
         if rank:
             facts["rank"] = rank - 1
-        for fact in ("grad", "cut", "sources"):
+        for fact in ("grad", "cut", "sources", "logp", "forwards"):
             if fact in iterable.facts:
                 facts[fact] = iterable.facts[fact]
         return Value(facts, {"grad": iterable.reason("grad")} if "grad" in facts else {})

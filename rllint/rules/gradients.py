@@ -519,23 +519,24 @@ def _detached_at_once(call: cst.Call, statement: cst.CSTNode) -> bool:
 class AdvantageNotDetached(CSTRule):
     """
     ## What it does
-    Reports advantages or returns computed from a value-model forward that still carries
-    gradient (`critic(...)`, `value_model(...)`, `self.value_head(...)`, or the values an
-    actor-critic policy returns, `logits, _, values = model(x)`; outside no_grad and not
-    detached) and then multiplied with the policy's ratio or log-probs in the policy
-    loss. Reported at the subtraction of the value prediction. Values computed under no_grad,
-    or detached before the subtraction, are not reported; neither is the value loss itself.
+    Reports a weight of the policy's log-probs (or of their ratio) in a backpropagated loss that itself
+    carries a graph from a model forward without going through log-probs: advantages or returns
+    computed from a value model's prediction (`advantages = returns - critic(ids)`), or rewards from a
+    reward model, that were never detached. Reported at the weight in the product. Gradient is followed
+    from the forwards that make it (a model built or trained in sight, run with gradient enabled), so
+    values computed under no_grad, detached, or from a model out of sight are not reported; neither is
+    the value loss itself (no log-probs in it).
 
     ## Why is this bad?
-    The policy-gradient term then also differentiates through the critic: the actor loss
-    pushes the value model to make advantages large, fighting the value loss, and the
+    The policy-gradient term then also differentiates through the critic (or the reward model): the
+    actor loss pushes the value model to make advantages large, fighting the value loss, and the
     gradient of the policy loss no longer is the policy gradient.
 
     ## Example
     ```python
-    values = critic(input_ids)
+    values = critic(input_ids).logits.squeeze(-1)
     advantages = returns - values
-    pg_loss = -(advantages * ratio).mean()
+    pg_loss = -(advantages * logps).mean()
     ```
 
     ## Use instead
@@ -550,14 +551,26 @@ class AdvantageNotDetached(CSTRule):
     code = "RL506"
     name = "advantage-not-detached"
     severity = Severity.WARNING
-    message = ("`{expr}` subtracts a value prediction that still carries gradient, and the result meets "
-               "{policy} in the policy loss: the actor loss trains the critic (detach the values first)")
-    # value models by name, or by the regression loss that fits them (a learned baseline)
-    triggers = ("critic", "value", "v_head", "vpred", "mse_loss", "l1_loss", "huber", "** 2", "pow(2", "square(")
+    message = ("`{expr}` carries gradient from `{forward}` into the policy loss backpropagated on line {line}: "
+               "the actor loss trains that model too (detach it first)")
+    triggers = ("backward",)
 
     def visit_Module(self, node: cst.Module) -> None:
-        for sub, policy in self.file.fact(GradFlow).advantages.items():
-            self.report(sub, expr=_code(self, sub), policy=policy.text)
+        flow = self.file.fact(Flow)
+        flow.analyze_all()
+        lines = self.file.fact(Lines)
+        products = {event.node: event for event in flow.weighted if event.local and event.grad_mode}
+        reported = set()
+        for sink, loss in _losses(flow):
+            for product in sorted(loss.sources & products.keys(), key=lines.line):
+                event = products[product]
+                factor = event.extra["factor"]
+                if factor in reported:
+                    continue
+                reported.add(factor)
+                forward = min(event.target.facts["forwards"], key=lambda n: str(self.file.module.code_for_node(n)))
+                self.report(factor, expr=_code(self, factor, 50), forward=_code(self, forward, 50),
+                            line=lines.line(sink))
 
 
 # ("1-c" | "1+c" | "number" | "", the number it holds, the code of `c` or of the whole bound)

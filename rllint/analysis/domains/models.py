@@ -18,7 +18,7 @@ from typing import Dict, List, Optional
 import libcst as cst
 
 from rllint.analysis.domains import Domain
-from rllint.analysis.domains.torch_ops import gradient
+from rllint.analysis.domains.torch_ops import Operands, gradient, tensor_result
 from rllint.analysis.facts import (BATCH, CAUSAL_LM, GRAPH, IDS, LOGITS, MODEL, NO_GRAD, OPTIMIZER, OUTPUT, PARAMS,
                                    SEQ2SEQ, SEQ_CLS, TENSOR, TIME, TOKENIZER, TUPLE, UNKNOWN, VALUE_HEAD, VOCAB, Value,
                                    value, with_sources)
@@ -111,11 +111,18 @@ class Models(Domain):
         if base.facts.get("type") != OUTPUT:
             return None
         key = frame.constant_key(node)
-        if key == 0:
-            return output_field(base, "logits", node)
+        if isinstance(key, int):
+            return output_item(base, key, node)
         if isinstance(key, str):
             return output_field(base, key, node)
         return None
+
+    def _layer(self, frame, layer: Value, node: cst.Call, args: List[Value], kwargs: Dict[str, Value]) -> Value:
+        if frame.mode is not False and frame.flow.trained(layer):
+            return Value({"type": TENSOR, "obj": node, "grad": GRAPH, "forwards": frozenset({node}),
+                          **_layer_facts(layer.facts["layer"], args)}, {"grad": (node,)})
+        return tensor_result(Operands(None, list(args) + list(kwargs.values()), {}, node, frame.mode,
+                                      lambda position, keyword: None), **_layer_facts(layer.facts["layer"], args))
 
     def call_value(self, frame, callee, node, args, kwargs):
         if callee.facts.get("type") != MODEL:
@@ -124,8 +131,14 @@ class Models(Domain):
 
     def forward(self, frame, model: Value, node: cst.Call, args: List[Value], kwargs: Dict[str, Value]) -> Value:
         """A model's forward: a project module runs its own `forward`; a pretrained one gives an output whose
-        fields follow its architecture. Either way the gradient follows from the mode and the model."""
+        fields follow its architecture. Either way the gradient follows from the mode and the model. A layer
+        of `torch.nn` is part of a model: its output is a tensor whose gradient follows its inputs (the model
+        that holds it decides the rest), or that carries a graph when the layer itself trains."""
+        if model.facts.get("layer"):
+            return self._layer(frame, model, node, args, kwargs)
         result = frame.run_method(model, "forward", node, args, kwargs)
+        if result is not None and not result.facts.get("type"):
+            result = result.but(type=TENSOR)  # what a module's forward returns is a tensor, its shape unknown
         if result is None:
             result = value(model.reason("arch") or (node,), type=OUTPUT, arch=model.facts.get("arch"))
         frame.forward(node, model, args, kwargs, result)
@@ -133,7 +146,7 @@ class Models(Domain):
             return result.but(grad=NO_GRAD, cut=node, why={"grad": (node,)})
         frozen = frame.flow.frozen(model) if frame.mode else None
         if frozen is False:
-            return result.but(grad=GRAPH, why={"grad": (node,)})
+            return result.but(grad=GRAPH, forwards=frozenset({node}), why={"grad": (node,)})
         if frozen:
             grad, why, _ = gradient(_float_inputs(model, args, kwargs), frame.mode, node)
             if grad is not None:
@@ -142,12 +155,33 @@ class Models(Domain):
         return frame.opaque(node, result.but(grad=None))
 
 
+_SAME_RANK_LAYERS = frozenset({"Linear", "LayerNorm", "RMSNorm", "Dropout", "ReLU", "Tanh", "GELU", "SiLU",
+                               "Sigmoid", "Softplus", "Identity"})
+
+
+def _layer_facts(layer: str, args: List[Value]) -> Dict:
+    first = args[0] if args else None
+    if layer in _SAME_RANK_LAYERS and first is not None and first.facts.get("rank") is not None:
+        return {"rank": first.facts["rank"]}
+    return {}
+
+
 def _float_inputs(model: Value, args: List[Value], kwargs: Dict[str, Value]) -> List[Value]:
     """The inputs of a forward that can carry gradient. A transformers model's documented inputs are token
     ids, masks, positions and labels (integer tensors) except `inputs_embeds`; a project module's are all."""
     if model.facts.get("arch") is None and not model.facts.get("pretrained"):
         return list(args) + list(kwargs.values())
     return [kwargs[name] for name in ("inputs_embeds", "pixel_values") if name in kwargs]
+
+
+def output_item(output: Value, position: int, node: cst.CSTNode) -> Value:
+    """An element of a forward's output read as a tuple: the logits first; TRL's value-head models give
+    `(lm_logits, loss, value)`."""
+    if position == 0:
+        return output_field(output, "logits", node)
+    if position == 2 and output.facts.get("arch") == VALUE_HEAD:
+        return output_field(output, "value", node)
+    return with_sources(UNKNOWN, output.sources)
 
 
 def output_field(output: Value, attr: str, node: cst.CSTNode) -> Value:
@@ -163,6 +197,8 @@ def output_field(output: Value, attr: str, node: cst.CSTNode) -> Value:
         facts.update(rank=3, axes=(BATCH, TIME, None))
     elif attr == "loss":
         facts.update(rank=0)
+    elif attr == "value" and arch == VALUE_HEAD:
+        facts.update(rank=2, axes=(BATCH, TIME))
     elif attr in ("hidden_states", "past_key_values", "attentions"):
         facts = {"type": TUPLE}
     else:
@@ -170,7 +206,8 @@ def output_field(output: Value, attr: str, node: cst.CSTNode) -> Value:
     result = Value(facts, {k: output.reason("arch") for k in facts if k not in ("type", "obj")})
     grad = output.facts.get("grad")
     if grad is not None:
-        result = result.but(grad=grad, cut=output.facts.get("cut"), why={"grad": output.reason("grad")})
+        result = result.but(grad=grad, cut=output.facts.get("cut"), forwards=output.facts.get("forwards"),
+                            why={"grad": output.reason("grad")})
     return with_sources(result, output.sources)
 
 

@@ -68,10 +68,19 @@ def tensor_result(operands: Operands, **facts) -> Value:
     inputs = operands.tensors()
     grad, why, cut = gradient(inputs, operands.grad_mode, operands.node)
     sources = frozenset()
+    forwards = frozenset()
+    logp = False
     for operand in inputs:
         if operand is not None:
             sources |= operand.sources
+            logp = logp or bool(operand.facts.get("logp"))
+            if operand.facts.get("grad") == GRAPH:
+                forwards |= operand.facts.get("forwards", frozenset())
     result = {"type": TENSOR, "obj": operands.node, **{k: v for k, v in facts.items() if v is not None}}
+    if logp:
+        result["logp"] = True
+    if forwards and grad == GRAPH:
+        result["forwards"] = forwards
     reasons = {k: (operands.node,) for k in result if k not in ("type", "obj")}
     if grad is not None:
         result["grad"] = grad
@@ -237,7 +246,7 @@ def _softmax(content: str, saved: str) -> Callable[[Operands, Value], Value]:
         rank = x.facts.get("rank")
         dim = ops.ints(1 if ops.receiver is None else 0, "dim")
         axis = norm_axis(dim, rank)
-        facts = {"rank": rank, "axes": x.facts.get("axes"), "content": content, "saved": saved}
+        facts = {"rank": rank, "axes": x.facts.get("axes"), "content": content, "saved": saved, "logp": True}
         if axis is not None:
             facts["dist"] = axis
         return tensor_result(ops, **facts)
@@ -621,7 +630,7 @@ def index_tensor(base: Value, node: cst.Subscript, is_number: Callable[[cst.CSTN
                 facts["content"] = base.facts["content"]
     result = Value({"type": TENSOR, "obj": base.facts.get("obj", node), "view": node, **facts},
                    {k: (node,) for k in facts})
-    for fact in ("grad", "cut", "sources", "stat", "saved", "sampled"):
+    for fact in ("grad", "cut", "sources", "stat", "saved", "sampled", "logp", "forwards"):
         if fact in base.facts:
             result.facts[fact] = base.facts[fact]
             if fact in base.why:
@@ -643,6 +652,8 @@ class Torch(Domain):
             return result
         if tail in ("cat", "stack", "concat"):
             return _concat(tail, ops, args)
+        if qual.startswith(("torch.nn.", "nn.")) and tail[:1].isupper() and not qual.startswith("torch.nn.functional"):
+            return Value({"type": "model", "model": node, "layer": tail}, {"model": (node,)})  # a module of layers
         return tensor_result(ops) if tail[:1].islower() else None
 
     def method(self, frame, receiver, name, node, args, kwargs):
@@ -704,9 +715,24 @@ class Torch(Domain):
             for mine, other in ((left, right), (right, left)):
                 if other.facts.get("grad") == GRAPH:
                     frame.saved(mine, "mul" if isinstance(operator, (cst.Multiply, cst.MultiplyAssign)) else "div")
+            weight = _graph_weight(left, right)
+            if weight is not None and isinstance(node, cst.BinaryOperation):
+                factor = node.right if weight is right else node.left
+                frame.emit("weighted", node, weight, factor=factor)
+                result = result.but(sources=result.sources | {node})
         if isinstance(operator, cst.Power):
             result = result.but(saved="pow")
         return result
+
+
+def _graph_weight(left: Value, right: Value) -> Optional[Value]:
+    """In a product of the policy's log-probs (or a ratio of them) with a weight that itself carries a graph
+    from a model forward but no log-prob (a value prediction, a reward model's score): that weight."""
+    for logps, weight in ((left, right), (right, left)):
+        if logps.facts.get("grad") == GRAPH and logps.facts.get("logp") and weight.facts.get("grad") == GRAPH \
+                and not weight.facts.get("logp") and weight.facts.get("forwards"):
+            return weight
+    return None
 
 
 def _concat(name: str, ops: Operands, args: List[Value]) -> Value:
