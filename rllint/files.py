@@ -33,7 +33,7 @@ import pathspec
 from rllint.diagnostic import FileError
 from rllint.settings import Settings
 from rllint.source import SourceError, read_source
-from rllint.vendored import vendored_framework
+from rllint.vendored import released, vendored_framework
 
 _KINDS = {".py": "python", ".pyi": "python", ".ipynb": "notebook", ".yaml": "yaml", ".yml": "yaml", ".sh": "shell",
           ".bash": "shell"}
@@ -142,9 +142,9 @@ class _Walk:
         ignores = self._repo_ignores(top_real, top=True) if self._gitignore else None
         if ignores:
             ignores = tuple(i for i in ignores if i[0] == top_real or not _ignored((i,), top_real, True))
-        pending = [(top, top_real, top_relative, ignores, ((top_id, top),))]
+        pending = [(top, top_real, top_relative, ignores, ((top_id, top),), None)]
         while pending:
-            shown, real, relative_folder, ignores, ancestors = pending.pop()
+            shown, real, relative_folder, ignores, ancestors, framework = pending.pop()
             try:
                 with os.scandir(shown) as listing:
                     entries = sorted(listing, key=lambda entry: entry.name)  # a bounded walk sees the same part
@@ -152,12 +152,11 @@ class _Walk:
                 self.errors.append(FileError(shown, f"cannot list directory: {error.strerror or error}"))
                 continue
             names = frozenset(entry.name for entry in entries)
-            if shown != top and self._vendored:
+            if shown != top and self._vendored and framework is None:
                 framework = vendored_framework(shown, names)
                 if framework is not None:
-                    self.notices.append(f"{shown}: a copy of the {framework} framework, not linted "
-                                        "(lint it with --lint-vendored or by naming it)")
-                    continue
+                    self.notices.append(f"{shown}: a copy of the {framework} framework: only its files that no "
+                                        f"release of {framework} has are linted (all of them with --lint-vendored)")
             if self._gitignore and shown != top:
                 ignores = self._folder_ignores(real, ignores, names)
             for entry in entries:
@@ -181,7 +180,8 @@ class _Walk:
                         or _ignored(ignores, child_real, is_dir)):
                     continue
                 if not is_dir:
-                    self.files.add(child_shown)
+                    if framework is None or not _released_file(framework, child_shown):
+                        self.files.add(child_shown)
                     continue
                 try:
                     status = entry.stat()
@@ -193,7 +193,8 @@ class _Walk:
                 if looped is not None:
                     self._loop(entry, child_shown, looped)
                 else:
-                    pending.append((child_shown, child_real, relative, ignores, ancestors + ((identity, child_shown),)))
+                    pending.append((child_shown, child_real, relative, ignores, ancestors + ((identity, child_shown),),
+                                    framework))
 
     def _loop(self, entry: os.DirEntry, shown: str, ancestor: str) -> None:
         link = entry.stat(follow_symlinks=False)
@@ -321,3 +322,16 @@ def _git_problem(pattern: str) -> Optional[str]:
     except (ValueError, re.error) as error:
         return str(error)
     return None
+
+
+def _released_file(framework: str, path: str) -> bool:
+    """A file of a vendored copy that is the framework's: a Python file byte for byte a file of one of its
+    releases, or a launch config (the framework's examples are not in its releases, so a copy's configs cannot
+    be told from the project's: they are left alone)."""
+    if file_kind(path) != "python":
+        return True
+    try:
+        data = read_source(path)
+    except (OSError, SourceError):
+        return False  # the run reports that it cannot be read
+    return released(framework, data)

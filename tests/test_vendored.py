@@ -1,4 +1,5 @@
-"""Copies of RL frameworks inside a project are skipped by a walk, with one line saying so."""
+"""Copies of RL frameworks inside a project: a walk lints only the files that no release of the framework has
+(the project's own changes), with one line saying so."""
 from pathlib import Path
 
 from rllint.files import discover
@@ -34,15 +35,22 @@ def test_a_framework_package_inside_a_project_is_skipped_with_a_notice(tmp_path)
     assert len(notices) == 1 and "verl" in notices[0] and "--lint-vendored" in notices[0]
 
 
-def test_a_project_folder_whose_metadata_names_the_framework_is_skipped_whole(tmp_path):
+def test_a_project_folder_whose_metadata_names_the_framework_is_a_copy(tmp_path):
     verl_package(tmp_path, "third_party/verl/")
     make(tmp_path, {"third_party/verl/setup.py": "setup(name='verl', version='0.2')\n",
                     "third_party/verl/examples/run.sh": "", "third_party/verl/scripts/merge.py": "",
                     "train.py": BAD})
     files, notices, _ = walk(tmp_path)
-    assert files == {"train.py"}
-    assert notices == [f"{tmp_path / 'third_party/verl'}: a copy of the verl framework, not linted "
-                       "(lint it with --lint-vendored or by naming it)"]
+    assert files == {"train.py", "third_party/verl/setup.py"}  # the copy's launch configs are left alone
+    assert notices == [f"{tmp_path / 'third_party/verl'}: a copy of the verl framework: only its files that no "
+                       "release of verl has are linted (all of them with --lint-vendored)"]
+
+
+def test_the_projects_own_files_inside_a_copy_are_linted(tmp_path):
+    verl_package(tmp_path)  # empty files: byte for byte files of verl's releases (its empty `__init__.py`s)
+    make(tmp_path, {"verl/utils/reward_score/my_task.py": BAD, "verl/workers/actor.py": BAD + "# changed\n"})
+    files, notices, _ = walk(tmp_path)
+    assert files == {"verl/utils/reward_score/my_task.py", "verl/workers/actor.py"} and len(notices) == 1
 
 
 def test_lint_vendored_and_naming_the_folder_lint_the_copy(tmp_path):
