@@ -125,6 +125,12 @@ def _specificity(selector: str, rule: Entry) -> int:
     return -1
 
 
+def names_rule(selectors: Iterable[str], code: str) -> bool:
+    """Whether a selector names the rule `code` by its code, its name or a prefix of its family (`RL5`)."""
+    entry = entries().get(code)
+    return entry is not None and any(_specificity(s, entry) >= 3 for s in selectors)
+
+
 def validate_selectors(selectors: Iterable[str]) -> None:
     rules = entries().values()
     for selector in selectors:

@@ -1070,7 +1070,7 @@ OPTIONS = {
     'min-held-out-drop': 'rllint.rules.runlogs',
     'min-kl': 'rllint.rules.runlogs',
     'min-length-ratio': 'rllint.rules.runlogs',
-    'policy-model-names': 'rllint.analysis.roles',
-    'reference-model-names': 'rllint.analysis.roles',
+    'policy-model-names': 'rllint.analysis.names',
+    'reference-model-names': 'rllint.analysis.names',
     'rl-context': 'rllint.analysis.context',
 }

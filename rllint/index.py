@@ -22,6 +22,7 @@ import ast
 import os
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
 from rllint.analysis.nodes import AstNodes
@@ -29,6 +30,8 @@ from rllint.cache import content_hash
 from rllint.source import SourceError, decode_source, read_source
 
 _MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+# Folders whose modules are installed packages, not the project's.
+_NOT_PROJECT = {"site-packages", "dist-packages", "__pypackages__", ".venv", "venv"}
 _MAX_FILES = 5000
 _MAX_IMPORTERS = 8  # importers linted for a file of a run that they import
 _NO_GRAD = ("no_grad", "inference_mode")
@@ -300,7 +303,6 @@ def _writes_settings(path: str) -> bool:
 def _imported_files(path: str, imports: Sequence[Tuple[str, str, int, str]]) -> Set[str]:
     """The project files that the imports of the module at `path` name (`from pkg import sub` names
     `pkg/sub.py` and `pkg/__init__.py`)."""
-    from rllint.analysis.modules import search_module
 
     found = set()
     for _, module, level, imported in imports:
@@ -381,6 +383,72 @@ def _module_name(path: str) -> str:
     return os.path.basename(os.path.dirname(path)) if stem == "__init__" else stem
 
 
+def find_module(importer: str, module: str, level: int = 0) -> Optional[str]:
+    """The project file that `from <level dots><module> import ...` in `importer` names; None when there is none."""
+    return search_module(importer, module, level)[0]
+
+
+def search_module(importer: str, module: str, level: int = 0) -> Tuple[Optional[str], Tuple[str, ...]]:
+    """The project file an import names (or None), and the files looked for before it that do not exist:
+    should one appear, the import would name it (a cached result that read nothing there is stale)."""
+    parts = tuple(p for p in module.split(".") if p) if module else ()
+    directory = os.path.dirname(os.path.abspath(importer))
+    if level:
+        for _ in range(level - 1):
+            directory = os.path.dirname(directory)
+        roots: Tuple[str, ...] = (directory,)
+    else:
+        roots = _roots(directory)
+    absent = []
+    for root in roots:
+        found = file_in(root, parts)
+        if found is not None:
+            return found, tuple(absent)
+        stem = os.path.join(root, *parts)
+        absent.extend(([stem + ".py"] if parts else []) + [os.path.join(stem, "__init__.py")])
+    return None, tuple(absent)
+
+
+@lru_cache(maxsize=4096)
+def file_in(directory: str, parts: Tuple[str, ...]) -> Optional[str]:
+    stem = os.path.join(directory, *parts)
+    for candidate in ((stem + ".py") if parts else None, os.path.join(stem, "__init__.py")):
+        if candidate and os.path.isfile(candidate) and not _NOT_PROJECT & set(candidate.split(os.sep)):
+            return candidate
+    return None
+
+
+@lru_cache(maxsize=1024)
+def _roots(directory: str) -> Tuple[str, ...]:
+    """Where absolute imports of `directory`'s files start: the folder itself, each package above it, the
+    folder above the top package, and the project root (pyproject.toml, setup.py, .git) with its `src/`."""
+    roots = [directory]
+    top = directory
+    while os.path.isfile(os.path.join(top, "__init__.py")) and os.path.dirname(top) != top:
+        top = os.path.dirname(top)
+        roots.append(top)
+    candidate = top
+    for _ in range(8):
+        if any(os.path.exists(os.path.join(candidate, marker)) for marker in _MARKERS):
+            roots += [candidate, os.path.join(candidate, "src")]
+            break
+        parent = os.path.dirname(candidate)
+        if parent == candidate:
+            break
+        candidate = parent
+    unique = []
+    for root in roots:
+        if root not in unique and not _NOT_PROJECT & set(root.split(os.sep)):
+            unique.append(root)
+    return tuple(unique)
+
+
+def clear_lookups() -> None:
+    """Forget which files imports name (tests that create and remove modules)."""
+    file_in.cache_clear()
+    _roots.cache_clear()
+
+
 def project_root(path: str) -> str:
     cwd = os.getcwd()
     if path.startswith(cwd.rstrip(os.sep) + os.sep):
@@ -433,7 +501,6 @@ class ProjectIndex:
         from it, "" for the module itself). Files an import was looked for in are dependencies."""
         if not self.enabled:
             return None
-        from rllint.analysis.modules import search_module
 
         for local, module, level, imported in self.own.imports:
             if local != name:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple
 
-from rllint.catalogue import Entry, select
+from rllint.catalogue import Entry, names_rule, select
 
 if TYPE_CHECKING:
     from rllint.registry import Option
@@ -52,6 +52,12 @@ class Settings:
     def selected(self) -> List[Entry]:
         """The selected rules as the catalogue states them, no rule module imported."""
         return select(self.select, self.extend_select, self.ignore)
+
+    def names(self, code: str) -> bool:
+        """Whether `select` or `extend-select` names the rule itself (its code, its name, or its family's prefix
+        such as `RL5`), not only every rule (`ALL`, `RL`): a rule whose default form is narrow then reports its
+        broad form too, as its page says."""
+        return names_rule(list(self.select or []) + list(self.extend_select), code)
 
     def linted_kinds(self) -> Set[str]:
         """The kinds of file the selected rules judge: Python and notebooks always (RL000), configs when a

@@ -28,8 +28,7 @@ def test_every_entry_states_what_its_class_says():
 
 def test_an_option_names_the_module_that_defines_it():
     load_rules()
-    roles = OPTIONS["reference-model-names"]
-    assert roles.module == "rllint.analysis.roles"
+    assert OPTIONS["reference-model-names"].module == "rllint.analysis.names"
     assert OPTIONS["max-epsilon"].module == "rllint.rules.advantages"
 
 

@@ -276,3 +276,34 @@ def test_nn_module_subclasses_are_models_whose_forward_is_interpreted():
     """)
     assert engine.facts("net", "type") == {"type": "model"}
     assert engine.facts("out", "rank", "dist", "content") == {"rank": 2, "dist": 1, "content": "logprobs"}
+
+
+def test_helpers_of_other_project_modules_are_interpreted_with_the_callers_arguments(tmp_path):
+    import ast
+
+    import libcst as cst
+
+    from rllint.analysis.flow import Flow
+    from rllint.runner import FileContext
+    from rllint.settings import Settings
+
+    (tmp_path / "pyproject.toml").write_text("")
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("from .core import seq_logps\n")
+    (package / "core.py").write_text(
+        "def seq_logps(model, ids):\n"
+        "    logits = model(ids).logits\n"
+        "    return logits.log_softmax(-1).gather(-1, ids.unsqueeze(-1)).squeeze(-1).sum(-1)\n")
+    text = (
+        "from transformers import AutoModelForCausalLM\n"
+        "from pkg import seq_logps\n"
+        "policy = AutoModelForCausalLM.from_pretrained('gpt2')\n"
+        "logps = seq_logps(policy, ids)\n")
+    path = tmp_path / "train.py"
+    path.write_text(text)
+    file = FileContext(str(path), text, cst.parse_module(text), ast.parse(text), Settings())
+    flow = file.fact(Flow)
+    logps = flow.globals["logps"]
+    assert (logps.facts.get("rank"), logps.facts.get("grad")) == (1, "graph")
+    assert set(file.dependencies) == {str(package / "__init__.py"), str(package / "core.py")}

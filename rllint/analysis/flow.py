@@ -24,6 +24,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set,
 
 import libcst as cst
 
+from rllint.analysis import summaries
 from rllint.analysis.domains import domains
 from rllint.analysis.domains.models import OPTIMIZERS
 from rllint.analysis.domains.torch_ops import STOPPERS
@@ -40,6 +41,11 @@ NN_MODULE_BASES = frozenset({"torch.nn.Module", "nn.Module", "torch.nn.modules.m
 _TRAINER_PACKAGES = ("transformers.", "trl.")
 _TRAINER_ENTRY_METHODS = frozenset({"compute_loss", "training_step"})
 _CONVERSIONS = frozenset({"float", "int"})
+# Calls that take a model and neither train nor freeze it (copies are new objects; wrappers keep the same one,
+# whose own parameters the file's optimizer and freeze sites name).
+_LEAVES_MODELS = frozenset({"deepcopy", "print", "isinstance", "len", "type", "id", "repr", "str", "getattr",
+                            "hasattr", "DistributedDataParallel", "DataParallel", "FullyShardedDataParallel",
+                            "compile", "create_reference_model", "get_peft_model", "unwrap_model"})
 
 
 @dataclass
@@ -66,7 +72,9 @@ class Flow:
     """The abstract values of one file (`file.fact(Flow)`)."""
 
     def __init__(self, file) -> None:
+        self.file = file
         self.ir: ModuleIR = file.fact(IR).module
+        self.ir.flow = self
         self.values: Dict[cst.CSTNode, Value] = {}
         self._events: Dict[str, Dict[cst.CSTNode, Event]] = {"inplace": {}, "stopper": {}, "backward": {},
                                                               "forward": {}}
@@ -83,6 +91,7 @@ class Flow:
         self._located: Optional[Dict[cst.CSTNode, FunctionIR]] = None
         self._freezes: Optional[List[Tuple[cst.CSTNode, FunctionIR]]] = None
         self._optimized: Optional[List[Tuple[cst.CSTNode, FunctionIR]]] = None
+        self._imported: Dict[Tuple[str, int], Optional[object]] = {}
         self._analyze(self.ir.top)
 
     # ---- events ----
@@ -206,6 +215,31 @@ class Flow:
         return identity is not None and any(self._holds(expr, function, identity)
                                             for expr, function in self._optimizer_sites())
 
+    def escaped(self, model: Value) -> bool:
+        """Whether a model object is handed to code this file does not show: a call of another module's
+        function, or of a library that is not known to leave its parameters alone. What happens to it there
+        (trained, frozen) is out of sight."""
+        identity = model.facts.get("model")
+        if identity is None:
+            return True
+        self.analyze_all()
+        for function in self.ir.all_functions():
+            for site in function.calls:
+                holds = [arg for arg in site.node.args
+                         if (self.values.get(arg.value) or UNKNOWN).facts.get("model") is identity]
+                if not holds:
+                    continue
+                callee = self.values.get(site.node.func) or UNKNOWN
+                target = callee.facts.get("function")
+                if target is not None and target.module is self.ir:
+                    continue  # interpreted here: its own calls are among these sites
+                if callee.facts.get("type") == REF and callee.facts["qual"].rsplit(".", 1)[-1] in _LEAVES_MODELS:
+                    continue
+                if isinstance(site.node.func, cst.Name) and site.node.func.value in _LEAVES_MODELS:
+                    continue
+                return True
+        return False
+
     def _holds(self, expr: cst.CSTNode, function: FunctionIR, identity: cst.CSTNode) -> bool:
         self._analyze(function)
         held = self.values.get(expr)
@@ -228,6 +262,24 @@ class Flow:
         result = join_all(found) if found else None
         self._attributes[key] = result
         return result
+
+    def imported(self, qual: str, level: int) -> Optional[object]:
+        """The function or class of another project module that an imported name stands for (None: a
+        library's, unreadable, or `cross-module-values` is off)."""
+        key = (qual, level)
+        if key not in self._imported:
+            self._imported[key] = None
+            if self._cross_module():
+                found = summaries.resolve(self.file.path, level, qual, self.file.settings, self.file.dependencies)
+                self._imported[key] = found[1] if found is not None and found[0] is not None else None
+        return self._imported[key]
+
+    def _cross_module(self) -> bool:
+        from rllint.registry import OPTIONS
+
+        option = OPTIONS.get("cross-module-values")
+        settings = getattr(self.file, "settings", None)
+        return bool(self.file.path) and (option is None or settings is None or settings.option(option))
 
     def method_of(self, cls: ClassIR, name: str) -> Optional[FunctionIR]:
         """A method of `cls` or of its bases in this file."""
@@ -414,7 +466,7 @@ class Frame:
                    ) -> Optional[Value]:
         """Run a method of the project class of `receiver` with these arguments (None: no such method)."""
         cls = receiver.facts.get("cls")
-        method = self.flow.method_of(cls, name) if cls is not None else None
+        method = cls.module.flow.method_of(cls, name) if cls is not None else None
         if method is None:
             return None
         return self._invoke(method, node, args, kwargs, receiver)
@@ -664,6 +716,9 @@ class Frame:
             return value(type=CLASS, cls=self.ir.classes[name])
         if name in self.ir.imports:
             return value(type=REF, qual=self.ir.imports[name])
+        if name in self.ir.relative_imports:
+            level, module, imported = self.ir.relative_imports[name]
+            return value(type=REF, qual=f"{module}.{imported}" if module else imported, level=level)
         return UNKNOWN
 
     def _attribute(self, node: cst.Attribute) -> Value:
@@ -675,13 +730,14 @@ class Frame:
         attr = node.attr.value
         kind = base.facts.get("type")
         if kind == REF:
-            return value(type=REF, qual=f"{base.facts['qual']}.{attr}")
+            return base.but(qual=f"{base.facts['qual']}.{attr}")
         cls = base.facts.get("cls")
         if kind in (INSTANCE, MODEL) and cls is not None:
-            method = self.flow.method_of(cls, attr)
+            owner: Flow = cls.module.flow
+            method = owner.method_of(cls, attr)
             if method is not None:
                 return value(type=FUNCTION, function=method).but(bound=base)
-            stored = self.flow.class_attribute(cls, attr)
+            stored = owner.class_attribute(cls, attr)
             if stored is not None:
                 return stored
         for domain in domains():
@@ -876,12 +932,7 @@ class Frame:
         if kind == CLASS:
             return self._construct(callee.facts["cls"], node, args, kwargs)
         if kind == REF:
-            qual = callee.facts["qual"]
-            for domain in domains():
-                found = domain.call(self, qual, node, args, kwargs)
-                if found is not None:
-                    return found
-            return UNKNOWN
+            return self._call_imported(callee, node, args, kwargs)
         receiver = callee.facts.get("bound")
         if receiver is not None:
             name = _tail(node.func)
@@ -896,19 +947,41 @@ class Frame:
                 return found
         return UNKNOWN
 
+    def _call_imported(self, callee: Value, node: cst.Call, args: List[Value], kwargs: Dict[str, Value]
+                       ) -> Value:
+        """A call of an imported name: a library's (the domains know it) or a project module's (interpreted
+        there with these arguments)."""
+        qual, level = callee.facts["qual"], callee.facts.get("level", 0)
+        if not level:
+            for domain in domains():
+                found = domain.call(self, qual, node, args, kwargs)
+                if found is not None:
+                    return found
+        target = self.flow.imported(qual, level)
+        if isinstance(target, FunctionIR):
+            return self._invoke(target, node, args, kwargs, None)
+        if isinstance(target, ClassIR):
+            return self._construct(target, node, args, kwargs)
+        return UNKNOWN
+
     def _invoke(self, function: FunctionIR, node: cst.Call, args: List[Value], kwargs: Dict[str, Value],
                 receiver: Optional[Value]) -> Value:
         bound = function.bind(node, method=receiver is not None)
         values = {param: self._argument(expr, node, args, kwargs) for param, expr in bound.items()}
         if receiver is not None and function.params and function.params[0].index == 0:
             values[function.params[0].name] = receiver
-        return self.flow.summary(function, values, self.mode, self.depth)
+        owner: Flow = function.module.flow
+        result = owner.summary(function, values, self.mode, self.depth)
+        if owner is not self.flow:  # what the other module read makes this file's result stale when it changes
+            self.flow.file.dependencies.update(owner.file.dependencies)
+        return result
 
     def _construct(self, cls: ClassIR, node: cst.Call, args: List[Value], kwargs: Dict[str, Value]) -> Value:
+        owner: Flow = cls.module.flow
         instance = value((node,), type=INSTANCE, cls=cls)
-        if self.flow.is_module_class(cls):
+        if owner.is_module_class(cls):
             instance = instance.but(type=MODEL, model=node, why={"model": (node,)})
-        init = self.flow.method_of(cls, "__init__")
+        init = owner.method_of(cls, "__init__")
         if init is not None:
             self._invoke(init, node, args, kwargs, instance)
         return instance

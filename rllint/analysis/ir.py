@@ -120,6 +120,7 @@ class ClassIR:
     node: cst.ClassDef
     name: str
     bases: Tuple[str, ...]  # qualified dotted names of the bases (`transformers.Trainer`, `Base`)
+    module: "ModuleIR"
     methods: Dict[str, FunctionIR] = field(default_factory=dict)
     attributes: Dict[str, cst.BaseExpression] = field(default_factory=dict)  # class-level assignments
     fields: Dict[str, Tuple[Optional[cst.BaseExpression], Optional[cst.BaseExpression]]] = field(
@@ -141,6 +142,7 @@ class ModuleIR:
         self.calls_named: Dict[str, List[CallSite]] = {}  # last name of the callee -> its call sites
         self.mentions: Dict[str, List[cst.Name]] = {}  # names read other than as a call's callee
         self.top = FunctionIR(module, MODULE_SCOPE, MODULE_SCOPE, self)
+        self.flow = None  # the interpreter of this module (`rllint.analysis.flow.Flow`), once built
         _Builder(self).run()
 
     # ---- questions ----
@@ -373,7 +375,7 @@ class _Builder:
 
     def _class(self, node: cst.ClassDef, parent: FunctionIR, context: Context) -> None:
         bases = tuple(self.ir.qualified(b.value) or "" for b in node.bases if b.keyword is None)
-        cls = ClassIR(node, node.name.value, bases)
+        cls = ClassIR(node, node.name.value, bases, self.ir)
         self.ir.classes.setdefault(cls.name, cls)
         for base in node.bases:
             self._expressions(base.value, parent, node, context)

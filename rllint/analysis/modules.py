@@ -23,15 +23,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from contextlib import contextmanager
-from functools import lru_cache
 from typing import Any, Dict, Iterator, Optional, Tuple
 
 from rllint.cache import content_hash
 from rllint.source import SourceError, read_source
+from rllint.index import clear_lookups, file_in, find_module, search_module
 
 _MAX_DEPTH = 24
-_PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
-_NOT_PROJECT = {"site-packages", "dist-packages", "__pypackages__", ".venv", "venv"}
 _FIELD_CALLS = ("field", "Field", "attrib", "ib", "Option")
 _ENV_GETTERS = ("getenv", "get", "setdefault")
 
@@ -51,66 +49,6 @@ class Written:
 
 
 # ---- finding the file of an import (no astroid) ---------------------------------------
-
-
-def find_module(importer: str, module: str, level: int = 0) -> Optional[str]:
-    """The project file that `from <level dots><module> import ...` in `importer` names; None when there is none."""
-    return search_module(importer, module, level)[0]
-
-
-def search_module(importer: str, module: str, level: int = 0) -> Tuple[Optional[str], Tuple[str, ...]]:
-    """The project file an import names (or None), and the files looked for before it that do not exist:
-    should one appear, the import would name it (a cached result that read nothing there is stale)."""
-    parts = tuple(p for p in module.split(".") if p) if module else ()
-    directory = os.path.dirname(os.path.abspath(importer))
-    if level:
-        for _ in range(level - 1):
-            directory = os.path.dirname(directory)
-        roots: Tuple[str, ...] = (directory,)
-    else:
-        roots = _roots(directory)
-    absent = []
-    for root in roots:
-        found = _file_in(root, parts)
-        if found is not None:
-            return found, tuple(absent)
-        stem = os.path.join(root, *parts)
-        absent.extend(([stem + ".py"] if parts else []) + [os.path.join(stem, "__init__.py")])
-    return None, tuple(absent)
-
-
-@lru_cache(maxsize=4096)
-def _file_in(directory: str, parts: Tuple[str, ...]) -> Optional[str]:
-    stem = os.path.join(directory, *parts)
-    for candidate in ((stem + ".py") if parts else None, os.path.join(stem, "__init__.py")):
-        if candidate and os.path.isfile(candidate) and not _NOT_PROJECT & set(candidate.split(os.sep)):
-            return candidate
-    return None
-
-
-@lru_cache(maxsize=1024)
-def _roots(directory: str) -> Tuple[str, ...]:
-    """Where absolute imports of `directory`'s files start: the folder itself, each package above it, the
-    folder above the top package, and the project root (pyproject.toml, setup.py, .git) with its `src/`."""
-    roots = [directory]
-    top = directory
-    while os.path.isfile(os.path.join(top, "__init__.py")) and os.path.dirname(top) != top:
-        top = os.path.dirname(top)
-        roots.append(top)
-    candidate = top
-    for _ in range(8):
-        if any(os.path.exists(os.path.join(candidate, marker)) for marker in _PROJECT_MARKERS):
-            roots += [candidate, os.path.join(candidate, "src")]
-            break
-        parent = os.path.dirname(candidate)
-        if parent == candidate:
-            break
-        candidate = parent
-    unique = []
-    for root in roots:
-        if root not in unique and not _NOT_PROJECT & set(root.split(os.sep)):
-            unique.append(root)
-    return tuple(unique)
 
 
 # ---- reading modules (astroid) --------------------------------------------------------
@@ -280,7 +218,7 @@ class _Reading:
         """`pkg.config` where `pkg/__init__.py` does not import `config`: the submodule itself."""
         if os.path.basename(path) != "__init__.py":
             return None
-        found = _file_in(os.path.dirname(path), (name,))
+        found = file_in(os.path.dirname(path), (name,))
         return ("module", found) if found else None
 
     def binding(self, path: str, node, name: str, depth: int, seen: frozenset):
@@ -300,7 +238,7 @@ class _Reading:
             if found is None and node.modname:
                 found = self._submodule(target, original)
             if found is None and not node.modname:  # `from . import config`
-                module = _file_in(os.path.dirname(target), (original,))
+                module = file_in(os.path.dirname(target), (original,))
                 found = ("module", module) if module else None
             return found
         if isinstance(node, nodes.Import):
@@ -546,5 +484,4 @@ def _field_default(value):
 def clear_cache() -> None:
     """Forget parsed modules and file lookups (tests that rewrite files within one second use it)."""
     _MODULES.clear()
-    _file_in.cache_clear()
-    _roots.cache_clear()
+    clear_lookups()

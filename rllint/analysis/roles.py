@@ -12,8 +12,6 @@ rules stay silent about it.
 """
 from __future__ import annotations
 
-import fnmatch
-import functools
 import re
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Set, Tuple, Union
@@ -21,40 +19,18 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple, Union
 import libcst as cst
 
 from rllint.analysis.imports import Imports
+from rllint.analysis.names import (  # noqa: F401
+    OLD_POLICY,
+    POLICY,
+    POLICY_NAMES,
+    REFERENCE,
+    REFERENCE_NAMES,
+    REWARD,
+    VALUE,
+)
+from rllint.analysis.names import vocabulary as _vocabulary
 from rllint.analysis.purpose import Purpose
 from rllint.analysis.syntax import children, dotted
-from rllint.registry import Option
-
-POLICY, REFERENCE, OLD_POLICY, REWARD, VALUE = "policy", "reference", "old policy", "reward model", "value model"
-
-REFERENCE_NAMES = Option(
-    "reference-model-names", list, [],
-    "Name patterns (fnmatch globs, matched against a variable or attribute name) of reference models, "
-    "added to the built-in ones (`ref_model`, `ref_policy`, `reference_model`, `*_ref_model`...).",
-    names_models=True,
-)
-POLICY_NAMES = Option(
-    "policy-model-names", list, [],
-    "Name patterns (fnmatch globs) of the trained policy, added to the built-in ones "
-    "(`model`, `policy`, `actor`, `policy_model`, `unwrapped_model`...).",
-    names_models=True,
-)
-
-# Built-in vocabularies, as fnmatch patterns over the last name of a dotted expression.
-VOCABULARY: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
-    (REFERENCE, ("ref", "ref_model", "ref_policy", "ref_module", "ref_actor", "ref_lm", "ref_net", "ref_llm",
-                 "reference", "reference_model", "reference_policy", "reference_module", "*_ref_model",
-                 "*_ref_policy", "*_reference_model", "initial_model", "initial_policy", "frozen_model",
-                 "frozen_policy", "model_ref", "policy_ref", "actor_ref", "ref_*_model", "pi_ref", "ref_pi")),
-    (OLD_POLICY, ("old_policy", "old_model", "old_actor", "policy_old", "actor_old", "behavior_policy",
-                  "behaviour_policy", "*_old_policy", "old_policy_model", "pi_old", "old_pi")),
-    (REWARD, ("reward_model", "rm", "rm_model", "reward_net", "reward_module", "*_reward_model", "reward_lm")),
-    (VALUE, ("critic", "critic_model", "critic_net", "critic_module", "value_model", "value_net", "value_network",
-             "value_module", "value_head", "v_head", "value_function", "*_critic", "*_value_model", "*_value_head")),
-    (POLICY, ("model", "policy", "actor", "policy_model", "actor_model", "policy_net", "policy_module",
-              "actor_module", "unwrapped_model", "unwrapped_policy", "wrapped_model", "model_wrapped", "lm", "pi",
-              "student", "*_policy_model", "*_actor_model")),
-)
 
 # Keyword arguments of trainers and loss helpers that give the argument a role.
 KEYWORD_ROLES = {
@@ -78,14 +54,6 @@ _PEFT_WORDS = re.compile(r"peft|lora|adapter", re.IGNORECASE)
 _VERB = re.compile(r"^_*(create|get|build|load|make|init|prepare|setup|compute|wrap|unwrap|save|to|is|has|use)_")
 
 Scope = Union[cst.Module, cst.FunctionDef]
-
-
-@functools.lru_cache(maxsize=8)
-def _vocabulary(reference: Tuple[str, ...], policy: Tuple[str, ...]) -> List[Tuple[str, "re.Pattern[str]"]]:
-    """One compiled pattern per role: the built-in globs plus the options' (compiled once per setting)."""
-    extra = {REFERENCE: reference, POLICY: policy}
-    return [(role, re.compile("|".join(fnmatch.translate(p) for p in patterns + extra.get(role, ()))))
-            for role, patterns in VOCABULARY]
 
 
 @dataclass

@@ -1,0 +1,147 @@
+"""Function summaries across modules: a helper imported from another module of the project is interpreted
+with the caller's arguments, as a helper of the same file is (issue 22, item 3).
+
+`from .utils import token_logps` (or `import pkg.utils as utils` ... `utils.token_logps(...)`) names a file
+of the project (`rllint.index.find_module`: path arithmetic inside the project, never site-packages); that
+file is read, parsed once per content per process, and given a `Flow` of its own, whose `summary` answers
+for the call. Nothing of it is imported or executed. Every module read this way is recorded in the linted
+file's dependencies with its content hash, so a cached result is stale when the helper changes.
+
+Bounds: files larger than `MAX_BYTES` or with more than `MAX_NODES` syntax nodes are not read (their
+functions stay unknown), at most `MAX_MODULES` modules are kept per process, and re-exports are followed
+`MAX_HOPS` deep.
+"""
+from __future__ import annotations
+
+import ast
+from collections import OrderedDict
+from typing import Dict, Optional, Tuple, Union
+
+import libcst as cst
+
+from rllint.cache import content_hash
+from rllint.index import find_module
+from rllint.source import SourceError, decode_source, read_source
+
+MAX_BYTES = 512 * 1024
+MAX_NODES = 40_000
+MAX_MODULES = 64
+MAX_HOPS = 3
+
+
+class ModuleFile:
+    """A project module read for its functions (not linted): what `Flow` needs of a file."""
+
+    def __init__(self, path: str, text: str, module: cst.Module, settings) -> None:
+        self.path = path
+        self.text = text
+        self.module = module
+        self.settings = settings
+        self.dependencies: Dict[str, str] = {}
+        self._facts: Dict[type, object] = {}
+
+    def fact(self, analysis: type):
+        if analysis not in self._facts:
+            self._facts[analysis] = analysis(self)
+        return self._facts[analysis]
+
+
+_LOADED: "OrderedDict[str, Tuple[Tuple[int, int], str, Optional[ModuleFile]]]" = OrderedDict()
+
+
+def load(path: str, settings) -> Tuple[str, Optional[ModuleFile]]:
+    """A project file's content hash ("" when unreadable) and its parsed module (None when it cannot be
+    read within the bounds); cached per process, read again when the file changes."""
+    import os
+
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return "", None
+    stamp = (stat.st_size, stat.st_mtime_ns)
+    known = _LOADED.get(path)
+    if known is not None and known[0] == stamp:
+        _LOADED.move_to_end(path)
+        return known[1], known[2]
+    digest, module = "", None
+    try:
+        data = read_source(path, MAX_BYTES)
+        digest = content_hash(data)
+        text = decode_source(data)
+        if sum(1 for _ in ast.walk(ast.parse(text))) <= MAX_NODES:
+            module = ModuleFile(path, text, cst.parse_module(text), settings)
+    except (OSError, SourceError, SyntaxError, ValueError, RecursionError, MemoryError, cst.ParserSyntaxError):
+        module = None
+    _LOADED[path] = (stamp, digest, module)
+    while len(_LOADED) > MAX_MODULES:
+        _LOADED.popitem(last=False)
+    return digest, module
+
+
+def clear_cache() -> None:
+    _LOADED.clear()
+
+
+Target = Union["FunctionIR", "ClassIR", str]  # noqa: F821 - a function, a class, or a module's path
+
+
+# Libraries that no project module stands for: their calls are the domains' business, and looking them up
+# as project files would cost a file-system probe per spelling.
+_LIBRARIES = frozenset({"torch", "numpy", "np", "transformers", "trl", "peft", "datasets", "accelerate",
+                        "deepspeed", "vllm", "math", "os", "re", "json", "random", "copy", "collections",
+                        "functools", "itertools", "typing", "dataclasses", "argparse", "logging", "time",
+                        "wandb", "tqdm", "ray", "omegaconf", "hydra", "sglang", "openrlhf", "verl", "tinker"})
+
+
+def resolve(importer: str, level: int, dotted: str, settings, dependencies: Dict[str, str]
+            ) -> Optional[Tuple[object, Target]]:
+    """What `dotted` (a name imported into `importer` at `level`, then attributes) names in the project:
+    (the Flow of the module that defines it, the function or class) or (None, path) for a module itself.
+    None when it is not the project's (a library) or cannot be read."""
+    from rllint.analysis.flow import Flow
+
+    parts = [p for p in dotted.split(".") if p]
+    if not parts or (not level and parts[0] in _LIBRARIES):
+        return None
+    for hops in range(MAX_HOPS):
+        found = None
+        for split in range(len(parts), 0, -1):
+            module, rest = ".".join(parts[:split]), parts[split:]
+            path = find_module(importer, module, level)
+            if path is not None:
+                found = (path, rest)
+                break
+        if found is None and level:
+            path = find_module(importer, "", level)
+            found = (path, parts) if path is not None else None
+        if found is None:
+            return None
+        path, rest = found
+        digest, module_file = load(path, settings)
+        dependencies[path] = digest
+        if module_file is None:
+            return None
+        if not rest:
+            return None, path
+        flow: Flow = module_file.fact(Flow)
+        dependencies.update(module_file.dependencies)
+        ir = flow.ir
+        name = rest[0]
+        if len(rest) == 1 and name in ir.functions:
+            return flow, ir.functions[name]
+        if name in ir.classes:
+            cls = ir.classes[name]
+            if len(rest) == 1:
+                return flow, cls
+            method = flow.method_of(cls, rest[1])
+            return (flow, method) if method is not None and len(rest) == 2 else None
+        # a re-export: `from .core import token_logps` in the module named
+        if name in ir.relative_imports:
+            level, source, imported = ir.relative_imports[name]
+            importer, parts = path, ([*source.split("."), imported] if source else [imported]) + rest[1:]
+            continue
+        if name in ir.imports:
+            importer, level, parts = path, 0, ir.imports[name].split(".") + rest[1:]
+            continue
+        return None
+    return None
