@@ -803,7 +803,7 @@ RULES = (
     {'code': 'RL601',
      'name': 'sft-scale-learning-rate',
      'severity': 'warning',
-     'tier': 'pedantic',
+     'tier': 'suspicious',
      'kind': 'cst',
      'module': 'rllint.rules.hyperparams',
      'fix': None,

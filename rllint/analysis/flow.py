@@ -257,8 +257,14 @@ class Flow:
             if targets:
                 self._analyze(method)
                 found.extend(self.values[t] for t in targets if t in self.values)
-        if not found and name in cls.attributes:
-            found.append(self.value(cls.attributes[name]))
+        if not found:
+            declared = next((owner for owner in self._class_chain(cls) if name in owner.attributes), None)
+            if declared is not None:  # a class attribute or dataclass field, maybe inherited from a base
+                default = declared.attributes[name]
+                held = self.values.get(default) or self.evaluate(default)
+                if held.facts.get("type") == NUMBER and held.facts.get("origin") in (None, "literal"):
+                    held = held.but(origin=f"default of {declared.name}.{name}", why={"origin": (default,)})
+                found.append(held)
         result = join_all(found) if found else None
         self._attributes[key] = result
         return result
@@ -344,13 +350,17 @@ class Flow:
         """A parameter nobody is seen passing holds its default, with where it is written."""
         if param.default is None:
             return UNKNOWN
-        frame = Frame(self, self.ir.top, {}, True, depth=MAX_DEPTH, record=False)
-        frame.env = dict(self.globals)
-        found = frame.expr(param.default)
+        found = self.evaluate(param.default)
         if found.facts.get("type") == NUMBER:
             return found.but(origin=f"default of parameter `{param.name}` of {function.name}()",
                              why={"origin": (param.default,)})
         return found
+
+    def evaluate(self, expr: cst.CSTNode) -> Value:
+        """An expression evaluated once at import time (a default, a class attribute): in the module's globals."""
+        frame = Frame(self, self.ir.top, {}, True, depth=MAX_DEPTH, record=False)
+        frame.env = dict(self.globals)
+        return frame.expr(expr)
 
     def summary(self, function: FunctionIR, args: Dict[str, Value], mode: Optional[bool], depth: int) -> Value:
         """What `function` returns when called with `args` in gradient mode `mode`."""
@@ -603,6 +613,9 @@ class Frame:
 
     def assign(self, target: cst.CSTNode, result: Value, stmt: cst.CSTNode) -> None:
         if isinstance(target, cst.Name):
+            if self.function.is_module and result.facts.get("origin") == "literal" and \
+                    getattr(stmt, "value", None) in result.reason("number"):  # `LR = 3e-5` at module level
+                result = result.but(origin=f"constant {target.value}", why={"origin": (target,)})
             self.env[target.value] = result
             self._note(target, result)
         elif isinstance(target, (cst.Tuple, cst.List)):
@@ -733,6 +746,9 @@ class Frame:
             return base.but(qual=f"{base.facts['qual']}.{attr}")
         cls = base.facts.get("cls")
         if kind in (INSTANCE, MODEL) and cls is not None:
+            given = dict(base.facts.get("fields") or ())
+            if attr in given:
+                return given[attr]
             owner: Flow = cls.module.flow
             method = owner.method_of(cls, attr)
             if method is not None:
@@ -984,6 +1000,14 @@ class Frame:
         init = owner.method_of(cls, "__init__")
         if init is not None:
             self._invoke(init, node, args, kwargs, instance)
+        elif any(c.fields for c in owner._class_chain(cls)):
+            # a dataclass (pydantic, attrs) without an `__init__` of its own: the generated one stores each
+            # argument in the field of its name, positional ones in the order the fields are declared
+            order = [name for c in reversed(list(owner._class_chain(cls))) for name in c.fields]
+            given = dict(zip(order, args))
+            given.update(kwargs)
+            if given:
+                instance = instance.but(fields=tuple(given.items()))
         return instance
 
     def _argument(self, expr: cst.CSTNode, node: cst.Call, args: List[Value], kwargs: Dict[str, Value]) -> Value:
