@@ -65,3 +65,54 @@ def test_a_method_default_is_the_sampling_temperature():
                 return policy.generate(**enc, do_sample=True, temperature=temperature)
     """
     assert codes(source) == [(10, "RL309")]
+
+
+def _project(tmp_path, files):
+    from rllint.runner import lint_files
+
+    (tmp_path / "pyproject.toml").write_text("")
+    for name, text in files.items():
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    result = lint_files([str(tmp_path / "train.py")], Settings(select=["RL309"]))
+    return [(d.line, d.code) for d in result.diagnostics]
+
+
+_TRL_LOOP = """
+    import torch
+    from trl import GRPOConfig
+
+    config = GRPOConfig(output_dir="out")
+
+    def token_logps(policy, ids):
+        logits = policy(ids).logits
+        return torch.log_softmax(logits, dim=-1)
+"""
+
+
+def test_the_framework_default_temperature_of_the_pinned_release_is_the_sampling_temperature(tmp_path):
+    """TRL 0.14's GRPOConfig samples at 0.9 when nobody sets `temperature` (misses.toml: custom 0.14-era trainers)."""
+    found = _project(tmp_path, {"requirements.txt": "trl==0.14.0\n", "train.py": _TRL_LOOP})
+    assert found == [(9, "RL309")]
+
+
+def test_a_release_whose_default_is_one_or_no_pin_at_all_says_nothing(tmp_path):
+    assert _project(tmp_path, {"requirements.txt": "trl==0.19.0\n", "train.py": _TRL_LOOP}) == []
+    (tmp_path / "requirements.txt").unlink()
+    assert _project(tmp_path, {"train.py": _TRL_LOOP}) == []  # 0.9 until 0.17, 1.0 since: not known
+
+
+def test_a_config_built_with_another_temperature_than_its_field_default_is_read_as_built():
+    source = """
+        import torch
+        from dataclasses import dataclass
+
+        @dataclass
+        class Sampling:
+            temperature: float = 0.7
+
+        def rollout(policy, enc, cfg):
+            return policy.generate(**enc, do_sample=True, temperature=cfg.temperature)
+
+        rollout(None, None, Sampling(temperature=1.0))
+    """
+    assert codes(source) == []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, NamedTuple, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -13,6 +13,9 @@ from rllint.analysis.hparams import (
     EVALUATION, ROLLOUT_LENGTH_LIMITS, LaunchRuns, builds_reward_model, constructor_default,
     default_replaced_by_callers, last_part,
 )
+from rllint.analysis.domains.config import CONFIG, setting
+from rllint.analysis.facts import NUMBER
+from rllint.analysis.flow import Flow
 from rllint.analysis.imports import Imports
 from rllint.analysis.purpose import Purpose
 from rllint.analysis.syntax import dotted, keyword, positional, walk
@@ -23,6 +26,13 @@ from rllint.files import KINDS
 from rllint.index import SAMPLER_CALLS as _SAMPLER_CALLS, ProjectIndex
 from rllint.registry import CSTRule, Option
 from rllint.rules.decoding import FunctionRule, generation_kwargs
+
+class Setting(NamedTuple):
+    """A sampling setting's number and how it was set (the shape `Values.of` answers with)."""
+
+    number: float
+    origin: str
+
 
 MIN_GENERATION_TOKENS = Option(
     "min-generation-tokens", int, 512,
@@ -175,7 +185,12 @@ class LogprobsIgnoreTemperature(FunctionRule):
     file's own, or, when the file samples nothing, that of the project modules it imports or
     that import it. Where a sampler at temperature 1 is among them (rollouts at 1,
     evaluation at 0.7) nothing is reported: which sampler drew the rollouts is not known.
-    Nor is a temperature that is only a constructor's default.
+    Nor is a temperature that is only a constructor's default. The temperature is read after
+    every layer of configuration: a config class's field or the argument it was built with,
+    an `argparse` default that no launch script replaces, an environment default, and the
+    framework's own default when a config such as `GRPOConfig` is built without one (TRL's
+    GRPO sampled at 0.9 until 0.17 and at 1.0 since: the release the project pins decides,
+    and without a pin that default is not known).
 
     ## Why is this bad?
     The sampler drew tokens from `softmax(logits / T)`. Log-probs computed from the raw
@@ -223,7 +238,9 @@ class LogprobsIgnoreTemperature(FunctionRule):
                 if isinstance(node, cst.Call) and call_tail(node) in _SAMPLER_CALLS:
                     arg = keyword(node, "temperature")
                     if arg is not None:
-                        found.append(values.of(arg.value))
+                        found.append(self._temperature_of(arg.value, values))
+                    else:
+                        found.extend(self._framework_temperature(node))
             known = [(v.number, v.origin) for v in found if v is not None and v.number > 0
                      and not constructor_default(v)]
             if not found:
@@ -237,6 +254,29 @@ class LogprobsIgnoreTemperature(FunctionRule):
             tempered = [v for v in known if v[0] != 1]
             self._temperature = (tempered[0] if tempered and len(tempered) == len(known) else None,)
         return self._temperature[0]
+
+    def _temperature_of(self, expr: cst.BaseExpression, values: Values):
+        """The number a sampler's `temperature=` holds after every layer of configuration (the engine's config
+        domain: argparse, dataclass fields and constructor arguments, environment and framework defaults,
+        launch scripts), else what the file's own declarations say."""
+        found = self.file.fact(Flow).value(expr)
+        written = found.reason("number")
+        if found.facts.get("type") == NUMBER and written and isinstance(written[0], cst.CSTNode):
+            return Setting(found.facts["number"], found.facts.get("origin") or "literal")
+        return values.of(expr)
+
+    def _framework_temperature(self, call: cst.Call) -> List[Setting]:
+        """The sampling temperature of a framework config built without one (`GRPOConfig(...)`): the
+        framework's default in the release the project pins (none when the default changed across releases
+        and nothing pins one)."""
+        flow = self.file.fact(Flow)
+        config = flow.value(call)
+        if config.facts.get("type") != CONFIG:
+            return []
+        found = setting(flow, config, "temperature")
+        if found.facts.get("type") != NUMBER:
+            return []
+        return [Setting(found.facts["number"], found.facts["origin"])]
 
     def visit_Call(self, node: cst.Call) -> None:
         if call_tail(node) not in _LOG_SOFTMAX:
