@@ -116,3 +116,57 @@ def test_a_config_built_with_another_temperature_than_its_field_default_is_read_
         rollout(None, None, Sampling(temperature=1.0))
     """
     assert codes(source) == []
+
+
+# ---- RL325: sampled from a truncated distribution, scored under the full one ----
+
+def rl325(source: str):
+    result = lint_text(textwrap.dedent(source) + textwrap.dedent(_LOGPS), "train_grpo.py", Settings(select=["RL325"]))
+    return [(d.line, d.code) for d in result.diagnostics]
+
+
+def test_top_p_rollouts_scored_by_the_full_softmax_are_reported_through_a_config_field():
+    source = """
+        import torch
+        from dataclasses import dataclass
+
+        @dataclass
+        class Sampling:
+            top_p: float = 0.9
+
+        def rollout(policy, enc, cfg):
+            return policy.generate(**enc, do_sample=True, top_p=cfg.top_p)
+
+        rollout(None, None, Sampling())
+    """
+    assert rl325(source) == [(16, "RL325")]
+
+
+def test_a_sampler_of_the_whole_distribution_beside_a_truncated_one_is_mixed_evidence():
+    source = """
+        import torch
+
+        def rollout(policy, enc):
+            return policy.generate(**enc, do_sample=True, top_p=1.0)
+
+        def preview(policy, enc):
+            return policy.generate(**enc, do_sample=True, top_k=50)
+    """
+    assert rl325(source) == []
+
+
+def test_a_config_built_to_sample_the_whole_distribution_is_not_truncated():
+    source = """
+        import torch
+        from dataclasses import dataclass
+
+        @dataclass
+        class Sampling:
+            top_p: float = 0.9
+
+        def rollout(policy, enc, cfg):
+            return policy.generate(**enc, do_sample=True, top_p=cfg.top_p)
+
+        rollout(None, None, Sampling(top_p=1.0))
+    """
+    assert rl325(source) == []

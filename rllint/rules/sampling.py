@@ -301,7 +301,7 @@ class LogprobsIgnoreTemperature(FunctionRule):
         if operand is None or self.sampling_temperature() is None:
             return
         sources = self._sources(operand, self.scope)
-        if any(_divides(n) for n in sources):
+        if any(self._handled(n) for n in sources):
             return
         if self._callers is not None and (self.function is None or self.function.name.value not in self._callers
                                           or self.function.name.value not in self.file.fact(ProjectIndex).own.functions
@@ -309,10 +309,17 @@ class LogprobsIgnoreTemperature(FunctionRule):
             return  # another module samples: only a function of this module that it calls computes its log-probs
         if any(isinstance(n, cst.Attribute) and n.attr.value == "logits" or isinstance(n, cst.Name)
                and "logits" in n.value.lower() for n in sources):
-            number, origin = self.sampling_temperature()
-            self.report(node, what=(
-                f"log-probs from logits not divided by the sampling temperature {number:g} "
-                f"({origin}): the ratio compares two different distributions"))
+            self.report(node, what=self._what(*self.sampling_temperature()))
+
+    @staticmethod
+    def _handled(node: cst.CSTNode) -> bool:
+        """A node that brings the logits to the sampled distribution: a division (by the temperature)."""
+        return _divides(node)
+
+    @staticmethod
+    def _what(number: float, origin: str) -> str:
+        return (f"log-probs from logits not divided by the sampling temperature {number:g} "
+                f"({origin}): the ratio compares two different distributions")
 
     def _helper_at_default(self, call: cst.Call) -> None:
         """A log-prob helper (of this module or another) that divides the logits by its `temperature`
@@ -365,3 +372,90 @@ class LogprobsIgnoreTemperature(FunctionRule):
         if kind is not None and kind.kind == LOGPROBS:
             self.report(node, what=(f"`{self.source(node)}` divides log-probs by the temperature: the result is not "
                                     "the tempered distribution; divide the logits before log_softmax"))
+
+
+# Sampler settings that truncate the distribution, and the value of each that leaves it whole.
+_TRUNCATIONS = {"top_p": 1.0, "top_k": 0.0, "min_p": 0.0}
+# Operations that filter logits as a truncating sampler does (a top-k / top-p mask) before the log-probs.
+_FILTERS = frozenset({"topk", "top_k_top_p_filtering", "masked_fill", "masked_fill_", "where", "sort", "cumsum",
+                      "apply_top_k_top_p", "TopPLogitsWarper", "TopKLogitsWarper"})
+
+
+class TruncatedSamplingFullLogprobs(LogprobsIgnoreTemperature):
+    """
+    ## What it does
+    Reports, where every sampler of the file draws rollouts from a truncated distribution
+    (`top_p` below 1, `top_k` above 0, `min_p` above 0, as the engine reads them after every
+    layer of configuration), log-probs of those rollouts (`log_softmax`,
+    `-cross_entropy(..., reduction="none")`) taken over the full softmax: logits that no
+    top-k / top-p mask filtered first. A file that also samples without truncation is mixed
+    evidence and is not reported.
+
+    This rule is `pedantic`: many runs accept the bias on purpose, and the mask may be
+    applied by code the engine does not follow.
+
+    ## Why is this bad?
+    The rollouts come from the renormalised truncated distribution, the loss scores them
+    under the full one: the importance ratio between the sampling and the training policy is
+    off before any update, tokens outside the nucleus that could never be sampled still get
+    probability mass, and the KL estimate is biased (RL309's mismatch, for truncation).
+
+    ## Example
+    ```python
+    out = policy.generate(**enc, do_sample=True, top_p=0.75)
+    logps = F.log_softmax(policy(out).logits, dim=-1)
+    ```
+
+    ## Use instead
+    ```python
+    out = policy.generate(**enc, do_sample=True, top_p=1.0)
+    logps = F.log_softmax(policy(out).logits, dim=-1)
+    ```
+
+    ## Options
+    None.
+    """
+
+    code = "RL325"
+    tier = Tier.PEDANTIC
+    name = "truncated-sampling-full-logprobs"
+    severity = Severity.WARNING
+    message = "{what}"
+    triggers = ("top_p", "top_k", "min_p")
+
+    def sampling_temperature(self) -> Optional[Tuple[float, str]]:
+        """The truncating setting every sampler of the file uses, as (value, `setting (origin)`); None when a
+        sampler samples the whole distribution or a setting is not known."""
+        if self._temperature is None:
+            flow = self.file.fact(Flow)
+            found: List[Tuple[float, str]] = []
+            whole = False
+            for node in walk(self.file.module, into_functions=True):
+                if not (isinstance(node, cst.Call) and call_tail(node) in _SAMPLER_CALLS):
+                    continue
+                settings = [(a.keyword.value, flow.value(a.value)) for a in node.args
+                            if a.keyword is not None and a.keyword.value in _TRUNCATIONS]
+                truncating = [(key, v) for key, v in settings if v.facts.get("type") == NUMBER and
+                              (v.facts["number"] < 1.0 if key == "top_p" else v.facts["number"] > 0)]
+                if truncating:
+                    key, v = truncating[0]
+                    found.append((v.facts["number"], f"{key}, {v.facts.get('origin') or 'literal'}"))
+                elif all(v.facts.get("type") == NUMBER for _, v in settings):
+                    whole = True  # samples the whole distribution (or its settings are all known and neutral)
+            self._temperature = (found[0] if found and not whole else None,)
+        return self._temperature[0]
+
+    def _helper_at_default(self, call: cst.Call) -> None:
+        return None
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        return None
+
+    @staticmethod
+    def _handled(node: cst.CSTNode) -> bool:
+        return isinstance(node, cst.Call) and call_tail(node) in _FILTERS
+
+    @staticmethod
+    def _what(number: float, origin: str) -> str:
+        return (f"log-probs of the full softmax while rollouts are sampled from a truncated distribution "
+                f"({origin}: {number:g}): the ratio scores samples under a distribution they were not drawn from")
