@@ -154,3 +154,30 @@ def test_a_launch_script_that_leaves_the_flag_keeps_the_default(tmp_path):
 def test_launchers_that_disagree_leave_the_default_unproven(tmp_path):
     files = {"train.py": SCRIPT, "a.sh": "python train.py --learning_rate 1e-6\n", "b.sh": "python train.py\n"}
     assert _lint(tmp_path, files) == []
+
+
+def test_a_callee_that_holds_one_of_two_functions_or_imported_names_is_unknown_not_a_crash():
+    """Class attributes are evaluated now (`optim = Adam if fused else SGD`): a join of two imported names,
+    functions or classes keeps the kind but not the object (the primer crashed on 11 files)."""
+    engine = Engine("""
+    import torch
+    def f():
+        return 1
+    def g():
+        return 2
+    class A:
+        pass
+    class B:
+        pass
+    class Cfg:
+        optim = torch.optim.Adam if FUSED else torch.optim.SGD
+    h = f if FUSED else g
+    k = A if FUSED else B
+    a = h()
+    b = k()
+    o = Cfg().optim(None, lr=1e-6)
+    p = Cfg().optim.step
+    """)
+    assert engine.facts("a", "type") == {"type": None}
+    assert engine.facts("b", "type") == {"type": None}
+    assert engine.facts("o", "type") == {"type": None}

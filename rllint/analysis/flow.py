@@ -233,7 +233,7 @@ class Flow:
                 target = callee.facts.get("function")
                 if target is not None and target.module is self.ir:
                     continue  # interpreted here: its own calls are among these sites
-                if callee.facts.get("type") == REF and callee.facts["qual"].rsplit(".", 1)[-1] in _LEAVES_MODELS:
+                if callee.facts.get("type") == REF and callee.facts.get("qual", "").rsplit(".", 1)[-1] in _LEAVES_MODELS:
                     continue
                 if isinstance(site.node.func, cst.Name) and site.node.func.value in _LEAVES_MODELS:
                     continue
@@ -743,7 +743,7 @@ class Frame:
         attr = node.attr.value
         kind = base.facts.get("type")
         if kind == REF:
-            return base.but(qual=f"{base.facts['qual']}.{attr}")
+            return base.but(qual=f"{base.facts['qual']}.{attr}") if "qual" in base.facts else UNKNOWN
         cls = base.facts.get("cls")
         if kind in (INSTANCE, MODEL) and cls is not None:
             given = dict(base.facts.get("fields") or ())
@@ -943,12 +943,16 @@ class Frame:
 
     def _call_value(self, node: cst.Call, callee: Value, args: List[Value], kwargs: Dict[str, Value]) -> Value:
         kind = callee.facts.get("type")
-        if kind == FUNCTION:
+        # Two paths that hold different functions, classes or imported names join to a kind without its object
+        # (`Adam if fused else SGD`): the callee is then not known.
+        if kind == FUNCTION and "function" in callee.facts:
             return self._invoke(callee.facts["function"], node, args, kwargs, callee.facts.get("bound"))
-        if kind == CLASS:
+        if kind == CLASS and "cls" in callee.facts:
             return self._construct(callee.facts["cls"], node, args, kwargs)
-        if kind == REF:
+        if kind == REF and "qual" in callee.facts:
             return self._call_imported(callee, node, args, kwargs)
+        if kind in (FUNCTION, CLASS, REF):
+            return UNKNOWN
         receiver = callee.facts.get("bound")
         if receiver is not None:
             name = _tail(node.func)
