@@ -56,12 +56,12 @@ class SFTScaleLearningRate(CSTRule):
     project's launch scripts that run the file with `--flag value`) into the `learning_rate`
     of an RL trainer's config (`GRPOConfig(learning_rate=...)`, or the config object handed
     to `GRPOTrainer(args=...)`), or the `lr` of an Adam-family optimizer over the
-    parameters of a pretrained causal language model. RL launch configs (YAML, shell) are
-    judged where they set the policy's rate. A default that a launch script replaces is no
-    run's value, and is not reported (the script's value is judged in the script).
+    parameters of a pretrained causal language model. A default that a launch script
+    replaces is no run's value, and is not reported.
 
     When RL601 is selected by name (`--select RL601`, `extend-select`), the broad form
-    runs too: in RL training code, a learning rate above the limit in `learning_rate=` / `lr=` of a trainer
+    runs too: the learning-rate keys of RL launch configs (YAML, shell; see below), and, in
+    RL training code, a learning rate above the limit in `learning_rate=` / `lr=` of a trainer
     config, an optimizer or any call, `actor_learning_rate`, an `argparse` default, a
     dataclass or class field (also when a GRPO config inherits it from a shared base),
     a module constant, an environment-variable default. The finding points where the
@@ -136,7 +136,11 @@ class SFTScaleLearningRate(CSTRule):
 
     def check_config(self) -> None:
         """`actor_rollout_ref.actor.optim.lr: 2e-5`, `--actor_learning_rate 2e-5`, `--actor.adam.lr`, TRL's
-        `learning_rate:`; the run's LoRA rank or `use_peft` raises the limit, critic keys are exempt."""
+        `learning_rate:`; the run's LoRA rank or `use_peft` raises the limit, critic keys are exempt. Part of the
+        broad form: a launch config does not show whether the script it runs builds LoRA adapters in a module it
+        imports, or which optimizer a key reaches (primer: 2 real of 6)."""
+        if not self.file.settings.names(self.code):
+            return
         group = _config_group(self.file.path)
         for run in self.file.fact(LaunchRuns):
             limit = self.option(MAX_LEARNING_RATE) * (self.option(LORA_LR_MULTIPLIER) if run.lora else 1)
