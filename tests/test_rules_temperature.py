@@ -11,6 +11,23 @@ def codes(source: str):
     return [(d.line, d.code) for d in result.diagnostics]
 
 
+def sampled_with(setting: str, default: float, built: str = "") -> str:
+    """A rollout whose `setting` comes from a config class's field (`default`), built with `built`."""
+    return f"""
+        import torch
+        from dataclasses import dataclass
+
+        @dataclass
+        class Sampling:
+            {setting}: float = {default}
+
+        def rollout(policy, enc, cfg):
+            return policy.generate(**enc, do_sample=True, {setting}=cfg.{setting})
+
+        rollout(None, None, Sampling({built}))
+    """
+
+
 _LOGPS = """
     def token_logps(policy, ids):
         logits = policy(ids).logits
@@ -102,19 +119,7 @@ def test_a_release_whose_default_is_one_or_no_pin_at_all_says_nothing(tmp_path):
 
 
 def test_a_config_built_with_another_temperature_than_its_field_default_is_read_as_built():
-    source = """
-        import torch
-        from dataclasses import dataclass
-
-        @dataclass
-        class Sampling:
-            temperature: float = 0.7
-
-        def rollout(policy, enc, cfg):
-            return policy.generate(**enc, do_sample=True, temperature=cfg.temperature)
-
-        rollout(None, None, Sampling(temperature=1.0))
-    """
+    source = sampled_with("temperature", 0.7, "temperature=1.0")
     assert codes(source) == []
 
 
@@ -126,19 +131,7 @@ def rl325(source: str):
 
 
 def test_top_p_rollouts_scored_by_the_full_softmax_are_reported_through_a_config_field():
-    source = """
-        import torch
-        from dataclasses import dataclass
-
-        @dataclass
-        class Sampling:
-            top_p: float = 0.9
-
-        def rollout(policy, enc, cfg):
-            return policy.generate(**enc, do_sample=True, top_p=cfg.top_p)
-
-        rollout(None, None, Sampling())
-    """
+    source = sampled_with("top_p", 0.9)
     assert rl325(source) == [(16, "RL325")]
 
 
@@ -156,17 +149,5 @@ def test_a_sampler_of_the_whole_distribution_beside_a_truncated_one_is_mixed_evi
 
 
 def test_a_config_built_to_sample_the_whole_distribution_is_not_truncated():
-    source = """
-        import torch
-        from dataclasses import dataclass
-
-        @dataclass
-        class Sampling:
-            top_p: float = 0.9
-
-        def rollout(policy, enc, cfg):
-            return policy.generate(**enc, do_sample=True, top_p=cfg.top_p)
-
-        rollout(None, None, Sampling(top_p=1.0))
-    """
+    source = sampled_with("top_p", 0.9, "top_p=1.0")
     assert rl325(source) == []
