@@ -181,3 +181,26 @@ def test_a_callee_that_holds_one_of_two_functions_or_imported_names_is_unknown_n
     assert engine.facts("a", "type") == {"type": None}
     assert engine.facts("b", "type") == {"type": None}
     assert engine.facts("o", "type") == {"type": None}
+
+
+def test_a_flag_declared_in_a_helper_and_read_in_main_is_its_default(tmp_path):
+    """`args = parse_args()` in `main()`, run under the main guard: the helper's default is read as a constant,
+    not by re-entering the helper while `main` is being interpreted (which left it unknown)."""
+    script = """
+    import argparse
+    from trl import GRPOConfig, GRPOTrainer
+
+    def parse_args():
+        parser = argparse.ArgumentParser(description="GRPO")
+        parser.add_argument("--learning_rate", type=float, default=2e-5)
+        return parser.parse_args()
+
+    def main():
+        args = parse_args()
+        config = GRPOConfig(output_dir="out", learning_rate=args.learning_rate)
+        GRPOTrainer(model="Qwen/Qwen2.5-0.5B", reward_funcs=[], args=config).train()
+
+    if __name__ == "__main__":
+        main()
+    """
+    assert _lint(tmp_path, {"train.py": script}) == [("train.py", 7, "RL601")]

@@ -185,7 +185,9 @@ def _declared_default(flow, call: cst.Call, dest: str) -> Value:
         if isinstance(converts, cst.Name) and converts.value in ("float", "int"):
             return _number_text(default, origin)
         return Value({"type": TEXT})
-    found = flow.value(default)
+    # evaluated in the module's globals, as a constant: interpreting the declaring function from here would
+    # re-enter it while a caller that reads the flag is still being interpreted
+    found = flow.values.get(default) or flow.evaluate(default)
     if found.facts.get("type") == NUMBER and found.facts.get("origin") in (None, "literal"):
         return found.but(origin=origin, why={"origin": (default,)})
     return found
