@@ -1020,6 +1020,9 @@ class UnusedHyperparameter(CSTRule):
     overwritten by a literal before it is used (`kl = args.beta` then `kl = 0.0`). The
     finding points at the declaration, or at the overwriting literal.
 
+    The fields of an evaluation, SFT, reward-model or critic config class (`SFTConfig.lr`
+    beside a PPO config) are not the RL run's settings and are not reported.
+
     Parameters forwarded as a whole (`GRPOConfig(**vars(args))`, `Config(**cfg)`,
     `asdict(config)`), fields of classes that extend another class (a `GRPOConfig` or
     `TrainingArguments` subclass: the framework reads them) are not reported.
@@ -1158,12 +1161,13 @@ class UnusedHyperparameter(CSTRule):
             return
         values = self.file.fact(Values)
         declarations = [d for d in values.declarations() if d.kind in ("argparse", "field")]
-        watched = {d.name for d in declarations if is_rl_hyperparameter(d.name)
-                   and not set(tokens(d.owner or "")) & EVALUATION}  # an evaluation config's are not the run's
+        # an evaluation config's settings are not the run's, nor are an SFT, reward-model or critic config's
+        watched = {id(d) for d in declarations if is_rl_hyperparameter(d.name)
+                   and not set(tokens(d.owner or "")) & (EVALUATION | NOT_THE_POLICY)}
         read = self._attributes | self._strings
         unread, consumed_elsewhere = [], {}
         for declaration in declarations:
-            if declaration.name not in watched or _read_name(declaration) in read or self._exempt(declaration):
+            if id(declaration) not in watched or _read_name(declaration) in read or self._exempt(declaration):
                 continue
             group = {_read_name(d) for d in declarations if self._same_group(d, declaration) and d is not declaration}
             if not group & read:
@@ -1183,8 +1187,9 @@ class UnusedHyperparameter(CSTRule):
                 continue  # no module around it reads anything of that command line or class
             self.report(declaration.node, detail="`{}` ({}) is declared but never read".format(
                 declaration.name, declaration.origin))
+        watched_names = {d.name for d in declarations if id(d) in watched}
         for literal, name, source in self._overwrites:
-            if source in watched:
+            if source in watched_names:
                 self.report(literal, detail="`{}` is read from `{}` and then overwritten by the literal {}".format(
                     name, source, self.file.module.code_for_node(literal)))
 
