@@ -9,6 +9,8 @@ from rllint.settings import Settings
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 EXPECT = re.compile(r"expect:\s*((?:RL\d{3}[\s,]*)+)")
+# `# select: RL601` in a fixture's first lines: it shows a rule's broad form, which runs when the rule is named.
+NAMED = re.compile(r"^#\s*select:\s*((?:RL\d{3}[\s,]*)+)", re.M)
 SUFFIXES = {".py", ".yaml", ".yml", ".sh"}
 
 
@@ -30,7 +32,9 @@ def test_there_are_fixtures():
 
 @pytest.mark.parametrize("path", CASES, ids=lambda p: p.relative_to(FIXTURES).as_posix())
 def test_fixture_findings_match_labels(path):
-    result = lint_files([str(path)], Settings(select=["RL"]))
+    named = NAMED.search("\n".join(path.read_text(encoding="utf-8").splitlines()[:5]))
+    broad = re.findall(r"RL\d{3}", named.group(1)) if named else []
+    result = lint_files([str(path)], Settings(select=["RL"] + broad))
     assert result.errors == []
     found = {(d.line, d.code) for d in result.diagnostics}
     assert found == labelled(path)

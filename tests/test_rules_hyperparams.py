@@ -377,3 +377,32 @@ def test_hyperparameter_keys_match_whatever_their_case():
     assert is_group_size("NUM_GENERATIONS") and is_group_size("cfg.GROUP_SIZE")
     assert is_estimator_key("ADV_ESTIMATOR") and is_std_switch("SCALE_REWARDS")
     assert not is_group_size("VAL_KWARGS.N") and not is_estimator_key("ESTIMATOR_NAME")
+
+
+def test_rl606_the_fields_of_an_sft_or_reward_model_config_beside_an_rl_one_are_not_the_run_s():
+    """dx-dtran/LearnRLHF: SFTConfig.lr and RMConfig.lr of a skeleton whose SFT and RM scripts are stubs."""
+    module = textwrap.dedent("""
+        from dataclasses import dataclass
+        from trl import PPOTrainer
+
+        @dataclass
+        class SFTConfig:
+            block_size: int = 1024
+            lr: float = 3e-5
+
+        @dataclass
+        class RMConfig:
+            block_size: int = 1024
+            lr: float = 1e-5
+
+        @dataclass
+        class PPOConfig:
+            learning_rate: float = 1e-6
+            kl_coef: float = 0.02
+
+        def train(cfg: PPOConfig, sft: SFTConfig, rm: RMConfig):
+            return PPOTrainer(learning_rate=cfg.learning_rate, block_size=sft.block_size + rm.block_size)
+    """)
+    found = [(d.line, d.message) for d in lint_text(module, "config.py", Settings(select=["RL606"])).diagnostics]
+    assert found == [(18, "`kl_coef` (default of PPOConfig.kl_coef) is declared but never read: the run silently "
+                          "uses another value")]

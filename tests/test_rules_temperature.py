@@ -11,6 +11,23 @@ def codes(source: str):
     return [(d.line, d.code) for d in result.diagnostics]
 
 
+def sampled_with(setting: str, default: float, built: str = "") -> str:
+    """A rollout whose `setting` comes from a config class's field (`default`), built with `built`."""
+    return f"""
+        import torch
+        from dataclasses import dataclass
+
+        @dataclass
+        class Sampling:
+            {setting}: float = {default}
+
+        def rollout(policy, enc, cfg):
+            return policy.generate(**enc, do_sample=True, {setting}=cfg.{setting})
+
+        rollout(None, None, Sampling({built}))
+    """
+
+
 _LOGPS = """
     def token_logps(policy, ids):
         logits = policy(ids).logits
@@ -65,3 +82,72 @@ def test_a_method_default_is_the_sampling_temperature():
                 return policy.generate(**enc, do_sample=True, temperature=temperature)
     """
     assert codes(source) == [(10, "RL309")]
+
+
+def _project(tmp_path, files):
+    from rllint.runner import lint_files
+
+    (tmp_path / "pyproject.toml").write_text("")
+    for name, text in files.items():
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    result = lint_files([str(tmp_path / "train.py")], Settings(select=["RL309"]))
+    return [(d.line, d.code) for d in result.diagnostics]
+
+
+_TRL_LOOP = """
+    import torch
+    from trl import GRPOConfig
+
+    config = GRPOConfig(output_dir="out")
+
+    def token_logps(policy, ids):
+        logits = policy(ids).logits
+        return torch.log_softmax(logits, dim=-1)
+"""
+
+
+def test_the_framework_default_temperature_of_the_pinned_release_is_the_sampling_temperature(tmp_path):
+    """TRL 0.14's GRPOConfig samples at 0.9 when nobody sets `temperature` (misses.toml: custom 0.14-era trainers)."""
+    found = _project(tmp_path, {"requirements.txt": "trl==0.14.0\n", "train.py": _TRL_LOOP})
+    assert found == [(9, "RL309")]
+
+
+def test_a_release_whose_default_is_one_or_no_pin_at_all_says_nothing(tmp_path):
+    assert _project(tmp_path, {"requirements.txt": "trl==0.19.0\n", "train.py": _TRL_LOOP}) == []
+    (tmp_path / "requirements.txt").unlink()
+    assert _project(tmp_path, {"train.py": _TRL_LOOP}) == []  # 0.9 until 0.17, 1.0 since: not known
+
+
+def test_a_config_built_with_another_temperature_than_its_field_default_is_read_as_built():
+    source = sampled_with("temperature", 0.7, "temperature=1.0")
+    assert codes(source) == []
+
+
+# ---- RL325: sampled from a truncated distribution, scored under the full one ----
+
+def rl325(source: str):
+    result = lint_text(textwrap.dedent(source) + textwrap.dedent(_LOGPS), "train_grpo.py", Settings(select=["RL325"]))
+    return [(d.line, d.code) for d in result.diagnostics]
+
+
+def test_top_p_rollouts_scored_by_the_full_softmax_are_reported_through_a_config_field():
+    source = sampled_with("top_p", 0.9)
+    assert rl325(source) == [(16, "RL325")]
+
+
+def test_a_sampler_of_the_whole_distribution_beside_a_truncated_one_is_mixed_evidence():
+    source = """
+        import torch
+
+        def rollout(policy, enc):
+            return policy.generate(**enc, do_sample=True, top_p=1.0)
+
+        def preview(policy, enc):
+            return policy.generate(**enc, do_sample=True, top_k=50)
+    """
+    assert rl325(source) == []
+
+
+def test_a_config_built_to_sample_the_whole_distribution_is_not_truncated():
+    source = sampled_with("top_p", 0.9, "top_p=1.0")
+    assert rl325(source) == []

@@ -19,6 +19,8 @@ Facts (absent = unknown):
 - `stat`: a statistic of a batch: STD, VAR, NORM (an epsilon added to it guards a denominator).
 - `text`: COMPLETION (decoded from sampled ids, or a scoring function's completion), PROMPT, GOLD.
 - `number`: the number, and `origin`, how it got here ("literal", "default of parameter `lr`"...).
+- configuration (`rllint.analysis.domains.config`): `fields`, the arguments a dataclass instance was built
+  with (field -> Value); `literal`, the text of a string setting.
 - models: `model` (the node that built the object, its identity), `arch` (CAUSAL_LM, SEQ_CLS, VALUE_HEAD).
 - containers: `items` (dict: key -> Value; tuple/list: position -> Value) and `element` (what any element
   of a list or a tensor's first axis holds).
@@ -54,7 +56,7 @@ CAUSAL_LM, SEQ_CLS, VALUE_HEAD, SEQ2SEQ = "causal_lm", "seq_cls", "value_head", 
 NO_SOURCES: FrozenSet[cst.CSTNode] = frozenset()
 
 # Facts that describe one object (its identity, what it is) and do not survive arithmetic.
-_IDENTITY = ("model", "arch", "obj", "function", "cls", "bound", "qual", "items", "element", "origin")
+_IDENTITY = ("model", "arch", "obj", "function", "cls", "bound", "qual", "items", "element", "origin", "fields")
 
 
 class Value:

@@ -302,7 +302,7 @@ class Flow:
                     target = imported if isinstance(imported, FunctionIR) else None
                 if target is not None and (target.module is self.ir or not target.module.flow.changes_models()):
                     continue  # interpreted: its own calls are among these sites, or it freezes and trains nothing
-                if callee.facts.get("type") == REF and callee.facts["qual"].rsplit(".", 1)[-1] in _LEAVES_MODELS:
+                if callee.facts.get("type") == REF and callee.facts.get("qual", "").rsplit(".", 1)[-1] in _LEAVES_MODELS:
                     continue
                 if isinstance(site.node.func, cst.Name) and site.node.func.value in _LEAVES_MODELS:
                     continue
@@ -333,8 +333,14 @@ class Flow:
             if targets:
                 self._analyze(method)
                 found.extend(self.values[t] for t in targets if t in self.values)
-        if not found and name in cls.attributes:
-            found.append(self.value(cls.attributes[name]))
+        if not found:
+            declared = next((owner for owner in self._class_chain(cls) if name in owner.attributes), None)
+            if declared is not None:  # a class attribute or dataclass field, maybe inherited from a base
+                default = declared.attributes[name]
+                held = self.values.get(default) or self.evaluate(default)
+                if held.facts.get("type") == NUMBER and held.facts.get("origin") in (None, "literal"):
+                    held = held.but(origin=f"default of {declared.name}.{name}", why={"origin": (default,)})
+                found.append(held)
         result = join_all(found)
         if not result.facts.get("type"):  # an object from out of sight: this attribute is its identity
             result = result.but(place=("attr", cls.name, name))
@@ -429,13 +435,17 @@ class Flow:
         """A parameter nobody is seen passing holds its default, with where it is written."""
         if param.default is None:
             return UNKNOWN
-        frame = Frame(self, self.ir.top, {}, True, depth=MAX_DEPTH, record=False)
-        frame.env = dict(self.globals)
-        found = frame.expr(param.default)
+        found = self.evaluate(param.default)
         if found.facts.get("type") == NUMBER:
             return found.but(origin=f"default of parameter `{param.name}` of {function.name}()",
                              why={"origin": (param.default,)})
         return found
+
+    def evaluate(self, expr: cst.CSTNode) -> Value:
+        """An expression evaluated once at import time (a default, a class attribute): in the module's globals."""
+        frame = Frame(self, self.ir.top, {}, True, depth=MAX_DEPTH, record=False)
+        frame.env = dict(self.globals)
+        return frame.expr(expr)
 
     def summary(self, function: FunctionIR, args: Dict[str, Value], mode: Optional[bool], depth: int
                 ) -> Tuple[Value, List[Tuple[str, "Event"]]]:
@@ -697,6 +707,9 @@ class Frame:
 
     def assign(self, target: cst.CSTNode, result: Value, stmt: cst.CSTNode) -> None:
         if isinstance(target, cst.Name):
+            if self.function.is_module and result.facts.get("origin") == "literal" and \
+                    getattr(stmt, "value", None) in result.reason("number"):  # `LR = 3e-5` at module level
+                result = result.but(origin=f"constant {target.value}", why={"origin": (target,)})
             self.env[target.value] = result
             self._note(target, result)
         elif isinstance(target, (cst.Tuple, cst.List)):
@@ -825,9 +838,12 @@ class Frame:
         attr = node.attr.value
         kind = base.facts.get("type")
         if kind == REF:
-            return base.but(qual=f"{base.facts['qual']}.{attr}")
+            return base.but(qual=f"{base.facts['qual']}.{attr}") if "qual" in base.facts else UNKNOWN
         cls = base.facts.get("cls")
         if kind in (INSTANCE, MODEL) and cls is not None:
+            given = dict(base.facts.get("fields") or ())
+            if attr in given:
+                return given[attr]
             owner: Flow = cls.module.flow
             method = owner.method_of(cls, attr)
             if method is not None:
@@ -1024,12 +1040,16 @@ class Frame:
 
     def _call_value(self, node: cst.Call, callee: Value, args: List[Value], kwargs: Dict[str, Value]) -> Value:
         kind = callee.facts.get("type")
-        if kind == FUNCTION:
+        # Two paths that hold different functions, classes or imported names join to a kind without its object
+        # (`Adam if fused else SGD`): the callee is then not known.
+        if kind == FUNCTION and "function" in callee.facts:
             return self._invoke(callee.facts["function"], node, args, kwargs, callee.facts.get("bound"))
-        if kind == CLASS:
+        if kind == CLASS and "cls" in callee.facts:
             return self._construct(callee.facts["cls"], node, args, kwargs)
-        if kind == REF:
+        if kind == REF and "qual" in callee.facts:
             return self._call_imported(callee, node, args, kwargs)
+        if kind in (FUNCTION, CLASS, REF):
+            return UNKNOWN
         place_key = callee.facts.get("place")
         if kind is None and place_key is not None and self.flow.trained_place(place_key):
             callee = callee.but(type=MODEL, model=place_key)  # its parameters train: a model, known by its place
@@ -1115,6 +1135,14 @@ class Frame:
         init = owner.method_of(cls, "__init__")
         if init is not None:
             self._invoke(init, node, args, kwargs, instance)
+        elif any(c.fields for c in owner._class_chain(cls)):
+            # a dataclass (pydantic, attrs) without an `__init__` of its own: the generated one stores each
+            # argument in the field of its name, positional ones in the order the fields are declared
+            order = [name for c in reversed(list(owner._class_chain(cls))) for name in c.fields]
+            given = dict(zip(order, args))
+            given.update(kwargs)
+            if given:
+                instance = instance.but(fields=tuple(given.items()))
         return instance
 
     def _argument(self, expr: cst.CSTNode, node: cst.Call, args: List[Value], kwargs: Dict[str, Value]) -> Value:

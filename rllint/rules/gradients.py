@@ -19,6 +19,7 @@ from rllint.analysis.grad import GradFlow
 from rllint.analysis.imports import Imports
 from rllint.analysis.names import POLICY_NAMES, REFERENCE_NAMES
 from rllint.analysis.positions import Lines
+from rllint.analysis.purpose import RLCodeOnly
 from rllint.analysis.roles import ModelRoles, call_name
 from rllint.analysis.syntax import children, dotted, keyword
 from rllint.analysis.tensors import TensorRule, argument, number_value
@@ -132,7 +133,7 @@ class ReferenceNotFrozen(CSTRule):
                     f"(call `{build.key}.requires_grad_(False)`)"))
 
 
-class ReferenceForwardWithGrad(CSTRule):
+class ReferenceForwardWithGrad(RLCodeOnly, CSTRule):
     """
     ## What it does
     Reports the forward pass of a model that this file never trains, run with gradient enabled in a
@@ -154,7 +155,7 @@ class ReferenceForwardWithGrad(CSTRule):
     Not reported: forwards under no_grad, or detached at once; models that an optimizer of this file
     trains (a reward model being trained, a critic); models this file only receives (a parameter with no
     caller here: who built it is out of sight); MLX and JAX code, where gradients are taken only of named
-    parameters.
+    parameters; files that are not RL post-training code.
 
     ## Why is this bad?
     Autograd records every operation of a forward that runs with gradient enabled and keeps its
@@ -229,7 +230,7 @@ def _model_expr(flow: Flow, event) -> cst.CSTNode:
     return func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func
 
 
-class ItemInLossPath(CSTRule):
+class ItemInLossPath(RLCodeOnly, CSTRule):
     """
     ## What it does
     Reports `.item()`, `.tolist()`, `.numpy()`, `float(t)` and `int(t)` applied to a tensor that
@@ -290,7 +291,7 @@ class ItemInLossPath(CSTRule):
             self.report(at, expr=_code(self, at), line=lines.line(sink))
 
 
-class InPlaceOnGraphTensor(CSTRule):
+class InPlaceOnGraphTensor(RLCodeOnly, CSTRule):
     """
     ## What it does
     Reports in-place masking or arithmetic on a tensor that carries gradient (`logps[mask] = 0`,
@@ -312,7 +313,7 @@ class InPlaceOnGraphTensor(CSTRule):
     output in place, scaling a fresh lm-head output): harmless for the gradient, but fragile.
 
     Not reported: in-place ops on data tensors (`labels[labels == pad] = -100`, `input_ids`,
-    `attention_mask`), on detached tensors and under no_grad.
+    `attention_mask`), on detached tensors and under no_grad, and files that are not RL post-training code.
 
     ## Why is this bad?
     Autograd saves tensors it needs for the backward pass. Overwriting one in place either raises at
@@ -360,7 +361,7 @@ class InPlaceOnGraphTensor(CSTRule):
                         harm=harm or "nothing saved for backward is overwritten here, but the edit is fragile")
 
 
-class PolicyForwardUnderNoGrad(CSTRule):
+class PolicyForwardUnderNoGrad(RLCodeOnly, CSTRule):
     """
     ## What it does
     Reports a loss that is backpropagated although the code proves it carries no gradient: every term
@@ -516,7 +517,7 @@ def _detached_at_once(call: cst.Call, statement: cst.CSTNode) -> bool:
     return False
 
 
-class AdvantageNotDetached(CSTRule):
+class AdvantageNotDetached(RLCodeOnly, CSTRule):
     """
     ## What it does
     Reports a weight of the policy's log-probs (or of their ratio) in a backpropagated loss that itself

@@ -8,12 +8,15 @@ import libcst as cst
 
 from rllint.analysis.clipping import one_and
 from rllint.analysis.context import RLContext, tokens
-from rllint.analysis.purpose import Purpose, distills
+from rllint.analysis.purpose import Purpose, distills, is_rl_class
 from rllint.analysis.hparams import (
     EVALUATION, GROUP_CONFIGS, GROUP_SIZE_TRIGGERS, MEAN, NOT_THE_POLICY, STD, LaunchRuns, belongs_elsewhere,
     group_baseline, is_clip_range, is_estimator_key, is_group_size, is_kl_coefficient, is_learning_rate,
     is_rl_hyperparameter, is_sequence_level, is_std_switch, last_part,
 )
+from rllint.analysis.domains.config import framework_class, setting
+from rllint.analysis.facts import CAUSAL_LM, NUMBER, VALUE_HEAD, Value as EngineValue
+from rllint.analysis.flow import Flow
 from rllint.analysis.imports import Imports
 from rllint.analysis.rates import RateSinks, optimizer_name
 from rllint.analysis.tensors import GroupBaselines
@@ -45,8 +48,20 @@ def _advice(limit: float, lora: bool) -> str:
 class SFTScaleLearningRate(CSTRule):
     """
     ## What it does
-    Reports, in RL training code, a learning rate above `max-learning-rate`
-    (default `1e-5`; `1e-5` itself is not reported): `learning_rate=` / `lr=` of a trainer
+    By default: a learning rate above `max-learning-rate` (default `1e-5`; `1e-5` itself
+    is not reported) that the run provably uses, in a script that trains an RL policy with
+    no LoRA adapters in sight. The rate is followed through every layer of configuration
+    (literals, constants, `argparse` defaults, dataclass fields and their inherited
+    defaults, `os.environ` defaults, the framework's own defaults per release, and the
+    project's launch scripts that run the file with `--flag value`) into the `learning_rate`
+    of an RL trainer's config (`GRPOConfig(learning_rate=...)`, or the config object handed
+    to `GRPOTrainer(args=...)`), or the `lr` of an Adam-family optimizer over the
+    parameters of a pretrained causal language model. A default that a launch script
+    replaces is no run's value, and is not reported.
+
+    When RL601 is selected by name (`--select RL601`, `extend-select`), the broad form
+    runs too: the learning-rate keys of RL launch configs (YAML, shell; see below), and, in
+    RL training code, a learning rate above the limit in `learning_rate=` / `lr=` of a trainer
     config, an optimizer or any call, `actor_learning_rate`, an `argparse` default, a
     dataclass or class field (also when a GRPO config inherits it from a shared base),
     a module constant, an environment-variable default. The finding points where the
@@ -92,7 +107,7 @@ class SFTScaleLearningRate(CSTRule):
     """
 
     code = "RL601"
-    tier = Tier.PEDANTIC  # primer precision below 0.9 (1 real of 7 findings): deliberate settings dominate
+    tier = Tier.SUSPICIOUS  # on by default in its proven form (`_proven`); the broad form when RL601 is named
     name = "sft-scale-learning-rate"
     severity = Severity.WARNING
     message = "learning rate {value}{where} is SFT-scale{lora}: RL post-training at this rate usually collapses; use {advice}"
@@ -112,6 +127,7 @@ class SFTScaleLearningRate(CSTRule):
         self._local: Dict[int, Value] = {}  # learning rates assigned to local names, by where they are written
         self._elsewhere: Set[int] = set()  # values used as a critic's or an SFT stage's learning rate
         self._inside_other: Set[int] = set()  # dicts and calls nested under a critic / SFT key
+        self._proven_places: Set[int] = set()  # where the proven form reported
 
     def _rl(self) -> bool:
         if self._context is None:
@@ -120,7 +136,11 @@ class SFTScaleLearningRate(CSTRule):
 
     def check_config(self) -> None:
         """`actor_rollout_ref.actor.optim.lr: 2e-5`, `--actor_learning_rate 2e-5`, `--actor.adam.lr`, TRL's
-        `learning_rate:`; the run's LoRA rank or `use_peft` raises the limit, critic keys are exempt."""
+        `learning_rate:`; the run's LoRA rank or `use_peft` raises the limit, critic keys are exempt. Part of the
+        broad form: a launch config does not show whether the script it runs builds LoRA adapters in a module it
+        imports, or which optimizer a key reaches (primer: 2 real of 6)."""
+        if not self.file.settings.names(self.code):
+            return
         group = _config_group(self.file.path)
         for run in self.file.fact(LaunchRuns):
             limit = self.option(MAX_LEARNING_RATE) * (self.option(LORA_LR_MULTIPLIER) if run.lora else 1)
@@ -268,6 +288,9 @@ class SFTScaleLearningRate(CSTRule):
     # ---- declarations, and the report ---------------------------------------------
 
     def leave_Module(self, original_node: cst.Module) -> None:
+        self._proven()
+        if not self.file.settings.names(self.code):
+            return  # the broad form below (names, every declaration) runs when RL601 is selected by name
         values = None
         declared = dict(self._local)
         for declaration in self._declarations():
@@ -288,9 +311,39 @@ class SFTScaleLearningRate(CSTRule):
         lora = self._context is not None and self._context.uses_lora
         limit = self.option(MAX_LEARNING_RATE) * (self.option(LORA_LR_MULTIPLIER) if lora else 1)
         sinks = self.file.fact(RateSinks)
-        for value, how, use in self._found.values():
-            if value.number > limit * (1 + 1e-9) and sinks.reaches_policy(value):
+        for key, (value, how, use) in self._found.items():
+            if key not in self._proven_places and value.number > limit * (1 + 1e-9) and sinks.reaches_policy(value):
                 self._flag(value, how, use, lora)
+
+    def _proven(self) -> None:
+        """The default form: a rate above the limit that the engine follows to where the run uses it, in a file
+        that trains an RL policy with no LoRA adapters in sight: the `learning_rate` of an RL trainer's
+        config (given as a keyword, or read from the config object handed to the trainer, its fields' and
+        the framework's defaults included), or the `lr` of an Adam-family optimizer over the parameters of a
+        pretrained causal language model."""
+        purpose = self.file.fact(Purpose)
+        if not purpose.rl_run or self.file.fact(RLContext).uses_lora:
+            return
+        flow = self.file.fact(Flow)
+        flow.analyze_all()
+        limit = self.option(MAX_LEARNING_RATE)
+        for use, how, rate in _policy_rates(flow):
+            written = rate.reason("number")
+            if rate.facts.get("type") != NUMBER or not written or rate.facts["number"] <= limit * (1 + 1e-9):
+                continue
+            place = written[0]
+            if not isinstance(place, cst.CSTNode) or id(place) in self._proven_places:
+                continue  # a launch script's value is judged in that script
+            self._proven_places.add(id(place))
+            self._found.pop(id(place), None)
+            origin = rate.facts.get("origin") or "literal"
+            details = [] if origin == "literal" else [origin]
+            values = self.file.fact(Values)
+            if values.line(use) != values.line(place):
+                details.append("used as {} on line {}".format(how, values.line(use)))
+            where = " ({})".format(", ".join(details)) if details else ""
+            self.report(place, value=format_number(rate.facts["number"]), where=where, lora="",
+                        advice=_advice(limit, False))
 
     def _declarations(self) -> Iterable[Declaration]:
         """Learning-rate declarations of RL code that belong to the policy."""
@@ -315,6 +368,59 @@ class SFTScaleLearningRate(CSTRule):
         advice = _advice(self.option(MAX_LEARNING_RATE) * (self.option(LORA_LR_MULTIPLIER) if lora else 1), lora)
         self.report(value.node, value=format_number(value.number), where=where,
                     lora=" even for LoRA" if lora else "", advice=advice)
+
+
+# Optimizers whose learning-rate scale RL601's limit is for (Adam and its relatives).
+_ADAM_FAMILY = re.compile(r"Adam|Lion")
+
+
+def _policy_rates(flow: Flow) -> Iterable[Tuple[cst.CSTNode, str, EngineValue]]:
+    """(where it is used, how, the rate) of every learning rate the engine follows into an RL trainer's config
+    or an Adam-family optimizer of a pretrained causal language model in this file."""
+    for function in flow.ir.all_functions():
+        for site in function.calls:
+            call = site.node
+            callee = flow.value(call.func)
+            qual = callee.facts.get("qual") or ""
+            tail = qual.rsplit(".", 1)[-1] if qual else _callee(call)
+            keywords = {a.keyword.value: a for a in call.args if a.keyword is not None}
+            framework = framework_class(qual) if qual else None
+            if framework is not None and is_rl_class(framework[1]) and "learning_rate" in keywords:
+                arg = keywords["learning_rate"]
+                yield arg, "`learning_rate` of {}".format(framework[1]), flow.value(arg.value)
+            elif is_rl_class(tail) and tail.endswith("Trainer") and "args" in keywords:
+                config = flow.value(keywords["args"].value)
+                if _rl_config(config):
+                    yield keywords["args"], "the `learning_rate` of the config {} trains with".format(tail), \
+                        setting(flow, config, "learning_rate")
+            elif _ADAM_FAMILY.search(tail) and tail[:1].isupper():
+                positional = [a for a in call.args if a.keyword is None and not a.star]
+                params = positional[0].value if positional else (keywords["params"].value if "params" in keywords
+                                                                 else None)
+                rate = keywords.get("lr") or (positional[1] if len(positional) > 1 else None)
+                if rate is not None and params is not None and _pretrained_language_model(flow, params):
+                    yield rate, "the learning rate of {}".format(tail), flow.value(rate.value)
+
+
+def _rl_config(config: EngineValue) -> bool:
+    """A framework RL config, or an instance of a project class that extends one."""
+    framework = config.facts.get("framework")
+    if framework is not None:
+        return is_rl_class(framework[1])
+    cls = config.facts.get("cls")
+    return cls is not None and any(is_rl_class(b.rsplit(".", 1)[-1]) for owner in cls.module.flow._class_chain(cls)
+                                   for b in owner.bases)
+
+
+def _pretrained_language_model(flow: Flow, params: cst.BaseExpression) -> bool:
+    """`model.parameters()` of a model loaded from pretrained weights as a causal language model (the policy
+    of RL post-training; a value head's or reward model's architecture is another), with no LoRA adapters."""
+    if not (isinstance(params, cst.Call) and isinstance(params.func, cst.Attribute)
+            and params.func.attr.value in ("parameters", "named_parameters")):
+        return False
+    model = flow.value(params.func.value)
+    return bool(model.facts.get("pretrained")) and model.facts.get("arch") in (CAUSAL_LM, VALUE_HEAD) and \
+        not model.facts.get("lora")
 
 
 def _details(rule: CSTRule, value: Value, how: Optional[str], use: Optional[cst.CSTNode]) -> List[str]:
@@ -914,6 +1020,9 @@ class UnusedHyperparameter(CSTRule):
     overwritten by a literal before it is used (`kl = args.beta` then `kl = 0.0`). The
     finding points at the declaration, or at the overwriting literal.
 
+    The fields of an evaluation, SFT, reward-model or critic config class (`SFTConfig.lr`
+    beside a PPO config) are not the RL run's settings and are not reported.
+
     Parameters forwarded as a whole (`GRPOConfig(**vars(args))`, `Config(**cfg)`,
     `asdict(config)`), fields of classes that extend another class (a `GRPOConfig` or
     `TrainingArguments` subclass: the framework reads them) are not reported.
@@ -1052,12 +1161,13 @@ class UnusedHyperparameter(CSTRule):
             return
         values = self.file.fact(Values)
         declarations = [d for d in values.declarations() if d.kind in ("argparse", "field")]
-        watched = {d.name for d in declarations if is_rl_hyperparameter(d.name)
-                   and not set(tokens(d.owner or "")) & EVALUATION}  # an evaluation config's are not the run's
+        # an evaluation config's settings are not the run's, nor are an SFT, reward-model or critic config's
+        watched = {id(d) for d in declarations if is_rl_hyperparameter(d.name)
+                   and not set(tokens(d.owner or "")) & (EVALUATION | NOT_THE_POLICY)}
         read = self._attributes | self._strings
         unread, consumed_elsewhere = [], {}
         for declaration in declarations:
-            if declaration.name not in watched or _read_name(declaration) in read or self._exempt(declaration):
+            if id(declaration) not in watched or _read_name(declaration) in read or self._exempt(declaration):
                 continue
             group = {_read_name(d) for d in declarations if self._same_group(d, declaration) and d is not declaration}
             if not group & read:
@@ -1077,8 +1187,9 @@ class UnusedHyperparameter(CSTRule):
                 continue  # no module around it reads anything of that command line or class
             self.report(declaration.node, detail="`{}` ({}) is declared but never read".format(
                 declaration.name, declaration.origin))
+        watched_names = {d.name for d in declarations if id(d) in watched}
         for literal, name, source in self._overwrites:
-            if source in watched:
+            if source in watched_names:
                 self.report(literal, detail="`{}` is read from `{}` and then overwritten by the literal {}".format(
                     name, source, self.file.module.code_for_node(literal)))
 

@@ -55,11 +55,12 @@ def domains() -> List[Domain]:
     """Every domain, in the order they are asked."""
     global _DOMAINS
     if _DOMAINS is None:
+        from rllint.analysis.domains.config import CONFIG_DOMAIN
         from rllint.analysis.domains.models import MODELS
         from rllint.analysis.domains.text import TEXT_DOMAIN
         from rllint.analysis.domains.torch_ops import TORCH
 
-        _DOMAINS = [MODELS, TORCH, TEXT_DOMAIN]
+        _DOMAINS = [MODELS, TORCH, TEXT_DOMAIN, CONFIG_DOMAIN]
     return _DOMAINS
 
 

@@ -1,0 +1,380 @@
+"""The configuration domain: the value a setting holds after the layers a run applies, with where it is written.
+
+Scripts rarely write a hyperparameter where it is used. `args.lr` is an `argparse` default, `cfg.lr` a
+dataclass field (maybe inherited, maybe `field(default=...)`), `os.environ.get("LR", "2e-5")` an
+environment default, `training_args.temperature` the framework's own default when nobody sets it. This
+domain gives those reads a `number` (or `text`) fact and an `origin` that says which layer wrote it
+("default of --lr", "default of Config.lr", "TRL's default for GRPOConfig.temperature in 0.14.0-0.17.0").
+
+- `argparse.ArgumentParser().parse_args()` (and `parse_known_args()`) is a namespace; its attribute is the
+  default of the `add_argument` of that dest in the file (argparse applies `type=` to a string default).
+  A launch script of the project that runs this file with `--flag value` overrides it (`launch_overrides`).
+- `HfArgumentParser((A, B)).parse_args_into_dataclasses()` (TRL's `TrlParser` too) is a tuple of instances
+  of those classes, project dataclasses or the frameworks' configs.
+- A framework config built in the code (`GRPOConfig(learning_rate=...)`) holds what its keywords give and,
+  for the rest, the framework's default (`framework_defaults`, generated from the released wheels); when
+  the default changed across releases and the project does not pin the release, the default is not known.
+- `float(x)` / `int(x)` of a value that holds a number keep it and its origin.
+"""
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from rllint.analysis.domains import Domain
+from rllint.analysis.facts import INSTANCE, NUMBER, TEXT, TUPLE, UNKNOWN, Value, join_all
+
+PARSER, NAMESPACE, CONFIG = "parser", "namespace", "config"
+
+_ENV_GETTERS = frozenset({"os.environ.get", "os.getenv", "os.environ.setdefault"})
+_FIELD_CALLS = frozenset({"dataclasses.field", "field", "pydantic.Field", "Field", "attr.ib", "attrs.field"})
+_DATACLASS_PARSERS = frozenset({"HfArgumentParser", "TrlParser"})
+_DATACLASS_PARSES = frozenset({"parse_args_into_dataclasses", "parse_args_and_config", "parse_yaml_file",
+                               "parse_json_file", "parse_dict"})
+# Where each framework's config classes are imported from.
+_PACKAGES = {"trl": "trl", "transformers": "transformers"}
+_FRAMEWORK_NAMES = {"trl": "TRL", "transformers": "transformers", "verl": "verl", "openrlhf": "OpenRLHF"}
+_PIN = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*(?:\[[^\]]*\])?\s*(==|~=|>=|<=|>|<)?\s*([0-9][0-9A-Za-z.\-]*)?")
+
+
+class ConfigDomain(Domain):
+    def call(self, frame, qual, node, args, kwargs):
+        tail = qual.rsplit(".", 1)[-1]
+        if qual in ("argparse.ArgumentParser",):
+            return Value({"type": PARSER, "parser": node})
+        if tail in _DATACLASS_PARSERS and qual.split(".", 1)[0] in ("transformers", "trl"):
+            classes = args[0] if args else kwargs.get("dataclass_types", UNKNOWN)
+            return Value({"type": PARSER, "classes": classes})
+        if qual in _ENV_GETTERS:
+            return _environment(node)
+        if qual in _FIELD_CALLS or tail in ("field", "Field") and qual.split(".", 1)[0] in ("dataclasses", "pydantic"):
+            default = kwargs.get("default")
+            if default is None and tail == "Field" and args:
+                default = args[0]
+            return default if default is not None else UNKNOWN
+        framework = framework_class(qual)
+        if framework is not None:
+            return Value({"type": CONFIG, "framework": framework, "items": tuple(kwargs.items())}, {"type": (node,)})
+        return None
+
+    def method(self, frame, receiver, name, node, args, kwargs):
+        kind = receiver.facts.get("type")
+        if kind != PARSER:
+            return None
+        if name in ("parse_args", "parse_known_args") and "parser" in receiver.facts:
+            namespace = Value({"type": NAMESPACE, "parser": receiver.facts["parser"]})
+            if name == "parse_known_args":
+                return Value({"type": TUPLE, "items": ((0, namespace), (1, UNKNOWN))})
+            return namespace
+        if name in _DATACLASS_PARSES and "classes" in receiver.facts:
+            classes = receiver.facts["classes"]
+            members = classes.facts.get("items") or ((0, classes),)
+            return Value({"type": TUPLE, "items": tuple((i, instance_of(c)) for i, c in members)})
+        return None
+
+    def attribute(self, frame, base, attr, node):
+        return self.read(frame.flow, base, attr)
+
+    def read(self, flow, base: Value, attr: str) -> Optional[Value]:
+        """`base.<attr>` of a configuration value (None: not one)."""
+        kind = base.facts.get("type")
+        if kind == NAMESPACE:
+            return flag_default(flow, attr)
+        if kind == CONFIG:
+            given = dict(base.facts.get("items") or ())
+            if attr in given:
+                return given[attr]
+            package, name = base.facts["framework"]
+            return framework_default(flow, package, name, attr)
+        if kind == INSTANCE and base.facts.get("cls") is not None:
+            inherited = _framework_base(base.facts["cls"].module.flow, base.facts["cls"])
+            if inherited is not None:
+                return framework_default(flow, inherited[0], inherited[1], attr)
+        return None
+
+    def call_value(self, frame, callee, node, args, kwargs):
+        if isinstance(node.func, cst.Name) and node.func.value in ("float", "int") and len(node.args) == 1:
+            given = node.args[0].value
+            if isinstance(given, cst.SimpleString):
+                return _number_text(given, "literal")
+            if args and "number" in args[0].facts and args[0].facts.get("type") in (NUMBER, TEXT):
+                number = args[0].facts["number"]
+                if node.func.value == "int":
+                    number = float(int(number))
+                return args[0].but(type=NUMBER, number=number)
+        return None
+
+
+def setting(flow, holder: Value, key: str) -> Value:
+    """`holder.<key>` where `holder` is a configuration (a framework config, a dataclass instance, a parsed
+    namespace), without an expression to read it from: what a trainer reads of the config it is handed."""
+    kind = holder.facts.get("type")
+    if kind == INSTANCE and holder.facts.get("cls") is not None:
+        given = dict(holder.facts.get("fields") or ())
+        if key in given:
+            return given[key]
+        cls = holder.facts["cls"]
+        stored = cls.module.flow.class_attribute(cls, key)
+        if stored is not None:
+            return stored
+    found = CONFIG_DOMAIN.read(flow, holder, key)
+    return UNKNOWN if found is None else found
+
+
+def instance_of(cls: Value) -> Value:
+    """An instance of a project class or of a framework config class named in a parser's list."""
+    if cls.facts.get("cls") is not None:
+        return Value({"type": INSTANCE, "cls": cls.facts["cls"]})
+    qual = cls.facts.get("qual")
+    framework = framework_class(qual) if qual else None
+    if framework is not None:
+        return Value({"type": CONFIG, "framework": framework, "items": ()})
+    return UNKNOWN
+
+
+def _environment(node: cst.Call) -> Value:
+    """`os.environ.get("LR", "2e-5")`: the default, as text that holds a number when it spells one."""
+    positional = [a.value for a in node.args if a.keyword is None and not a.star]
+    default = positional[1] if len(positional) > 1 else next(
+        (a.value for a in node.args if a.keyword is not None and a.keyword.value == "default"), None)
+    variable = positional[0].evaluated_value if positional and isinstance(positional[0], cst.SimpleString) else "?"
+    if isinstance(default, cst.SimpleString):
+        return _number_text(default, f"default of environment variable {variable}", TEXT)
+    return UNKNOWN
+
+
+def _number_text(node: cst.SimpleString, origin: str, kind: str = NUMBER) -> Value:
+    """A string literal that spells a number: that number, written there."""
+    try:
+        text = node.evaluated_value
+        number = float(text.strip()) if isinstance(text, str) else None
+    except (ValueError, TypeError, SyntaxError):
+        number = None
+    if number is None or number != number or number in (float("inf"), float("-inf")):
+        return Value({"type": kind}) if kind == TEXT else UNKNOWN
+    return Value({"type": kind, "number": number, "origin": origin}, {"number": (node,), "origin": (node,)})
+
+
+# ---------------------------------------------------------------- argparse
+
+def flag_default(flow, dest: str) -> Value:
+    """`args.<dest>` of `parser.parse_args()`: the default of every `add_argument` of that dest in the file
+    (joined), or what the project's launch scripts that run this file pass instead."""
+    declarations = [site for site in flow.ir.calls_named.get("add_argument", ()) if _dest(site.node) == dest]
+    if not declarations:
+        return UNKNOWN
+    override = launch_overrides(flow).get(dest)
+    if override is not None:
+        return override
+    return join_all(_declared_default(flow, site.node, dest) for site in declarations)
+
+
+def _declared_default(flow, call: cst.Call, dest: str) -> Value:
+    keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    default = keywords.get("default")
+    origin = f"default of --{dest}"
+    if default is None:
+        action = keywords.get("action")
+        if isinstance(action, cst.SimpleString) and action.evaluated_value in ("store_true", "store_false"):
+            return Value({"type": "bool", "number": float(action.evaluated_value == "store_false")})
+        return Value({"type": "none"})
+    if isinstance(default, cst.SimpleString):
+        converts = keywords.get("type")
+        if isinstance(converts, cst.Name) and converts.value in ("float", "int"):
+            return _number_text(default, origin)
+        return Value({"type": TEXT})
+    # evaluated in the module's globals, as a constant: interpreting the declaring function from here would
+    # re-enter it while a caller that reads the flag is still being interpreted
+    found = flow.values.get(default) or flow.evaluate(default)
+    if found.facts.get("type") == NUMBER and found.facts.get("origin") in (None, "literal"):
+        return found.but(origin=origin, why={"origin": (default,)})
+    return found
+
+
+def _dest(call: cst.Call) -> Optional[str]:
+    """The attribute `add_argument` stores to: `dest=`, else the first long flag, else the first flag."""
+    flags: List[str] = []
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "dest" and isinstance(arg.value, cst.SimpleString):
+            value = arg.value.evaluated_value
+            return value if isinstance(value, str) else None
+        if arg.keyword is None and isinstance(arg.value, cst.SimpleString):
+            value = arg.value.evaluated_value
+            if isinstance(value, str):
+                flags.append(value)
+    long = [f for f in flags if f.startswith("--")]
+    chosen = long[0][2:] if long else (flags[0].lstrip("-") if flags else None)
+    return chosen.replace("-", "_") if chosen else None
+
+
+def launch_overrides(flow) -> Dict[str, Value]:
+    """`--flag value` that every launch script of the project which runs this file passes, by dest; a flag
+    that the scripts set to different values, or that some scripts leave at its default, is unknown."""
+    cached = getattr(flow, "_launch_overrides", None)
+    if cached is not None:
+        return cached
+    from rllint.analysis.launches import runs_of
+
+    per_flag: Dict[str, List[Value]] = {}
+    runs = runs_of(flow.file)
+    for run in runs:
+        for entry in run:
+            if entry.source != "shell-flag":
+                continue
+            dest = entry.key.replace("-", "_")
+            number = entry.value if isinstance(entry.value, (int, float)) and not isinstance(entry.value, bool) \
+                else None
+            facts = {"type": NUMBER, "number": float(number), "origin": f"--{entry.key} in {entry.path}"} \
+                if number is not None else {"type": TEXT}
+            per_flag.setdefault(dest, []).append(Value(facts, {"number": (entry.place,)} if number is not None
+                                                       else {}))
+    overrides: Dict[str, Value] = {}
+    for dest, values in per_flag.items():
+        if len(values) == len(runs):
+            overrides[dest] = join_all(values)
+        else:
+            overrides[dest] = UNKNOWN  # some launches leave the default, others change it: which run is it?
+    flow._launch_overrides = overrides
+    return overrides
+
+
+# ---------------------------------------------------------------- framework configs
+
+def framework_class(qual: str) -> Optional[Tuple[str, str]]:
+    """(package, class) of a framework config class the defaults table knows: `trl.GRPOConfig`,
+    `trl.trainer.grpo_config.GRPOConfig`, `transformers.TrainingArguments`."""
+    from rllint.analysis.domains.framework_defaults import CLASSES
+
+    head, _, _ = qual.partition(".")
+    name = qual.rsplit(".", 1)[-1]
+    package = _PACKAGES.get(head)
+    if package is None or (package, name) not in CLASSES:
+        return None
+    return package, name
+
+
+def _framework_base(flow, cls) -> Optional[Tuple[str, str]]:
+    """The framework config class a project class extends (`class Args(GRPOConfig)`), through its bases."""
+    for owner in flow._class_chain(cls):
+        for base in owner.bases:
+            found = framework_class(base)
+            if found is not None:
+                return found
+    return None
+
+
+def framework_default(flow, package: str, name: str, key: str) -> Value:
+    """The framework's default of `key` in config `name`, with the releases it holds in; unknown when it changed
+    across releases and the project pins none (or the pin is not in the table)."""
+    from rllint.analysis.domains.framework_defaults import ABSENT
+
+    history = _history(package, name, key)
+    if not history:
+        return UNKNOWN
+    pinned = pinned_release(flow.file, package) if flow is not None else None
+    present = [(release, value) for release, value in history if value != ABSENT]
+    if pinned is not None:
+        chosen = [value for release, value in _holding(history, package) if release == pinned]
+        if not chosen or chosen[0] == ABSENT:
+            return UNKNOWN
+        values, where = [chosen[0]], f"in {pinned}"
+    else:
+        values = list({repr(v): v for _, v in present}.values())
+        where = ""
+    if len(values) != 1:
+        return UNKNOWN
+    default = values[0]
+    framework = _FRAMEWORK_NAMES.get(package, package)
+    origin = f"{framework}'s default of {name}.{key}" + (f" {where}" if where else "")
+    if isinstance(default, bool):
+        return Value({"type": "bool", "number": float(default), "origin": origin})
+    if isinstance(default, (int, float)):
+        return Value({"type": NUMBER, "number": float(default), "origin": origin})
+    if isinstance(default, str):
+        return Value({"type": TEXT, "literal": default, "origin": origin})
+    return UNKNOWN
+
+
+def _history(package: str, name: str, key: str) -> Tuple[Tuple[str, object], ...]:
+    """The changes of a field's default across releases, looking through the class's bases per release."""
+    from rllint.analysis.domains.framework_defaults import ABSENT, RELEASES
+
+    per_release = []
+    for release in RELEASES.get(package, ()):
+        per_release.append((release, _default_in(package, name, key, release, 0)))
+    kept = []
+    for release, value in per_release:
+        if not kept or kept[-1][1] != value:
+            kept.append((release, value))
+    return tuple(kept) if any(v != ABSENT for _, v in kept) else ()
+
+
+def _default_in(package: str, name: str, key: str, release: str, depth: int) -> object:
+    from rllint.analysis.domains.framework_defaults import ABSENT, CLASSES, FIELDS
+
+    own = _at(FIELDS.get((package, name, key), ()), package, release)
+    if own is not None and own != ABSENT:
+        return own
+    if depth > 6:
+        return ABSENT
+    bases = _at(CLASSES.get((package, name), ()), package, release)
+    if not bases or bases == ABSENT:
+        return ABSENT
+    for base in bases:
+        for base_package in (package, "transformers"):
+            if (base_package, base) in CLASSES:
+                inherited = _default_in(base_package, base, key, _release_of(base_package, release), depth + 1)
+                if inherited != ABSENT:
+                    return inherited
+                break
+    return ABSENT
+
+
+def _at(changes, package: str, release: str) -> object:
+    """The value of a change list at a release (None when the list is empty)."""
+    from rllint.analysis.domains.framework_defaults import RELEASES
+
+    order = RELEASES.get(package, ())
+    if release not in order:
+        return changes[0][1] if changes else None
+    found = None
+    for start, value in changes:
+        if start in order and order.index(start) <= order.index(release):
+            found = value
+    return found
+
+
+def _release_of(package: str, release: str) -> str:
+    from rllint.analysis.domains.framework_defaults import RELEASES
+
+    order = RELEASES.get(package, ())
+    return release if release in order else (order[-1] if order else release)
+
+
+def _holding(history, package: str):
+    """(release, value) for every release of the table, from a change list."""
+    from rllint.analysis.domains.framework_defaults import RELEASES
+
+    return [(release, _at(history, package, release)) for release in RELEASES.get(package, ())]
+
+
+def pinned_release(file, package: str) -> Optional[str]:
+    """The release of `package` the project pins (`trl==0.14.0` in a requirements file or pyproject), when it
+    is one of the table's."""
+    from rllint.analysis.domains.framework_defaults import RELEASES
+    from rllint.analysis.launches import project_text_files
+
+    for path, text in project_text_files(file, ("requirements.txt", "requirements-dev.txt", "pyproject.toml",
+                                                "setup.py", "environment.yml")):
+        for line in text.splitlines():
+            line = line.strip().strip("\"',")
+            match = _PIN.match(line)
+            if match and match.group(1).lower() == package and match.group(2) == "==" and match.group(3):
+                release = match.group(3)
+                return release if release in RELEASES.get(package, ()) else None
+    return None
+
+
+CONFIG_DOMAIN = ConfigDomain()

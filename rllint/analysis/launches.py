@@ -1,0 +1,126 @@
+"""The project's launch scripts that run a Python file, and its requirement files: the layers of a run's
+configuration that live outside the file (the configuration domain asks, `rllint.analysis.domains.config`).
+
+A shell script runs `python train.py --learning_rate 1e-6` (or `torchrun ... train.py`, `accelerate launch
+train.py`): its flags replace the file's `argparse` defaults for that run. Scripts are found under the
+project's root (`rllint.index.project_root`), read with the launch-config reader (`rllint.analysis.configs`),
+and matched to the Python file by the path the command names. Every file read is a dependency of the
+linted file's cached result. Nothing is executed.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Tuple
+
+from rllint.cache import content_hash
+from rllint.settings import DEFAULT_EXCLUDES
+
+MAX_SCRIPTS = 400  # launch scripts read per project
+MAX_BYTES = 256 * 1024
+_SKIP = frozenset(DEFAULT_EXCLUDES)
+_SCRIPTS: Dict[str, Tuple[Tuple[str, str], ...]] = {}  # root -> (path, text) of its shell scripts
+
+
+@dataclass(frozen=True)
+class LaunchEntry:
+    """One `--flag value` a launch script passes to the file: where it is written (`place`, a RemoteNode)."""
+
+    key: str
+    value: object
+    source: str
+    path: str
+    place: object
+
+
+def runs_of(file) -> List[List[LaunchEntry]]:
+    """The commands of the project's shell scripts that run `file` (by its path relative to the script's
+    folder or the project root, or its file name), each as its entries."""
+    from rllint.analysis.configs import ConfigSyntaxError, read_shell
+    from rllint.analysis.values import RemoteNode
+    from rllint.index import project_root
+
+    path = os.path.abspath(file.path) if file.path else ""
+    if not path:
+        return []
+    root = project_root(path)
+    runs: List[List[LaunchEntry]] = []
+    for script, text in _scripts(root):
+        if os.path.basename(path) not in text:
+            continue
+        file.dependencies[script] = content_hash(text.encode("utf-8", "replace"))
+        try:
+            entries = read_shell(text)
+        except ConfigSyntaxError:
+            continue
+        by_command: Dict[int, List[LaunchEntry]] = {}
+        for entry in entries:
+            if entry.invocation is None or not entry.command or not _names(entry.command, path, script, root):
+                continue
+            place = RemoteNode(script, entry.line, entry.column, entry.line, entry.column + max(len(entry.text), 1))
+            by_command.setdefault(entry.invocation, []).append(
+                LaunchEntry(entry.key.lstrip("-"), entry.value, entry.source, os.path.relpath(script, root), place))
+        runs.extend(by_command.values())
+        seen = {e.invocation for e in entries if e.command and _names(e.command, path, script, root)}
+        runs.extend([] for _ in seen - set(by_command))  # a run of the file that passes no flag
+    return runs
+
+
+def _names(command: str, path: str, script: str, root: str) -> bool:
+    """Whether a command's entry point is the Python file at `path`."""
+    if not command.endswith(".py"):
+        return False
+    for base in (os.path.dirname(script), root):
+        if os.path.normpath(os.path.join(base, command)) == path:
+            return True
+    return os.path.basename(command) == os.path.basename(path) and "/" not in command
+
+
+def _scripts(root: str) -> Tuple[Tuple[str, str], ...]:
+    if root not in _SCRIPTS:
+        found: List[Tuple[str, str]] = []
+        for path in _walk(root, (".sh", ".bash")):
+            if len(found) >= MAX_SCRIPTS:
+                break
+            text = _read(path)
+            if text is not None:
+                found.append((path, text))
+        _SCRIPTS[root] = tuple(found)
+    return _SCRIPTS[root]
+
+
+def project_text_files(file, names: Tuple[str, ...]) -> Iterator[Tuple[str, str]]:
+    """The files of those names at the project's root, read (a dependency each, "" when absent)."""
+    from rllint.index import project_root
+
+    if not file.path:
+        return
+    root = project_root(os.path.abspath(file.path))
+    for name in names:
+        path = os.path.join(root, name)
+        text = _read(path)
+        file.dependencies[path] = content_hash(text.encode("utf-8", "replace")) if text is not None else ""
+        if text is not None:
+            yield path, text
+
+
+def _walk(root: str, suffixes: Tuple[str, ...]) -> Iterator[str]:
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = sorted(d for d in subfolders if d not in _SKIP and not d.startswith("."))
+        for name in sorted(files):
+            if name.endswith(suffixes):
+                yield os.path.join(folder, name)
+
+
+def _read(path: str):
+    try:
+        if not os.path.isfile(path) or os.path.getsize(path) > MAX_BYTES:
+            return None
+        with open(path, "rb") as handle:
+            return handle.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def clear_cache() -> None:
+    _SCRIPTS.clear()

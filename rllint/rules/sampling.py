@@ -1,0 +1,461 @@
+"""RL3xx sampling: what the rollouts are sampled with, and whether training scores them by the same distribution
+(rollout length limits, the sampling temperature of the log-probs)."""
+from __future__ import annotations
+
+import os
+from typing import Dict, List, NamedTuple, Optional, Set, Tuple
+
+import libcst as cst
+
+from rllint.analysis.configs import LaunchConfig
+from rllint.analysis.context import tokens
+from rllint.analysis.hparams import (
+    EVALUATION, ROLLOUT_LENGTH_LIMITS, LaunchRuns, builds_reward_model, constructor_default,
+    default_replaced_by_callers, last_part,
+)
+from rllint.analysis.domains.config import CONFIG, setting
+from rllint.analysis.facts import NUMBER
+from rllint.analysis.flow import Flow
+from rllint.analysis.imports import Imports
+from rllint.analysis.purpose import Purpose
+from rllint.analysis.syntax import dotted, keyword, positional, walk
+from rllint.analysis.text import Scope, call_tail
+from rllint.analysis.values import Values
+from rllint.diagnostic import Severity, Tier
+from rllint.files import KINDS
+from rllint.index import SAMPLER_CALLS as _SAMPLER_CALLS, ProjectIndex
+from rllint.registry import CSTRule, Option
+from rllint.rules.decoding import FunctionRule, generation_kwargs
+
+class Setting(NamedTuple):
+    """A sampling setting's number and how it was set (the shape `Values.of` answers with)."""
+
+    number: float
+    origin: str
+
+
+MIN_GENERATION_TOKENS = Option(
+    "min-generation-tokens", int, 512,
+    "RL306: the smallest rollout length limit (`max_new_tokens`, `max_completion_length`, ...) "
+    "that is not reported in RL code.",
+)
+
+
+class ShortGenerationLimit(CSTRule):
+    """
+    ## What it does
+    Reports, in RL training code, a rollout length limit (`max_new_tokens`,
+    `max_tokens`, `max_completion_length`, `response_length`,
+    `max_response_length`, `generate_max_len`) given to a sampler (`generate`,
+    `GenerationConfig`, vLLM or Tinker `SamplingParams`, `sample`) or to an RL
+    trainer's config (`GRPOConfig`, `RLOOConfig`, `OnlineDPOConfig`...), or declared
+    as a field of a subclass of such a config, below `min-generation-tokens`. The finding points where the value is written: the
+    keyword argument, the `argparse` default, the dataclass field or the constant.
+    In launch configs of RL runs it reads the same keys: verl's `data.max_response_length`,
+    OpenRLHF's `--generate_max_len` and `--rollout.max_new_tokens`, TRL's
+    `max_completion_length`; evaluation settings (`val_kwargs`, `eval.*`) and evaluation
+    runs (`trainer.val_only=True`) are left alone. Runs scored by a learned reward model
+    (dialogue or summarisation RLHF: `reward_model.enable=True`, `--reward_pretrain`, a
+    file that builds a reward-model class), where there is no final answer to cut off,
+    are not reported, nor is a function parameter's default that the callers replace.
+
+    ## Why is this bad?
+    Completions longer than the limit are cut off before their answer, score 0, and
+    push the policy toward short, unreasoned answers; with 256 tokens almost every
+    math completion was truncated in trl #6264. Evaluation scripts that are not RL
+    code are not reported.
+
+    ## Example
+    ```python
+    config = GRPOConfig(output_dir="out", max_completion_length=256)
+    ```
+
+    ## Use instead
+    ```python
+    config = GRPOConfig(output_dir="out", max_completion_length=2048)
+    ```
+
+    ## Options
+    - `min-generation-tokens` (default 512): the smallest limit that is not reported.
+    """
+
+    code = "RL306"
+    tier = Tier.PEDANTIC  # primer precision below 0.9 (10 real of 30 findings): deliberate budgets dominate
+    name = "short-generation-limit"
+    severity = Severity.WARNING
+    message = "rollout length limit `{name}` = {value} ({origin}) is below {limit} tokens: longer completions are cut off before their answer and score 0"
+    options = (MIN_GENERATION_TOKENS,)
+    triggers = tuple(sorted(ROLLOUT_LENGTH_LIMITS)) + ("generate-max-len", "max-new-tokens", "max-response-length")
+    file_kinds = KINDS
+
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self._reported: Set[int] = set()
+        self._active: Optional[bool] = None
+
+    def check_config(self) -> None:
+        """Rollout length limits that an RL launch config sets (only its RL commands or documents)."""
+        limit = self.option(MIN_GENERATION_TOKENS)
+        quiet = {id(e) for run in self.file.fact(LaunchRuns) if run.learned_reward or run.evaluation
+                 for e in run.entries}  # no final answer to cut off; or no rollouts trained on
+        for entry in self.file.fact(LaunchConfig).rl_entries:
+            if id(entry) in quiet:
+                continue
+            name = last_part(entry.key).replace("-", "_")
+            if name not in ROLLOUT_LENGTH_LIMITS or set(tokens(entry.key)) & EVALUATION:
+                continue
+            value = entry.value
+            if isinstance(value, int) and not isinstance(value, bool) and 1 < value < limit:
+                where = "set here" if entry.command is None else f"given to {entry.command}"
+                self.report_at(entry.line, entry.column, entry.line, entry.column + len(entry.text),
+                               name=entry.key.lstrip("-+"), value=value, origin=where, limit=limit)
+
+    def _is_active(self) -> bool:
+        """RL settings, of a run not scored by a learned reward model (dialogue or summarisation RLHF, where
+        there is no final answer to cut off)."""
+        if self._active is None:
+            self._active = self.file.fact(Purpose).rl_settings and not builds_reward_model(self.file)
+        return self._active
+
+    def visit_Module(self, node: cst.Module) -> None:
+        """Fields of the file's subclasses of an RL trainer config (`class Args(GRPOConfig)`)."""
+        if not any(c.endswith("Config") and c in self.file.text for c in _SAMPLER_CALLS) or not self._is_active():
+            return
+        values = self.file.fact(Values)
+        owners = {sub for base in _SAMPLER_CALLS if base.endswith("Config") for sub in values.subclasses(base)}
+        for declaration in values.declarations():
+            if declaration.kind == "field" and declaration.owner in owners and declaration.name in ROLLOUT_LENGTH_LIMITS:
+                self._judge(declaration.name, values.value_of(declaration))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if call_tail(node) not in _SAMPLER_CALLS:
+            return  # a limit handed to a sampler or an RL trainer's config is a rollout limit
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value in ROLLOUT_LENGTH_LIMITS and self._is_active():
+                self._judge(arg.keyword.value, self.file.fact(Values).of(arg.value))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._settings(generation_kwargs(node))
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        self._settings(generation_kwargs(node))
+
+    def _settings(self, settings: Dict[str, Tuple[cst.BaseExpression, cst.CSTNode]]) -> None:
+        for key, (value, _) in settings.items():
+            if key in ROLLOUT_LENGTH_LIMITS and self._is_active():
+                self._judge(key, self.file.fact(Values).of(value))
+
+    def _judge(self, name: str, value) -> None:
+        if value is None or isinstance(value.number, bool) or id(value.node) in self._reported:
+            return
+        if constructor_default(value) or default_replaced_by_callers(self.file, value.origin):
+            return  # a constructor's default, or one the callers replace, is a placeholder: they set the limit
+        limit = self.option(MIN_GENERATION_TOKENS)
+        if 1 < value.number < limit:
+            self._reported.add(id(value.node))
+            number_text = int(value.number) if float(value.number).is_integer() else value.number
+            origin = "set here" if value.origin == "literal" else value.origin
+            self.report(value.node, name=name, value=number_text, origin=origin, limit=limit)
+
+
+_LOG_SOFTMAX = {"log_softmax", "selective_log_softmax"}
+
+
+def _is_module_call(call: cst.Call, imports: Imports) -> bool:
+    """`F.log_softmax(x)` / `torch.log_softmax(x)` rather than the method `x.log_softmax()`."""
+    root = call.func
+    while isinstance(root, cst.Attribute):
+        root = root.value
+    return isinstance(root, cst.Name) and root.value in imports.aliases
+
+
+def _divides(node: cst.CSTNode) -> bool:
+    return (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide)) or (
+        isinstance(node, cst.Call) and call_tail(node) in ("div", "div_", "true_divide"))
+
+
+class LogprobsIgnoreTemperature(FunctionRule):
+    """
+    ## What it does
+    Reports, in a project that samples rollouts at a temperature other than 1, log-probs
+    (`log_softmax`, `-cross_entropy(..., reduction="none")`) over logits that were never
+    divided by that temperature; a log-prob helper (of the same module or another) whose
+    `temperature` parameter defaults to 1 and that is called without it; and a division of
+    log-probs (rather than logits) by the temperature. The sampling temperature is the
+    file's own, or, when the file samples nothing, that of the project modules it imports or
+    that import it. Where a sampler at temperature 1 is among them (rollouts at 1,
+    evaluation at 0.7) nothing is reported: which sampler drew the rollouts is not known.
+    Nor is a temperature that is only a constructor's default. The temperature is read after
+    every layer of configuration: a config class's field or the argument it was built with,
+    an `argparse` default that no launch script replaces, an environment default, and the
+    framework's own default when a config such as `GRPOConfig` is built without one (TRL's
+    GRPO sampled at 0.9 until 0.17 and at 1.0 since: the release the project pins decides,
+    and without a pin that default is not known).
+
+    ## Why is this bad?
+    The sampler drew tokens from `softmax(logits / T)`. Log-probs computed from the raw
+    logits belong to another distribution, so the importance ratio between the
+    sampling and the training policy is off even before any update: clipping fires
+    on tokens that did not change and the KL estimate is biased (trl #3029).
+    Dividing log-probs by T does not give the tempered distribution either: the
+    result is not normalised (prime-rl #697).
+
+    ## Example
+    ```python
+    out = policy.generate(**enc, do_sample=True, temperature=0.7)
+    logps = F.log_softmax(policy(seqs).logits, dim=-1)
+    ```
+
+    ## Use instead
+    ```python
+    logps = F.log_softmax(policy(seqs).logits / 0.7, dim=-1)
+    ```
+
+    ## Options
+    None.
+    """
+
+    code = "RL309"
+    name = "logprobs-ignore-temperature"
+    severity = Severity.WARNING
+    message = "{what}"
+    triggers = ("temperature", "log_softmax", "cross_entropy")
+
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self._temperature: Optional[tuple] = None
+        self._callers: Optional[Set[str]] = None  # with a temperature of other modules: the names they call
+
+    def sampling_temperature(self) -> Optional[Tuple[float, str]]:
+        """The temperature the rollouts are sampled at and where that is said, when the source shows one
+        other than 1: this file's samplers, else those of the project modules it imports or that import it.
+        A sampler at 1 among them (rollouts at 1, evaluation at 0.7) makes the evidence mixed: which one drew
+        the rollouts is not known, so None. A constructor's default is a placeholder, not evidence."""
+        if self._temperature is None:
+            values = self.file.fact(Values)
+            found = []
+            for node in walk(self.file.module, into_functions=True):
+                if isinstance(node, cst.Call) and call_tail(node) in _SAMPLER_CALLS:
+                    arg = keyword(node, "temperature")
+                    if arg is not None:
+                        found.append(self._temperature_of(arg.value, values))
+                    else:
+                        found.extend(self._framework_temperature(node))
+            known = [(v.number, v.origin) for v in found if v is not None and v.number > 0
+                     and not constructor_default(v)]
+            if not found:
+                known = [(number, f"sampled in {os.path.basename(path)}")
+                         for path, summary in self.file.fact(ProjectIndex).neighbours() for number in summary.samples
+                         if number != 0]  # greedy decoding (prompt log-probs) draws no rollouts
+                if any(number is None for number, _ in known):
+                    known = []  # a temperature the index cannot read: mixed evidence
+                self._callers = {n for path, summary in self.file.fact(ProjectIndex).neighbours() if summary.samples
+                                 for n in summary.called} if known else None
+            tempered = [v for v in known if v[0] != 1]
+            self._temperature = (tempered[0] if tempered and len(tempered) == len(known) else None,)
+        return self._temperature[0]
+
+    def _temperature_of(self, expr: cst.BaseExpression, values: Values):
+        """The number a sampler's `temperature=` holds after every layer of configuration (the engine's config
+        domain: argparse, dataclass fields and constructor arguments, environment and framework defaults,
+        launch scripts), else what the file's own declarations say."""
+        found = self.file.fact(Flow).value(expr)
+        written = found.reason("number")
+        if found.facts.get("type") == NUMBER and written and isinstance(written[0], cst.CSTNode):
+            return Setting(found.facts["number"], found.facts.get("origin") or "literal")
+        return values.of(expr)
+
+    def _framework_temperature(self, call: cst.Call) -> List[Setting]:
+        """The sampling temperature of a framework config built without one (`GRPOConfig(...)`): the
+        framework's default in the release the project pins (none when the default changed across releases
+        and nothing pins one)."""
+        flow = self.file.fact(Flow)
+        config = flow.value(call)
+        if config.facts.get("type") != CONFIG:
+            return []
+        found = setting(flow, config, "temperature")
+        if found.facts.get("type") != NUMBER:
+            return []
+        return [Setting(found.facts["number"], found.facts["origin"])]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if call_tail(node) not in _LOG_SOFTMAX:
+            self._helper_at_default(node)
+            return
+        if isinstance(node.func, cst.Attribute) and call_tail(node) == "log_softmax" \
+                and not _is_module_call(node, self.file.fact(Imports)):
+            self._check(node, node.func.value)  # logits.log_softmax(-1)
+        else:
+            self._check(node, positional(node, 0))
+
+    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+        """`-F.cross_entropy(logits, ids, reduction="none")`: per-token log-probs too."""
+        call = node.expression
+        if isinstance(node.operator, cst.Minus) and isinstance(call, cst.Call) and call_tail(call) == "cross_entropy":
+            reduction = keyword(call, "reduction")
+            if reduction is not None and isinstance(reduction.value, cst.SimpleString) \
+                    and reduction.value.evaluated_value == "none":
+                self._check(node, positional(call, 0))
+
+    def _check(self, node: cst.CSTNode, operand: Optional[cst.BaseExpression]) -> None:
+        if operand is None or self.sampling_temperature() is None:
+            return
+        sources = self._sources(operand, self.scope)
+        if any(self._handled(n) for n in sources):
+            return
+        if self._callers is not None and (self.function is None or self.function.name.value not in self._callers
+                                          or self.function.name.value not in self.file.fact(ProjectIndex).own.functions
+                                          or len(self._functions) > 1):
+            return  # another module samples: only a function of this module that it calls computes its log-probs
+        if any(isinstance(n, cst.Attribute) and n.attr.value == "logits" or isinstance(n, cst.Name)
+               and "logits" in n.value.lower() for n in sources):
+            self.report(node, what=self._what(*self.sampling_temperature()))
+
+    @staticmethod
+    def _handled(node: cst.CSTNode) -> bool:
+        """A node that brings the logits to the sampled distribution: a division (by the temperature)."""
+        return _divides(node)
+
+    @staticmethod
+    def _what(number: float, origin: str) -> str:
+        return (f"log-probs from logits not divided by the sampling temperature {number:g} "
+                f"({origin}): the ratio compares two different distributions")
+
+    def _helper_at_default(self, call: cst.Call) -> None:
+        """A log-prob helper (of this module or another) that divides the logits by its `temperature`
+        parameter, whose default is 1, called without it while rollouts are sampled at another."""
+        key = dotted(call.func)
+        if key is None or keyword(call, "temperature") is not None or any(a.star for a in call.args):
+            return
+        index = self.file.fact(ProjectIndex)
+        function = index.own.functions.get(key)
+        where = "this module"
+        if function is None:
+            found = index.function(key)
+            function, where = (found[1], os.path.basename(found[0])) if found is not None else (None, "")
+        if function is None or function.temperature != 1 or not function.divides or not function.logprobs:
+            return
+        if len([a for a in call.args if a.keyword is None]) > function.params.index("temperature"):
+            return
+        temperature = self.sampling_temperature()
+        if temperature is not None:
+            self.report(call, what=(
+                f"`{self.source(call)}` computes log-probs at its default temperature 1 ({where}) while rollouts "
+                f"are sampled at {temperature[0]:g} ({temperature[1]}): pass the sampling temperature"))
+
+    def _sources(self, expr: cst.BaseExpression, scope: Scope) -> List[cst.CSTNode]:
+        """The nodes of `expr` and, through the names in it, of what they were assigned."""
+        found: List[cst.CSTNode] = []
+        pending, seen = [expr], set()
+        while pending and len(found) < 2000:
+            current = pending.pop()
+            for node in walk(current):
+                found.append(node)
+                if isinstance(node, cst.Name) and node.value not in seen:
+                    seen.add(node.value)
+                    pending.extend(scope.assigned.get(node.value, ()))
+                    if node.value in scope.augmented_divisions:
+                        found.append(cst.BinaryOperation(node, cst.Divide(), node))
+        return found
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if not isinstance(node.operator, cst.Divide):
+            return
+        divisor = node.right
+        name = divisor.attr.value if isinstance(divisor, cst.Attribute) else \
+            divisor.value if isinstance(divisor, cst.Name) else ""
+        if "temp" not in name.lower():
+            return
+        from rllint.analysis.tensors import LOGPROBS, Tensors
+
+        kind = self.file.fact(Tensors).kind(node.left)
+        if kind is not None and kind.kind == LOGPROBS:
+            self.report(node, what=(f"`{self.source(node)}` divides log-probs by the temperature: the result is not "
+                                    "the tempered distribution; divide the logits before log_softmax"))
+
+
+# Sampler settings that truncate the distribution, and the value of each that leaves it whole.
+_TRUNCATIONS = {"top_p": 1.0, "top_k": 0.0, "min_p": 0.0}
+# Operations that filter logits as a truncating sampler does (a top-k / top-p mask) before the log-probs.
+_FILTERS = frozenset({"topk", "top_k_top_p_filtering", "masked_fill", "masked_fill_", "where", "sort", "cumsum",
+                      "apply_top_k_top_p", "TopPLogitsWarper", "TopKLogitsWarper"})
+
+
+class TruncatedSamplingFullLogprobs(LogprobsIgnoreTemperature):
+    """
+    ## What it does
+    Reports, where every sampler of the file draws rollouts from a truncated distribution
+    (`top_p` below 1, `top_k` above 0, `min_p` above 0, as the engine reads them after every
+    layer of configuration), log-probs of those rollouts (`log_softmax`,
+    `-cross_entropy(..., reduction="none")`) taken over the full softmax: logits that no
+    top-k / top-p mask filtered first. A file that also samples without truncation is mixed
+    evidence and is not reported.
+
+    This rule is `pedantic`: many runs accept the bias on purpose, and the mask may be
+    applied by code the engine does not follow.
+
+    ## Why is this bad?
+    The rollouts come from the renormalised truncated distribution, the loss scores them
+    under the full one: the importance ratio between the sampling and the training policy is
+    off before any update, tokens outside the nucleus that could never be sampled still get
+    probability mass, and the KL estimate is biased (RL309's mismatch, for truncation).
+
+    ## Example
+    ```python
+    out = policy.generate(**enc, do_sample=True, top_p=0.75)
+    logps = F.log_softmax(policy(out).logits, dim=-1)
+    ```
+
+    ## Use instead
+    ```python
+    out = policy.generate(**enc, do_sample=True, top_p=1.0)
+    logps = F.log_softmax(policy(out).logits, dim=-1)
+    ```
+
+    ## Options
+    None.
+    """
+
+    code = "RL325"
+    tier = Tier.PEDANTIC
+    name = "truncated-sampling-full-logprobs"
+    severity = Severity.WARNING
+    message = "{what}"
+    triggers = ("top_p", "top_k", "min_p")
+
+    def sampling_temperature(self) -> Optional[Tuple[float, str]]:
+        """The truncating setting every sampler of the file uses, as (value, `setting (origin)`); None when a
+        sampler samples the whole distribution or a setting is not known."""
+        if self._temperature is None:
+            flow = self.file.fact(Flow)
+            found: List[Tuple[float, str]] = []
+            whole = False
+            for node in walk(self.file.module, into_functions=True):
+                if not (isinstance(node, cst.Call) and call_tail(node) in _SAMPLER_CALLS):
+                    continue
+                settings = [(a.keyword.value, flow.value(a.value)) for a in node.args
+                            if a.keyword is not None and a.keyword.value in _TRUNCATIONS]
+                truncating = [(key, v) for key, v in settings if v.facts.get("type") == NUMBER and
+                              (v.facts["number"] < 1.0 if key == "top_p" else v.facts["number"] > 0)]
+                if truncating:
+                    key, v = truncating[0]
+                    found.append((v.facts["number"], f"{key}, {v.facts.get('origin') or 'literal'}"))
+                elif all(v.facts.get("type") == NUMBER for _, v in settings):
+                    whole = True  # samples the whole distribution (or its settings are all known and neutral)
+            self._temperature = (found[0] if found and not whole else None,)
+        return self._temperature[0]
+
+    def _helper_at_default(self, call: cst.Call) -> None:
+        return None
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        return None
+
+    @staticmethod
+    def _handled(node: cst.CSTNode) -> bool:
+        return isinstance(node, cst.Call) and call_tail(node) in _FILTERS
+
+    @staticmethod
+    def _what(number: float, origin: str) -> str:
+        return (f"log-probs of the full softmax while rollouts are sampled from a truncated distribution "
+                f"({origin}: {number:g}): the ratio scores samples under a distribution they were not drawn from")

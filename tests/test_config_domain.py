@@ -1,0 +1,206 @@
+"""The configuration domain: a setting's value after every layer of a run, and where that value is written."""
+import textwrap
+
+from rllint.analysis.domains.config import framework_default
+from rllint.analysis.facts import NUMBER
+from rllint.runner import lint_files
+from rllint.settings import Settings
+
+from engine import Engine
+
+
+def number(engine, code):
+    found = engine.value(code)
+    return found.facts.get("number"), found.facts.get("origin"), [engine.code(n) for n in found.reason("number")]
+
+
+def test_argparse_defaults_are_numbers_written_at_the_default_and_strings_go_through_type():
+    engine = Engine("""
+    import argparse
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--learning-rate", type=float, default=5e-5)
+    parser.add_argument("--temp", dest="temperature", type=float, default="0.7")
+    args = parser.parse_args()
+    lr = args.learning_rate
+    t = args.temperature
+    known, rest = parser.parse_known_args()
+    again = known.learning_rate
+    """)
+    assert number(engine, "lr") == (5e-5, "default of --learning_rate", ["5e-5"])
+    assert number(engine, "t") == (0.7, "default of --temperature", ['"0.7"'])
+    assert number(engine, "again")[0] == 5e-5
+
+
+def test_two_declarations_of_one_flag_that_disagree_leave_it_unknown():
+    engine = Engine("""
+    import argparse
+    def train_parser():
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--lr", type=float, default=1e-6)
+        return parser.parse_args()
+    def sft_parser():
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--lr", type=float, default=2e-5)
+        return parser.parse_args()
+    lr = train_parser().lr
+    """)
+    assert engine.facts("lr", "number") == {"number": None}
+
+
+def test_dataclass_fields_inherited_field_defaults_and_constructor_arguments():
+    engine = Engine("""
+    from dataclasses import dataclass, field
+    @dataclass
+    class Base:
+        lr: float = 2e-5
+        beta: float = field(default=0.04)
+    @dataclass
+    class Child(Base):
+        group: int = 8
+    def main():
+        c = Child()
+        d = Child(1e-6, beta=0.1)
+        a, b, g = c.lr, c.beta, c.group
+        x, y = d.lr, d.beta
+    """)
+    assert number(engine, "a") == (2e-5, "default of Base.lr", ["2e-5"])
+    assert number(engine, "b") == (0.04, "default of Base.beta", ["0.04"])
+    assert number(engine, "g")[:2] == (8.0, "default of Child.group")
+    assert number(engine, "x")[:2] == (1e-6, "literal")
+    assert number(engine, "y")[:2] == (0.1, "literal")
+
+
+def test_environment_defaults_and_module_constants():
+    engine = Engine("""
+    import os
+    LR = 3e-5
+    def main():
+        env = float(os.environ.get("LR", "2e-5"))
+        const = LR
+    """)
+    assert number(engine, "env") == (2e-5, "default of environment variable LR", ['"2e-5"'])
+    assert number(engine, "const") == (3e-5, "constant LR", ["3e-5"])
+
+
+def test_framework_configs_hold_their_keywords_and_the_framework_default_for_the_rest():
+    engine = Engine("""
+    from trl import GRPOConfig
+    from transformers import HfArgumentParser
+    from dataclasses import dataclass
+    @dataclass
+    class Script:
+        lr: float = 4e-5
+    config = GRPOConfig(output_dir="out", beta=0.5)
+    given = config.beta
+    default = config.learning_rate
+    changed = config.temperature
+    script, grpo = HfArgumentParser((Script, GRPOConfig)).parse_args_into_dataclasses()
+    s = script.lr
+    g = grpo.learning_rate
+    """)
+    assert number(engine, "given")[:2] == (0.5, "literal")
+    assert number(engine, "default")[:2] == (1e-6, "TRL's default of GRPOConfig.learning_rate")
+    assert engine.facts("changed", "number") == {"number": None}  # 0.9 in TRL 0.14-0.17, 1.0 since: no pin
+    assert number(engine, "s")[:2] == (4e-5, "default of Script.lr")
+    assert number(engine, "g")[0] == 1e-6
+
+
+def test_a_pinned_release_chooses_the_framework_default(tmp_path):
+    (tmp_path / "requirements.txt").write_text("torch\ntrl==0.14.0\n")
+    (tmp_path / "pyproject.toml").write_text("")
+    path = tmp_path / "train.py"
+    engine = Engine("""
+    from trl import GRPOConfig
+    t = GRPOConfig(output_dir="out").temperature
+    """, path=str(path))
+    found = engine.value("t")
+    assert (found.facts.get("type"), found.facts.get("number")) == (NUMBER, 0.9)
+    assert found.facts["origin"] == "TRL's default of GRPOConfig.temperature in 0.14.0"
+
+
+def test_framework_defaults_follow_a_class_through_its_bases():
+    assert framework_default(None, "transformers", "TrainingArguments", "learning_rate").facts["number"] == 5e-5
+
+
+def _lint(tmp_path, files, select=("RL",)):
+    (tmp_path / "pyproject.toml").write_text("")
+    for name, text in files.items():
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    result = lint_files([str(tmp_path / n) for n in files], Settings(select=list(select)))
+    return sorted((d.path.rsplit("/", 1)[-1], d.line, d.code) for d in result.diagnostics if d.code == "RL601")
+
+
+SCRIPT = """
+import argparse
+from trl import GRPOConfig, GRPOTrainer
+parser = argparse.ArgumentParser()
+parser.add_argument("--learning_rate", type=float, default=5e-5)
+args = parser.parse_args()
+config = GRPOConfig(output_dir="out", learning_rate=args.learning_rate)
+GRPOTrainer(model="Qwen/Qwen2.5-0.5B", reward_funcs=[], args=config).train()
+"""
+
+
+def test_a_launch_script_that_sets_the_flag_makes_the_default_no_run_s_value(tmp_path):
+    found = _lint(tmp_path, {"train.py": SCRIPT, "run.sh": "python train.py --learning_rate 1e-6\n"})
+    assert found == []
+
+
+def test_a_launch_script_that_leaves_the_flag_keeps_the_default(tmp_path):
+    found = _lint(tmp_path, {"train.py": SCRIPT, "run.sh": "python train.py --num_generations 8\n"})
+    assert found == [("train.py", 5, "RL601")]
+
+
+def test_launchers_that_disagree_leave_the_default_unproven(tmp_path):
+    files = {"train.py": SCRIPT, "a.sh": "python train.py --learning_rate 1e-6\n", "b.sh": "python train.py\n"}
+    assert _lint(tmp_path, files) == []
+
+
+def test_a_callee_that_holds_one_of_two_functions_or_imported_names_is_unknown_not_a_crash():
+    """Class attributes are evaluated now (`optim = Adam if fused else SGD`): a join of two imported names,
+    functions or classes keeps the kind but not the object (the primer crashed on 11 files)."""
+    engine = Engine("""
+    import torch
+    def f():
+        return 1
+    def g():
+        return 2
+    class A:
+        pass
+    class B:
+        pass
+    class Cfg:
+        optim = torch.optim.Adam if FUSED else torch.optim.SGD
+    h = f if FUSED else g
+    k = A if FUSED else B
+    a = h()
+    b = k()
+    o = Cfg().optim(None, lr=1e-6)
+    p = Cfg().optim.step
+    """)
+    assert engine.facts("a", "type") == {"type": None}
+    assert engine.facts("b", "type") == {"type": None}
+    assert engine.facts("o", "type") == {"type": None}
+
+
+def test_a_flag_declared_in_a_helper_and_read_in_main_is_its_default(tmp_path):
+    """`args = parse_args()` in `main()`, run under the main guard: the helper's default is read as a constant,
+    not by re-entering the helper while `main` is being interpreted (which left it unknown)."""
+    script = """
+    import argparse
+    from trl import GRPOConfig, GRPOTrainer
+
+    def parse_args():
+        parser = argparse.ArgumentParser(description="GRPO")
+        parser.add_argument("--learning_rate", type=float, default=2e-5)
+        return parser.parse_args()
+
+    def main():
+        args = parse_args()
+        config = GRPOConfig(output_dir="out", learning_rate=args.learning_rate)
+        GRPOTrainer(model="Qwen/Qwen2.5-0.5B", reward_funcs=[], args=config).train()
+
+    if __name__ == "__main__":
+        main()
+    """
+    assert _lint(tmp_path, {"train.py": script}) == [("train.py", 7, "RL601")]
