@@ -1,4 +1,5 @@
-"""The facts RL607 asks: which loops take a policy-gradient step (LossSlice), which metrics a file logs."""
+"""The facts RL607 asks: which loops take a policy-gradient step (`Flow.training_loops`), which metrics a file
+logs."""
 import ast
 import textwrap
 
@@ -7,7 +8,7 @@ import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from rllint.analysis.logged import LoggedMetrics, watched_metric
-from rllint.analysis.loss import LossSlice
+from rllint.analysis.flow import Flow
 from rllint.runner import FileContext
 from rllint.settings import Settings
 
@@ -21,7 +22,9 @@ def file_of(source):
 def loop_lines(source):
     file, module = file_of(source)
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    return [positions[loop].start.line for loop in file.fact(LossSlice).training_loops()]
+    flow = file.fact(Flow)
+    flow.analyze_all()
+    return [positions[loop].start.line for loop in flow.training_loops()]
 
 
 HELPERS = """
@@ -59,7 +62,7 @@ def main(policy, loader, optimizer):
 @pytest.mark.parametrize("loss", [
     'F.cross_entropy(policy(batch["ids"]).logits.flatten(0, 1), batch["labels"].flatten())',  # SFT
     '-F.logsigmoid(0.1 * (logps_of(policy, batch["chosen"]) - logps_of(policy, batch["rejected"]))).mean()',  # DPO
-    '(logps_of(policy, batch["ids"]) * batch["mask"]).sum()',  # a masked sum, no weight
+    '(logps_of(policy, batch["ids"]) * (batch["ids"] != 0)).sum()',  # a masked sum, no weight
     '((critic(batch["ids"]) - batch["returns"]) ** 2).mean()',  # a critic
     '-(logps_of(policy, batch["ids"]).detach() * batch["rewards"]).mean()',  # no gradient reaches the policy
 ])

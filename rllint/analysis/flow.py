@@ -88,7 +88,7 @@ class Flow:
         self.ir.flow = self
         self.values: Dict[cst.CSTNode, Value] = {}
         self._events: Dict[str, Dict[Tuple[cst.CSTNode, Optional[cst.Call]], Event]] = {
-            "inplace": {}, "stopper": {}, "backward": {}, "forward": {}, "weighted": {}}
+            "inplace": {}, "stopper": {}, "backward": {}, "forward": {}, "weighted": {}, "policy_gradient": {}}
         self.reads: Dict[cst.CSTNode, List[Tuple[cst.CSTNode, cst.CSTNode]]] = {}  # obj -> (read, statement)
         self.saved: Dict[cst.CSTNode, List[Tuple[cst.CSTNode, str]]] = {}  # obj -> (statement, op)
         self.opaque: Set[cst.CSTNode] = set()  # calls out of sight handed a model or a graph (`Frame._opaque`)
@@ -125,6 +125,33 @@ class Flow:
     def weighted(self) -> List[Event]:
         """Products of the policy's log-probs with a weight that carries a graph of its own (`extra["factor"]`)."""
         return list(self._events["weighted"].values())
+
+    @property
+    def policy_gradient_terms(self) -> Set[cst.CSTNode]:
+        """Products of the policy's log-probs with a per-sample weight without gradient (`logps * advantages`):
+        a loss whose sources hold one takes a policy-gradient step."""
+        return {event.node for event in self._events["policy_gradient"].values()}
+
+    def training_loops(self) -> List[cst.CSTNode]:
+        """The outermost loops of the file that take a policy-gradient backward step on every pass: around the
+        backward (or the call that leads to it), or around a call of the function that takes it."""
+        terms = self.policy_gradient_terms
+        loops: List[cst.CSTNode] = []
+        for event in self.backwards:
+            if not event.target.sources & terms:
+                continue
+            statement = event.via_statement if event.via is not None else event.statement
+            context = self.ir.context.get(statement)
+            found = context.loop if context is not None else None
+            function = self.ir.function_at(statement)
+            for _ in range(MAX_DEPTH):  # a loop that calls the function holds any loop inside it
+                outer = next((site for site in self.callers(function) if site.context.loop), None)
+                if outer is None:
+                    break
+                found, function = outer.context.loop, outer.function
+            if found is not None and found not in loops:
+                loops.append(found)
+        return loops
 
     @property
     def forwards(self) -> List[Event]:

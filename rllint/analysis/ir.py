@@ -44,6 +44,7 @@ class Context:
     autocast: bool = False
     guarded: bool = False  # inside a `try` body
     branches: Tuple[Tuple[int, int], ...] = ()  # (id of the `if`, arm) of every enclosing branch
+    loop: Optional[cst.CSTNode] = None  # the outermost loop of the function around the statement
 
 
 @dataclass
@@ -250,7 +251,7 @@ class _Builder:
                 else:
                     self._suite(_block(stmt.orelse.body), function, other, cls)
         elif isinstance(stmt, (cst.For, cst.While)):
-            inner = _replace(context, loops=context.loops + 1)
+            inner = _replace(context, loops=context.loops + 1, loop=context.loop or stmt)
             self._suite(_block(stmt.body), function, inner, cls)
             if stmt.orelse is not None:
                 self._suite(_block(stmt.orelse.body), function, context, cls)

@@ -1,7 +1,7 @@
 """RL607: the static twin of `rllint logs`: a hand-written RL training loop that nobody can watch.
 
-The rule asks `RLContext` (is this RL code), `LossSlice.training_loops` (the loops that take
-a policy-gradient step on every pass) and `LoggedMetrics` (which watched metrics the file
+The rule asks `Purpose` (is this an RL run), `Flow.training_loops` (the loops that take a
+policy-gradient step on every pass: a backward of a loss that weights the policy's log-probs) and `LoggedMetrics` (which watched metrics the file
 reports, and whether it logs metrics it does not show), and only words the finding.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import libcst as cst
 
 from rllint.analysis.logged import LoggedMetrics
-from rllint.analysis.loss import LossSlice
+from rllint.analysis.flow import Flow
 from rllint.analysis.purpose import Purpose
 from rllint.diagnostic import Severity, Tier
 from rllint.registry import CSTRule
@@ -70,7 +70,9 @@ class UnmonitoredTrainingLoop(CSTRule):
     def visit_Module(self, node: cst.Module) -> None:
         if not self.file.fact(Purpose).rl_run:
             return
-        loops = self.file.fact(LossSlice).training_loops()
+        flow = self.file.fact(Flow)
+        flow.analyze_all()
+        loops = flow.training_loops()
         if not loops:
             return
         logged = self.file.fact(LoggedMetrics)

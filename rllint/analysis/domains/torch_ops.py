@@ -662,6 +662,9 @@ class Torch(Domain):
         if name in INPLACE:
             frame.inplace(node, receiver, f".{name}()")
             return receiver
+        if name in ("mul", "multiply", "div", "divide") and args:  # `a.mul(b)` is `a * b`
+            operator = cst.Multiply() if name in ("mul", "multiply") else cst.Divide()
+            return self.arith(frame, operator, receiver, args[0], node)
         if name == "size":
             dim = int_reader(node)(0, "dim")
             if dim is None and not args:
@@ -715,6 +718,9 @@ class Torch(Domain):
             for mine, other in ((left, right), (right, left)):
                 if other.facts.get("grad") == GRAPH:
                     frame.saved(mine, "mul" if isinstance(operator, (cst.Multiply, cst.MultiplyAssign)) else "div")
+            if isinstance(operator, (cst.Multiply, cst.MultiplyAssign)) and _policy_gradient(left, right):
+                frame.emit("policy_gradient", node, result)
+                result = result.but(sources=result.sources | {node})
             weight = _graph_weight(left, right)
             if weight is not None and isinstance(node, cst.BinaryOperation):
                 factor = node.right if weight is right else node.left
@@ -723,6 +729,18 @@ class Torch(Domain):
         if isinstance(operator, cst.Power):
             result = result.but(saved="pow")
         return result
+
+
+def _policy_gradient(left: Value, right: Value) -> bool:
+    """A product of the policy's log-probs (or their ratio), not cut from the graph, and a per-sample weight
+    without one that is not a mask: a policy-gradient term (`logps * advantages`)."""
+    for logps, weight in ((left, right), (right, left)):
+        if logps.facts.get("grad") in (GRAPH, None) and logps.facts.get("cut") is None and logps.facts.get("logp") \
+                and weight.facts.get("type") not in (NUMBER, BOOL) \
+                and weight.facts.get("grad") != GRAPH and weight.facts.get("content") != MASK \
+                and weight.facts.get("rank") != 0:
+            return True
+    return False
 
 
 def _graph_weight(left: Value, right: Value) -> Optional[Value]:
