@@ -353,3 +353,17 @@ def test_an_object_from_out_of_sight_whose_parameters_train_is_a_model_known_by_
     assert engine.facts("old", "grad") == {"grad": "no_grad"}
     assert engine.facts("out", "grad") == {"grad": "graph"}
     assert engine.facts("untrained", "grad") == {"grad": None}
+
+
+def test_requires_grad_makes_a_leaf_with_a_graph():
+    engine = Engine("""
+    import torch
+    def f(x):
+        leaf = x.detach().double().requires_grad_(True)
+        frozen = x.detach().requires_grad_(False)
+        y = (leaf * 2).sum()
+        y.backward()
+    f(torch.zeros(3))
+    """)
+    assert engine.facts("y", "grad", "cut") == {"grad": "graph", "cut": None}
+    assert engine.facts("frozen", "grad") == {"grad": "no_grad"}

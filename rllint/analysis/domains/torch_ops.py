@@ -662,6 +662,11 @@ class Torch(Domain):
         if name in INPLACE:
             frame.inplace(node, receiver, f".{name}()")
             return receiver
+        if name == "requires_grad_":  # a leaf that requires grad from here on (or no longer does)
+            flag = args[0].facts.get("number") if args else 1.0
+            if flag is None:
+                return receiver.but(grad=None, cut=None)
+            return receiver.but(grad=GRAPH if flag else NO_GRAD, cut=None, why={"grad": (node,)})
         if name in ("mul", "multiply", "div", "divide") and args:  # `a.mul(b)` is `a * b`
             operator = cst.Multiply() if name in ("mul", "multiply") else cst.Divide()
             return self.arith(frame, operator, receiver, args[0], node)
