@@ -298,6 +298,19 @@ def importers_outside(paths: Sequence[str], settings) -> List[str]:
     return sorted({p for importers in found.values() for p in importers})
 
 
+def importers_of(path: str, settings, limit: int = _MAX_IMPORTERS) -> List[str]:
+    """Project files that import the module at `path` (or a name from it), at most `limit`, in a stable order:
+    where the functions of `path` are called from."""
+    target = os.path.abspath(path)
+    found = []
+    for candidate in project_files(project_root(target), settings):
+        if candidate != target and _imports(candidate, target):
+            found.append(candidate)
+            if len(found) >= limit:
+                break
+    return found
+
+
 # A number written as a setting: a module-level name bound to a number, or a float bound one indent deep
 # (a config class's field, `field(default=...)` too).
 _SETTING = re.compile(rb"^(?:[A-Za-z_]\w*[ \t]*(?::[^=\n]+)?=[ \t]*[-+]?\d"

@@ -367,3 +367,36 @@ def test_requires_grad_makes_a_leaf_with_a_graph():
     """)
     assert engine.facts("y", "grad", "cut") == {"grad": "graph", "cut": None}
     assert engine.facts("frozen", "grad") == {"grad": "no_grad"}
+
+
+def test_a_function_nobody_in_its_file_calls_gets_what_its_callers_in_the_project_pass(tmp_path):
+    import ast
+
+    import libcst as cst
+
+    from rllint.analysis.flow import Flow
+    from rllint.runner import FileContext
+    from rllint.settings import Settings
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "losses.py").write_text(
+        "import torch\n"
+        "def policy_loss(logps, old, adv):\n"
+        "    ratio = torch.exp(logps - old)\n"
+        "    return -(ratio * adv).mean()\n")
+    (tmp_path / "train.py").write_text(
+        "import torch\n"
+        "from transformers import AutoModelForCausalLM\n"
+        "from losses import policy_loss\n"
+        "policy = AutoModelForCausalLM.from_pretrained('gpt2')\n"
+        "def step(ids, old, adv):\n"
+        "    logps = policy(ids).logits.log_softmax(-1).sum(-1)\n"
+        "    policy_loss(logps, old, adv).backward()\n")
+    text = (tmp_path / "losses.py").read_text()
+    file = FileContext(str(tmp_path / "losses.py"), text, cst.parse_module(text), ast.parse(text),
+                       Settings(root=tmp_path))
+    flow = file.fact(Flow)
+    flow.analyze_all()
+    ratio = next(v for n, v in flow.values.items() if isinstance(n, cst.Name) and n.value == "ratio")
+    assert (ratio.facts.get("grad"), ratio.facts.get("saved")) == ("graph", "exp")
+    assert str(tmp_path / "train.py") in file.dependencies

@@ -19,6 +19,7 @@ Rules ask `Flow`: `value(expr)`, `grad_mode(statement)`, `callers(function)`, `f
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
@@ -36,6 +37,7 @@ from rllint.analysis.syntax import children
 
 MAX_DEPTH = 4  # nested calls interpreted with their arguments; deeper calls return an unknown value
 MAX_SUMMARIES = 2000  # interpretations of callees per file: a bound for pathological files
+MAX_REMOTE_IMPORTERS = 4  # project files read to find the callers of a function no caller in its file calls
 
 NN_MODULE_BASES = frozenset({"torch.nn.Module", "nn.Module", "torch.nn.modules.module.Module"})
 _TRAINER_PACKAGES = ("transformers.", "trl.")
@@ -105,6 +107,7 @@ class Flow:
         self._optimized: Optional[List[Tuple[cst.CSTNode, FunctionIR]]] = None
         self._imported: Dict[Tuple[str, int], Optional[object]] = {}
         self._trained_places: Optional[Set[Tuple]] = None
+        self.depth_of_callers = 0  # 1 for a module read to find the callers of another's functions
         self._analyze(self.ir.top)
 
     # ---- events ----
@@ -232,10 +235,10 @@ class Flow:
             base.startswith(_TRAINER_PACKAGES) for base in self._bases(cls))
 
     def mode_at(self, site: CallSite) -> Optional[bool]:
-        """The gradient mode at a call site."""
+        """The gradient mode at a call site (of this file or of a module that imports it)."""
         if site.context.grad is not None:
             return site.context.grad
-        return self.entry_mode(site.function)
+        return site.function.module.flow.entry_mode(site.function)
 
     def callers(self, function: FunctionIR) -> List[CallSite]:
         """The call sites of the file that call `function`; empty when it escapes (callers out of sight)."""
@@ -259,8 +262,38 @@ class Flow:
                     callee.facts.get("type") in (MODEL, INSTANCE):
                 found.append(site)
         escapes = function.is_module or self.ir.escapes(function)
+        if not found and not escapes and function.cls is None and function.parent is None:
+            found = self._remote_callers(function)
         self._callers[function] = [] if escapes else found
         return self._callers[function]
+
+    def _remote_callers(self, function: FunctionIR) -> List[CallSite]:
+        """The call sites of a module-level function in the project files that import this module, read as
+        helpers are (`summaries.load`), a few files at most: what every caller in the project passes."""
+        if not self._cross_module() or self.depth_of_callers >= 1:
+            return []
+        from rllint.index import importers_of
+
+        found: List[CallSite] = []
+        for path in importers_of(self.file.path, self.file.settings, MAX_REMOTE_IMPORTERS):
+            digest, module = summaries.load(path, self.file.settings)
+            self.file.dependencies[path] = digest
+            if module is None:
+                continue
+            other: Flow = module.fact(Flow)
+            other.depth_of_callers = self.depth_of_callers + 1
+            for site in other.ir.calls_named.get(function.name, ()):
+                other._analyze(site.function)
+                callee = other.values.get(site.node.func) or UNKNOWN
+                target = callee.facts.get("function")
+                if target is None and callee.facts.get("type") == REF:
+                    target = other.imported(callee.facts.get("qual", ""), callee.facts.get("level", 0))
+                    target = target if isinstance(target, FunctionIR) else None
+                if target is not None and target.qualname == function.qualname and \
+                        os.path.abspath(target.module.path) == os.path.abspath(self.file.path):
+                    found.append(site)
+            self.file.dependencies.update(module.dependencies)
+        return found
 
     def _candidate_sites(self, function: FunctionIR) -> List[CallSite]:
         if function.name in ("forward", "__call__") and function.cls is not None:
@@ -450,7 +483,7 @@ class Flow:
             for site in sites:
                 bound = function.bind(site.node, method=method)
                 if param.name in bound:
-                    seen.append(self.values.get(bound[param.name], UNKNOWN))
+                    seen.append(site.function.module.flow.values.get(bound[param.name], UNKNOWN))
                 elif any(a.star for a in site.node.args):
                     seen.append(UNKNOWN)
                 else:
