@@ -18,7 +18,11 @@ def _drop_working_folder(entries):
 
 sys.path[:] = _drop_working_folder(sys.path)
 
-from rllint.cli import main  # noqa: E402  (imported once the path is safe)
+try:
+    from rllint.cli import main  # noqa: E402  (imported once the path is safe)
+except KeyboardInterrupt:  # Ctrl-C while rllint loads ends the run as it does later: 130
+    sys.stderr.write("rllint: interrupted\n")
+    sys.exit(130)
 
 if __name__ == "__main__":
     main()

@@ -39,6 +39,13 @@ class _DefaultCheck(click.Group):
     """A group whose default subcommand is `check`, and that turns crashes into one line and exit 2."""
 
     def parse_args(self, ctx: click.Context, args: List[str]) -> List[str]:
+        try:
+            return self._parse_args(ctx, args)
+        except KeyboardInterrupt:  # before `invoke`, click would print "Aborted!" and exit 1
+            _stderr("rllint: interrupted")
+            ctx.exit(130)
+
+    def _parse_args(self, ctx: click.Context, args: List[str]) -> List[str]:
         top_level = set(ctx.help_option_names) | {"--version"}
         if not args or (args[0] not in self.commands and args[0] not in top_level):
             if args and _looks_like_a_command(args[0]):
