@@ -267,17 +267,10 @@ class LargeEpsilon(RLCodeOnly, CSTRule):
     def _clamped(self, expr: cst.Call, tail: str) -> List[tuple]:
         subject = self._call_subject(expr)
         args = [a for a in expr.args if not a.star]
-        method = isinstance(expr.func, cst.Attribute) and subject is expr.func.value
-        positional = [a.value for a in args if a.keyword is None][0 if method else 1:]
+        others = [a.value for a in args if a.keyword is None and a.value is not subject]  # `max(0.5, std)` too
         keywords = {a.keyword.value: a.value for a in args if a.keyword is not None}
-        if tail in ("clamp", "clip"):
-            bound = keywords.get("min") or (positional[0] if positional else None)
-            if tail == "clip" and bound is None:
-                bound = keywords.get("a_min")
-        elif tail == "add":
-            bound = keywords.get("other") or (positional[0] if positional else None)
-        else:  # clamp_min, maximum, max(x, c)
-            bound = positional[0] if positional else None
+        bound = keywords.get({"clamp": "min", "clip": "min", "add": "other"}.get(tail, "min")) or (
+            others[0] if others else keywords.get("a_min"))
         value = self._large(bound) if bound is not None else None
         what = self._spread(subject) if value is not None and subject is not None else None
         if what is None or (what == "norm" and tail != "add"):
