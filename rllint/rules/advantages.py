@@ -172,11 +172,12 @@ class LargeEpsilon(RLCodeOnly, CSTRule):
     def __init__(self, file) -> None:
         super().__init__(file)
         self._reported: Set[int] = set()
-        # Per function (and the module): names assigned a spread with an epsilon, and names divided by.
-        self._pending: List[Tuple[Dict[str, list], Set[str]]] = [({}, set())]
-        # Parameters a function adds to a spread in a denominator (function -> parameter -> spread), and every
-        # call by its callee's last name, to read what the calls of those functions pass.
-        self._epsilon_params: Dict[cst.FunctionDef, Dict[str, str]] = {}
+        # Per function (and the module): what names are assigned, and the names divided by.
+        self._pending: List[Tuple[Dict[str, List[cst.BaseExpression]], Set[str]]] = [({}, set())]
+        # Parameters a function adds to something in a denominator (function -> parameter -> (that something,
+        # under a root)), proven a spread only for a call that passes a large value; every call by its callee's
+        # last name.
+        self._epsilon_params: Dict[cst.FunctionDef, Dict[str, List[Tuple[cst.BaseExpression, bool]]]] = {}
         self._calls: Dict[str, List[cst.Call]] = {}
 
     @property
@@ -212,9 +213,7 @@ class LargeEpsilon(RLCodeOnly, CSTRule):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
-            found = self._epsilons(node.value, under_root=False)
-            if found:
-                self._pending[-1][0].setdefault(node.targets[0].target.value, []).extend(found)
+            self._pending[-1][0].setdefault(node.targets[0].target.value, []).append(node.value)
 
     def _denominator(self, expr: cst.BaseExpression) -> None:
         bare = _strip_shape(expr)
@@ -233,16 +232,15 @@ class LargeEpsilon(RLCodeOnly, CSTRule):
         found = []
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
             for spread, other in ((expr.left, expr.right), (expr.right, expr.left)):
-                value = self._large(other)
-                parameter = self.file.fact(Values).parameter_of(other) if isinstance(other, cst.Name) else None
-                if value is None and parameter is None:
-                    continue
-                what = self._spread(spread) or ("variance" if under_root and self._squares(spread) else None)
-                if what and self._spread(other) is None:
+                if isinstance(other, cst.Name):
+                    parameter = self.file.fact(Values).parameter_of(other)
                     if parameter is not None:
-                        self._epsilon_params.setdefault(parameter, {})[other.value] = what
-                    if value is not None:
-                        found.append((value, what, "added to the {}".format(what)))
+                        self._epsilon_params.setdefault(parameter, {}).setdefault(other.value, []).append(
+                            (spread, under_root))
+                value = self._large(other)
+                what = self._spread_beside(spread, other, under_root) if value is not None else None
+                if what:
+                    found.append((value, what, "added to the {}".format(what)))
                     break
         elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Power):
             if _is_half(expr.right):
@@ -256,6 +254,12 @@ class LargeEpsilon(RLCodeOnly, CSTRule):
             elif tail in _CLAMPS or tail == "add":
                 found.extend(self._clamped(expr, tail))
         return found
+
+    def _spread_beside(self, spread: cst.BaseExpression, epsilon: cst.BaseExpression, under_root: bool
+                       ) -> Optional[str]:
+        """What spread `spread` is, when `epsilon` added to it is not one too."""
+        what = self._spread(spread) or ("variance" if under_root and self._squares(spread) else None)
+        return what if what and self._spread(epsilon) is None else None
 
     def _large(self, expr: cst.BaseExpression) -> Optional[Value]:
         """The number `expr` holds when it is at least `max-epsilon` or a positive-exponent typo."""
@@ -346,25 +350,31 @@ class LargeEpsilon(RLCodeOnly, CSTRule):
         self._settle(*self._pending.pop())
         self._passed()
 
-    def _settle(self, assigned: Dict[str, list], divisors: Set[str]) -> None:
-        for name, found in assigned.items():
+    def _settle(self, assigned: Dict[str, List[cst.BaseExpression]], divisors: Set[str]) -> None:
+        """`sigma = std + 1e4` and later `/ sigma`."""
+        for name, values in assigned.items():
             if name in divisors:
-                for item in found:
-                    self._flag(*item)
+                for value in values:
+                    for found in self._epsilons(value, under_root=False):
+                        self._flag(*found)
 
     def _passed(self) -> None:
         """`whiten(x, eps=1.0)` where `whiten` adds `eps` to a spread in a denominator: the value passed."""
         flow = self.file.fact(Flow)
         for function, params in self._epsilon_params.items():
             for call in self._calls.get(function.name.value, ()):
+                if not any(self._large(arg) for arg in _arguments(function, call, params)):
+                    continue
                 callee = flow.value(call.func)
                 target = callee.facts.get("function") if callee.facts.get("type") == FUNCTION else None
                 if target is None or target.node is not function:
                     continue
                 bound = target.bind(call, method="bound" in callee.facts)
-                for param, what in params.items():
+                for param, uses in params.items():
                     value = self._large(bound[param]) if param in bound else None
-                    if value is not None:
+                    what = next((w for w in (self._spread_beside(spread, bound[param], root) for spread, root in uses)
+                                 if w), None) if value is not None else None
+                    if what:
                         self._flag(value, what, "is the stability epsilon given to {}()".format(function.name.value))
 
     def _signature(self, node: cst.FunctionDef) -> None:
@@ -393,6 +403,18 @@ class LargeEpsilon(RLCodeOnly, CSTRule):
             consequence = "it dominates the {} in the denominator and advantages shrink toward zero".format(what)
         self.report(value.node, value=format_number(value.number), where=where, role=role, consequence=consequence,
                     hint=hint)
+
+
+def _arguments(function: cst.FunctionDef, call: cst.Call, names) -> List[cst.BaseExpression]:
+    """What `call` passes the parameters `names` of `function`, read from the syntax alone (a method called
+    through an attribute skips `self`): a cheap look before the engine says which function is called."""
+    params = list(function.params.posonly_params) + list(function.params.params)
+    if params and params[0].name.value in ("self", "cls") and isinstance(call.func, cst.Attribute):
+        params = params[1:]
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    found = [a.value for a in call.args if a.keyword is not None and a.keyword.value in names]
+    found.extend(positional[i] for i, p in enumerate(params) if p.name.value in names and i < len(positional))
+    return found
 
 
 def _is_module(call: cst.Call, rule: CSTRule) -> bool:
