@@ -109,9 +109,9 @@ def _has_square(expr: cst.BaseExpression) -> bool:
 class LargeEpsilon(RLCodeOnly, CSTRule):
     """
     ## What it does
-    Reports a stability epsilon of at least `max-epsilon` (default `0.1`) added to, or
-    clamping, a standard deviation, variance or square root in a denominator:
-    `(r - mean) / (std + 1e4)`, `eps=1.0` then `/ (std + eps)`, `torch.sqrt(var + 1e+2)`,
+    Reports a stability epsilon of at least `max-epsilon` (default `0.1`) added to a
+    standard deviation, norm, variance or square root in a denominator, or clamping one
+    from below: `(r - mean) / (std + 1e4)`, `eps=1.0` then `/ (std + eps)`, `torch.sqrt(var + 1e+2)`,
     `std.clamp(min=0.1)`, in RL post-training code. A literal with a positive exponent
     (`1e4`, `1e+8`: `1e-4` without its minus sign) is reported whatever `max-epsilon` says.
 
