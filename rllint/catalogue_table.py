@@ -197,7 +197,7 @@ RULES = (
     {'code': 'RL201',
      'name': 'large-epsilon',
      'severity': 'error',
-     'tier': 'pedantic',
+     'tier': 'correctness',
      'kind': 'cst',
      'module': 'rllint.rules.advantages',
      'fix': None,

@@ -399,14 +399,14 @@ EPSILON = "import torch\n\n\ndef whiten(x):\n    return (x - x.mean()) / (x.std(
 
 def test_rule_finding_its_suppression_comments_and_its_option(project):
     (project / "adv.py").write_text(EPSILON)
-    (project / "pyproject.toml").write_text('[tool.rllint]\nextend-select = ["RL201"]\n')  # off by default
-    found = json.loads(run("--format", "json", "adv.py").stdout)
+    found = json.loads(run("--format", "json", "adv.py").stdout)  # on by default
     assert [(d["line"], d["code"], d["name"]) for d in found] == [(5, "RL201", "large-epsilon")]
     for comment in ("# noqa: RL201", "# rllint: ignore[large-epsilon]"):
         (project / "adv.py").write_text(EPSILON.replace("1e4)", f"1e4)  {comment}"))
         assert run("adv.py").exit_code == 0
-    (project / "adv.py").write_text(EPSILON)
-    (project / "pyproject.toml").write_text('[tool.rllint]\nextend-select = ["RL201"]\nmax-epsilon = 1e5\n')
+    (project / "adv.py").write_text(EPSILON.replace("1e4", "0.5"))
+    assert run("adv.py").exit_code == 1
+    (project / "pyproject.toml").write_text('[tool.rllint]\nmax-epsilon = 1.0\n')
     assert run("adv.py").exit_code == 0
 
 

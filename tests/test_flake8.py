@@ -46,20 +46,21 @@ def test_flake8_ignore_and_extend_ignore_apply_to_rl_codes(tmp_path):
     assert flake8("--extend-ignore", "RL302", "train.py", cwd=tmp_path).stdout == ""
 
 
-# RL201 (off by default) on line 5
-EPSILON = "import torch\n\n\ndef whiten(x):\n    return (x - x.mean()) / (x.std() + 1e4)\n"
+# RL204 (off by default) on line 6
+GROUP_STD = ("import torch\n\n\ndef grpo_scores(scores, rollout_n):\n    grouped = scores.reshape(-1, rollout_n)\n"
+             "    return (grouped - grouped.mean(-1, keepdim=True)) / grouped.std(-1, keepdim=True).clamp(min=1e-6)\n")
 
 
 @pytest.mark.slow
 def test_flake8_select_of_an_rl_code_turns_on_an_off_by_default_rule(tmp_path):
-    (tmp_path / "adv.py").write_text(EPSILON)
+    (tmp_path / "adv.py").write_text(GROUP_STD)
     assert flake8("adv.py", cwd=tmp_path).stdout == ""  # `--select RL`: rllint's own selection, as configured
-    for args in (["--select", "RL201"], ["--select", "RL", "--extend-select", "RL2"]):
+    for args in (["--select", "RL204"], ["--select", "RL", "--extend-select", "RL2"]):
         done = subprocess.run([sys.executable, "-m", "flake8", *args, "adv.py"], cwd=tmp_path, capture_output=True,
                               text=True, timeout=120)
-        assert [line.split(" ")[1] for line in done.stdout.splitlines()] == ["RL201"], (args, done.stderr)
-    (tmp_path / "setup.cfg").write_text("[flake8]\nextend-select = RL201\n")  # flake8's own config counts too
-    assert " RL201 " in flake8("adv.py", cwd=tmp_path).stdout
+        assert [line.split(" ")[1] for line in done.stdout.splitlines()] == ["RL204"], (args, done.stderr)
+    (tmp_path / "setup.cfg").write_text("[flake8]\nextend-select = RL204\n")  # flake8's own config counts too
+    assert " RL204 " in flake8("adv.py", cwd=tmp_path).stdout
 
 
 NUMBERS = "STEP_SIZE = 4e-5\n"

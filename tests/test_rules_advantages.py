@@ -15,9 +15,11 @@ def findings(text, **options):
     return [(d.line, d.column, d.message) for d in result.diagnostics]
 
 
-def test_max_epsilon_is_an_option():
-    assert findings(SOURCE, **{"max-epsilon": 1e-2}) == []
-    assert [(line, column) for line, column, _ in findings(SOURCE)] == [(3, 55)]
+def test_max_epsilon_is_an_option_that_reports_values_at_least_as_large():
+    assert findings(SOURCE) == []  # 1e-2 is below the default 0.1
+    assert [(line, column) for line, column, _ in findings(SOURCE, **{"max-epsilon": 1e-3})] == [(3, 55)]
+    assert [(line, column) for line, column, _ in findings(SOURCE, **{"max-epsilon": 1e-2})] == [(3, 55)]
+    assert findings(SOURCE, **{"max-epsilon": 0.011}) == []
 
 
 def test_a_positive_exponent_is_named_as_a_likely_typo():

@@ -1096,7 +1096,7 @@ class Frame:
         self.emit("stopper", node, operand, name)
         if name == "tensor":
             return Value({"type": TENSOR, "grad": "no_grad", "obj": node}, {"grad": (node,)})
-        return value(type=LIST if name == "tolist" else NUMBER)
+        return value(type=LIST if name == "tolist" else NUMBER, stat=operand.facts.get("stat"))  # `std.item()`
 
     def _call_value(self, node: cst.Call, callee: Value, args: List[Value], kwargs: Dict[str, Value]) -> Value:
         kind = callee.facts.get("type")

@@ -240,6 +240,14 @@ class Values:
         constants = self._constants.get(name.value, [])
         return constants[0].default if len(constants) == 1 else None
 
+    def parameter_of(self, name: cst.Name) -> Optional[cst.FunctionDef]:
+        """The function whose parameter `name` is where it stands (not reassigned in its body), else None."""
+        for scope in self._scopes.get(name.value, ()):
+            if scope.holds(name):
+                binding = scope.bindings[name.value]
+                return scope.node if binding.kind == "parameter" else None
+        return None
+
     def instance_of(self, name: cst.Name) -> Optional[str]:
         """The file's class a function-local name holds an instance of (`policy = PolicyNet()`), else None."""
         binding = self._binding(name)

@@ -7,6 +7,8 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from rllint.analysis.context import tokens
+from rllint.analysis.facts import FUNCTION, NORM, STD, VAR
+from rllint.analysis.flow import Flow
 from rllint.analysis.imports import Imports
 from rllint.analysis.numbers import NumberReads
 from rllint.analysis.purpose import RLCodeOnly
@@ -19,15 +21,14 @@ from rllint.diagnostic import Severity, Tier
 from rllint.registry import CSTRule, Option
 
 MAX_EPSILON = Option(
-    "max-epsilon", float, 1e-3,
-    "RL201: the largest stability epsilon (added to or clamping a std / norm / variance in a "
-    "denominator) that is not reported.",
+    "max-epsilon", float, 0.1,
+    "RL201: the smallest stability epsilon (added to or clamping a std / norm / variance in a "
+    "denominator) that is reported; 1e-3 widens the rule.",
 )
 
-# Calls and names that hold a spread: what a normaliser divides by.
-_SPREAD_CALLS = {"std": "std", "nanstd": "std", "stdev": "std", "pstdev": "std", "var": "variance",
-                 "nanvar": "variance", "variance": "variance", "pvariance": "variance", "norm": "norm",
-                 "vector_norm": "norm", "matrix_norm": "norm", "sqrt": "square root", "rsqrt": "square root"}
+# The spreads the engine proves (`stat`), as messages name them.
+_STATS = {STD: "std", VAR: "variance", NORM: "norm"}
+# Named like a spread: evidence only for the broad form (RL201 named).
 _SPREAD_WORDS = {"std": "std", "stds": "std", "stdev": "std", "sigma": "std", "rstd": "std", "var": "variance",
                  "vars": "variance", "variance": "variance", "norm": "norm", "norms": "norm", "rms": "norm"}
 # Shape-only operations between a spread and the epsilon (`std.repeat_interleave(G) + eps`).
@@ -38,12 +39,12 @@ _NORMALISER_WORDS = {"advantage", "advantages", "adv", "whiten", "whitening", "n
                      "normalised", "normalization", "normalisation", "standardize", "standardise", "zscore", "scale"}
 _EPSILON_WORDS = {"eps", "epsilon", "floor", "min", "tiny", "delta"}
 _CLIP_WORDS = {"clip", "ratio", "low", "high", "loss", "policy", "pg", "surrogate", "kl"}
-_POSITIVE_EXPONENT = re.compile(r"^[0-9_.]+[eE]\+?[0-9]")
-_BOUND_WORDS = {"max", "clip", "threshold", "limit", "target", "radius"}
+# `1e4`, `1e+8`: a minus sign lost from `1e-4`.
+_POSITIVE_EXPONENT = re.compile(r"^[0-9_.]+[eE]\+?0*[1-9]")
 
 
 def _is_normaliser(name: str) -> bool:
-    """An advantage / whitening / normalising function: `whiten`, `normalize_advantages`, `group_norm_rewards`."""
+    """An advantage / whitening / normalising function by its name (broad form): `whiten`, `normalize_advantages`."""
     words = set(tokens(name))
     return bool(words & _NORMALISER_WORDS) and not words & _CLIP_WORDS
 
@@ -52,6 +53,11 @@ def _is_epsilon(name: str) -> bool:
     """`eps`, `epsilon`, `std_eps`; not a clip epsilon (`clip_eps`, `epsilon_low`)."""
     words = set(tokens(name))
     return bool(words & {"eps", "epsilon"}) and not words & _CLIP_WORDS
+
+
+def _is_typo(value: Value) -> bool:
+    """A literal written with a positive exponent (`1e4`, `1e+8`): `1e-4` with its minus sign lost."""
+    return isinstance(value.node, (cst.Float, cst.Integer)) and bool(_POSITIVE_EXPONENT.match(value.node.value))
 
 
 def _strip_shape(node: cst.BaseExpression) -> cst.BaseExpression:
@@ -76,21 +82,54 @@ def _call_tail(node: cst.BaseExpression) -> Optional[str]:
     return None
 
 
+def _is_half(exponent: cst.BaseExpression) -> bool:
+    """`** 0.5` or `** (1 / 2)`."""
+    if isinstance(exponent, cst.Float):
+        return exponent.value in ("0.5", ".5")
+    return (isinstance(exponent, cst.BinaryOperation) and isinstance(exponent.operator, cst.Divide)
+            and isinstance(exponent.left, cst.Integer) and isinstance(exponent.right, cst.Integer)
+            and exponent.left.value == "1" and exponent.right.value == "2")
+
+
+def _has_square(expr: cst.BaseExpression) -> bool:
+    """`x ** 2`, `x.pow(2)`, `x.square()`, also weighted (`(x - m) ** 2 * mask`)."""
+    expr = _strip_shape(expr)
+    if isinstance(expr, cst.BinaryOperation):
+        if isinstance(expr.operator, cst.Power):
+            return isinstance(expr.right, cst.Integer) and expr.right.value == "2"
+        if isinstance(expr.operator, cst.Multiply):
+            return _has_square(expr.left) or _has_square(expr.right)
+        return False
+    tail = _call_tail(expr)
+    if tail == "square":
+        return True
+    return tail == "pow" and any(isinstance(a.value, cst.Integer) and a.value.value == "2" for a in expr.args)
+
+
 class LargeEpsilon(RLCodeOnly, CSTRule):
     """
     ## What it does
-    Reports a stability epsilon larger than `max-epsilon` (default `1e-3`) that is
-    added to, or clamps, a standard deviation, norm, variance or square root in a
-    denominator: `(r - mean) / (std + 1e4)`, `eps=1.0` then `/ (std + eps)`,
-    `torch.sqrt(var + 1e+2)`, `std.clamp(min=0.1)`. It also reports the epsilon
-    parameter of an advantage or whitening function whose default is that large.
-    Only RL post-training code is checked: normalisation layers elsewhere choose their own.
-    When the epsilon is a constant, a field or a default written elsewhere, the
+    Reports a stability epsilon of at least `max-epsilon` (default `0.1`) added to a
+    standard deviation, norm, variance or square root in a denominator, or clamping one
+    from below: `(r - mean) / (std + 1e4)`, `eps=1.0` then `/ (std + eps)`, `torch.sqrt(var + 1e+2)`,
+    `std.clamp(min=0.1)`, in RL post-training code. A literal with a positive exponent
+    (`1e4`, `1e+8`: `1e-4` without its minus sign) is reported whatever `max-epsilon` says.
+
+    The spread is known by what computes it: a `std` / `var` / `norm` call (torch, numpy,
+    `statistics`), a square root, or a second moment under a root (`(x ** 2).mean()`),
+    directly or through assignments, attributes and the return of a helper. The epsilon's
+    value is followed to where it is written: a literal, a constant (also in another module),
+    a parameter default, a config field, an argparse or environment default. An epsilon
+    parameter of a function is reported where a call of it passes a large value, when the
+    body adds it to a spread in a denominator. When the value is written elsewhere, the
     finding points where it is written.
+
+    A floor on a norm (`g / max(g.norm(), 1.0)`) bounds the norm (it is how gradients are
+    clipped) and is not reported.
 
     ## Why is this bad?
     The epsilon only guards against division by zero. Rewards of a group often have a
-    std of 0.1 to 1; an epsilon of 1 or more dominates the denominator, so every
+    std of 0.1 to 1; an epsilon of that size or more dominates the denominator, so every
     advantage shrinks toward zero and the policy gradient vanishes without any error.
     `1e4` and `1e+4` are usually a typo for `1e-4`.
 
@@ -98,32 +137,34 @@ class LargeEpsilon(RLCodeOnly, CSTRule):
     ```python
     ADV_EPS = 1e4
 
-    def group_advantages(rewards, std):
-        return (rewards - rewards.mean()) / (std + ADV_EPS)
+    def group_advantages(rewards):
+        return (rewards - rewards.mean()) / (rewards.std() + ADV_EPS)
     ```
 
     ## Use instead
     ```python
     ADV_EPS = 1e-4
 
-    def group_advantages(rewards, std):
-        return (rewards - rewards.mean()) / (std + ADV_EPS)
+    def group_advantages(rewards):
+        return (rewards - rewards.mean()) / (rewards.std() + ADV_EPS)
     ```
 
-    The PPO/GRPO clip `epsilon=0.2` and an optimizer's `eps` are not stability
-    epsilons and are not reported.
+    The PPO/GRPO clip `epsilon=0.2`, an optimizer's or a normalisation layer's `eps`, and
+    `1e-8`, `1e-6`, `1e-4` are not reported.
 
     ## Options
-    - `max-epsilon` (float, default `1e-3`): larger epsilons are reported.
+    - `max-epsilon` (float, default `0.1`): epsilons at least this large are reported;
+      `1e-3` widens the rule to epsilons that are merely large.
 
-    Off by default (on real RL code the epsilons found were 1e-2, small next to a typical
-    reward std); turn it on with `extend-select = ["RL201"]`.
+    Naming the rule (`--select RL201`) adds its broad form: a spread known only by its
+    name (a variable called `std`, `sigma` or `var`), and the epsilon parameter of a
+    function named like an advantage or whitening function (`whiten(x, eps=1.0)`).
     """
 
     code = "RL201"
     name = "large-epsilon"
     severity = Severity.ERROR
-    tier = Tier.PEDANTIC
+    tier = Tier.CORRECTNESS
     message = "epsilon {value}{where} {role}; {consequence} (use 1e-6 to 1e-4){hint}"
     options = (MAX_EPSILON,)
     triggers = ("std", "var", "norm", "sqrt", "sigma", "rms", "whiten", "dvantage", "stdev")
@@ -131,8 +172,17 @@ class LargeEpsilon(RLCodeOnly, CSTRule):
     def __init__(self, file) -> None:
         super().__init__(file)
         self._reported: Set[int] = set()
-        # Per function (and the module): names assigned a spread with an epsilon, and names divided by.
-        self._pending: List[Tuple[Dict[str, list], Set[str]]] = [({}, set())]
+        # Per function (and the module): what names are assigned, and the names divided by.
+        self._pending: List[Tuple[Dict[str, List[cst.BaseExpression]], Set[str]]] = [({}, set())]
+        # Parameters a function adds to something in a denominator (function -> parameter -> (that something,
+        # under a root)), proven a spread only for a call that passes a large value; every call by its callee's
+        # last name.
+        self._epsilon_params: Dict[cst.FunctionDef, Dict[str, List[Tuple[cst.BaseExpression, bool]]]] = {}
+        self._calls: Dict[str, List[cst.Call]] = {}
+
+    @property
+    def _broad(self) -> bool:
+        return self.file.settings.names(self.code)
 
     # ---- denominators --------------------------------------------------------------
 
@@ -146,23 +196,24 @@ class LargeEpsilon(RLCodeOnly, CSTRule):
 
     def visit_Call(self, node: cst.Call) -> None:
         tail = _call_tail(node)
+        if tail is None:
+            return
+        self._calls.setdefault(tail, []).append(node)
         if tail == "rsqrt":  # x * rsqrt(var + eps) divides by the root
             subject = self._call_subject(node)
             if subject is not None:
                 self._inside_root(subject)
-        elif tail is not None and _is_normaliser(tail):
-            # `masked_whiten(adv, mask, eps=1.0)`, `F.normalize(x, eps=1.0)`: the epsilon given to a normaliser.
+        elif self._broad and _is_normaliser(tail):
+            # `masked_whiten(adv, mask, eps=1.0)`: the epsilon given to a function named like a normaliser.
             for arg in node.args:
                 if arg.keyword is not None and _is_epsilon(arg.keyword.value):
-                    value = self.file.fact(Values).of(arg.value)
-                    if value is not None and not isinstance(value.number, bool) and value.number > self.option(MAX_EPSILON):
+                    value = self._large(arg.value)
+                    if value is not None:
                         self._flag(value, "std", "is the stability epsilon given to {}()".format(tail))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
-            found = self._epsilons(node.value, under_root=False)
-            if found:
-                self._pending[-1][0].setdefault(node.targets[0].target.value, []).extend(found)
+            self._pending[-1][0].setdefault(node.targets[0].target.value, []).append(node.value)
 
     def _denominator(self, expr: cst.BaseExpression) -> None:
         bare = _strip_shape(expr)
@@ -178,18 +229,21 @@ class LargeEpsilon(RLCodeOnly, CSTRule):
     def _epsilons(self, expr: cst.BaseExpression, under_root: bool) -> List[tuple]:
         """(value, what, role) for each too-large epsilon that `expr` adds to or clamps a spread with."""
         expr = _strip_shape(expr)
-        limit = self.option(MAX_EPSILON)
         found = []
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
             for spread, other in ((expr.left, expr.right), (expr.right, expr.left)):
-                what = self._spread(spread) or ("variance" if under_root and self._squares(spread) else None)
-                if what and self._spread(other) is None:
-                    value = self.file.fact(Values).of(other)
-                    if value is not None and not isinstance(value.number, bool) and value.number > limit:
-                        found.append((value, what, "added to the {}".format(what)))
+                if isinstance(other, cst.Name):
+                    parameter = self.file.fact(Values).parameter_of(other)
+                    if parameter is not None:
+                        self._epsilon_params.setdefault(parameter, {}).setdefault(other.value, []).append(
+                            (spread, under_root))
+                value = self._large(other)
+                what = self._spread_beside(spread, other, under_root) if value is not None else None
+                if what:
+                    found.append((value, what, "added to the {}".format(what)))
                     break
         elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Power):
-            if self._is_half(expr.right):
+            if _is_half(expr.right):
                 found.extend(self._epsilons(expr.left, under_root=True))
         elif isinstance(expr, cst.Call):
             tail = _call_tail(expr)
@@ -198,31 +252,33 @@ class LargeEpsilon(RLCodeOnly, CSTRule):
                 if target is not None:
                     found.extend(self._epsilons(target, under_root=True))
             elif tail in _CLAMPS or tail == "add":
-                found.extend(self._clamped(expr, tail, limit))
+                found.extend(self._clamped(expr, tail))
         return found
 
-    def _clamped(self, expr: cst.Call, tail: str, limit: float) -> List[tuple]:
+    def _spread_beside(self, spread: cst.BaseExpression, epsilon: cst.BaseExpression, under_root: bool
+                       ) -> Optional[str]:
+        """What spread `spread` is, when `epsilon` added to it is not one too."""
+        what = self._spread(spread) or ("variance" if under_root and self._squares(spread) else None)
+        return what if what and self._spread(epsilon) is None else None
+
+    def _large(self, expr: cst.BaseExpression) -> Optional[Value]:
+        """The number `expr` holds when it is at least `max-epsilon` or a positive-exponent typo."""
+        value = self.file.fact(Values).of(expr)
+        if value is None or isinstance(value.number, bool):
+            return None
+        return value if value.number >= self.option(MAX_EPSILON) or _is_typo(value) else None
+
+    def _clamped(self, expr: cst.Call, tail: str) -> List[tuple]:
         subject = self._call_subject(expr)
-        what = self._spread(subject) if subject is not None else None
-        if what is None:
-            return []
         args = [a for a in expr.args if not a.star]
-        method = isinstance(expr.func, cst.Attribute) and subject is expr.func.value
-        positional = [a.value for a in args if a.keyword is None][0 if method else 1:]
+        others = [a.value for a in args if a.keyword is None and a.value is not subject]  # `max(0.5, std)` too
         keywords = {a.keyword.value: a.value for a in args if a.keyword is not None}
-        if tail in ("clamp", "clip"):
-            bound = keywords.get("min") or (positional[0] if positional else None)
-            if tail == "clip" and bound is None:
-                bound = keywords.get("a_min")
-        elif tail == "add":
-            bound = keywords.get("other") or (positional[0] if positional else None)
-        else:  # clamp_min, maximum, max(x, c)
-            bound = positional[0] if positional else None
-        value = self.file.fact(Values).of(bound) if bound is not None else None
-        if value is None or isinstance(value.number, bool) or value.number <= limit:
-            return []
-        if {w for name in value.names for w in tokens(name)} & _BOUND_WORDS:
-            return []  # `g / max(norm, max_norm)` projects onto a ball: a bound, not an epsilon
+        bound = keywords.get({"clamp": "min", "clip": "min", "add": "other"}.get(tail, "min")) or (
+            others[0] if others else keywords.get("a_min"))
+        value = self._large(bound) if bound is not None else None
+        what = self._spread(subject) if value is not None and subject is not None else None
+        if what is None or (what == "norm" and tail != "add"):
+            return []  # `g / max(g.norm(), 1.0)` bounds the norm: how gradients are clipped, not an epsilon
         role = "added to the {}".format(what) if tail == "add" else "clamping the {} from below".format(what)
         return [(value, what, role)]
 
@@ -240,83 +296,96 @@ class LargeEpsilon(RLCodeOnly, CSTRule):
                 return positional[1]
         return positional[0]
 
-    def _spread(self, expr: Optional[cst.BaseExpression], depth: int = 0) -> Optional[str]:
-        """What kind of spread `expr` holds (std, variance, norm, square root), or None."""
+    def _spread(self, expr: Optional[cst.BaseExpression]) -> Optional[str]:
+        """What kind of spread `expr` holds (std, variance, norm, square root) by what computes it, or None;
+        in the broad form also by its name."""
         if expr is None:
             return None
-        expr = _strip_shape(expr)
-        if isinstance(expr, cst.Call):
-            tail = _call_tail(expr)
-            if tail in _SPREAD_CALLS:
-                return _SPREAD_CALLS[tail]
-            if tail in _CLAMPS and expr.args:
-                return self._spread(self._call_subject(expr))
+        bare = _strip_shape(expr)
+        if isinstance(bare, cst.Call):
+            tail = _call_tail(bare)
+            if tail in ("sqrt", "rsqrt"):
+                return "square root"
+            if tail in _CLAMPS and bare.args:
+                return self._spread(self._call_subject(bare))
+        elif isinstance(bare, cst.BinaryOperation) and isinstance(bare.operator, cst.Power) and _is_half(bare.right):
+            return "square root"
+        flow = self.file.fact(Flow)
+        stat = flow.value(bare).facts.get("stat") or flow.value(expr).facts.get("stat")
+        if stat in _STATS:
+            return _STATS[stat]
+        if not self._broad:
             return None
-        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Power):
-            return "square root" if self._is_half(expr.right) else None
-        name = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value if isinstance(expr, cst.Name) else None
-        if name is None:
-            return None
-        words = tokens(name)
+        name = bare.attr.value if isinstance(bare, cst.Attribute) else bare.value if isinstance(bare, cst.Name) else None
+        words = tokens(name) if name else []
         if _EPSILON_WORDS.intersection(words):
             return None
-        for token in words:
-            if token in _SPREAD_WORDS:
-                return _SPREAD_WORDS[token]
-        if isinstance(expr, cst.Name) and depth < 3:  # `spread = float(np.std(xs))`, then `max(spread, c)`
-            assigned = self.file.fact(Values).assigned(expr)
-            return self._spread(assigned, depth + 1) if assigned is not None else None
-        return None
+        return next((_SPREAD_WORDS[w] for w in words if w in _SPREAD_WORDS), None)
 
-    @staticmethod
-    def _is_half(exponent: cst.BaseExpression) -> bool:
-        """`** 0.5` or `** (1 / 2)`."""
-        if isinstance(exponent, cst.Float):
-            return exponent.value in ("0.5", ".5")
-        return (isinstance(exponent, cst.BinaryOperation) and isinstance(exponent.operator, cst.Divide)
-                and isinstance(exponent.left, cst.Integer) and isinstance(exponent.right, cst.Integer)
-                and exponent.left.value == "1" and exponent.right.value == "2")
-
-    def _squares(self, expr: cst.BaseExpression) -> bool:
-        """`x.pow(2).mean()`, `(x ** 2).mean()`, `x.square().sum()`: a second moment under a root."""
+    def _squares(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """A second moment: `x.pow(2).mean()`, `(x ** 2).sum()`, `((x - m) ** 2 * mask).sum() / mask.sum()`, or a
+        name assigned one."""
         expr = _strip_shape(expr)
-        if isinstance(expr, cst.Call) and _call_tail(expr) in ("mean", "sum"):
+        if isinstance(expr, cst.Name) and depth < 3:
+            assigned = self.file.fact(Values).assigned(expr)
+            return assigned is not None and self._squares(assigned, depth + 1)
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Divide):
+            return self._squares(expr.left, depth)  # a mean written as a sum over a count
+        if _call_tail(expr) in ("mean", "sum", "nanmean", "nansum"):
             inner = self._call_subject(expr)
-            inner = _strip_shape(inner) if inner is not None else None
-            if isinstance(inner, cst.Call) and _call_tail(inner) in ("pow", "square"):
-                return True
-            if isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Power):
-                return True
+            return inner is not None and _has_square(inner)
         return False
 
     # ---- names assigned a spread with an epsilon, divided by later ---------------------
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._pending.append(({}, set()))
-        self._signature(node)
+        if self._broad:
+            self._signature(node)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self._settle(*self._pending.pop())
 
     def leave_Module(self, original_node: cst.Module) -> None:
         self._settle(*self._pending.pop())
+        self._passed()
 
-    def _settle(self, assigned: Dict[str, list], divisors: Set[str]) -> None:
-        for name, found in assigned.items():
+    def _settle(self, assigned: Dict[str, List[cst.BaseExpression]], divisors: Set[str]) -> None:
+        """`sigma = std + 1e4` and later `/ sigma`."""
+        for name, values in assigned.items():
             if name in divisors:
-                for item in found:
-                    self._flag(*item)
+                for value in values:
+                    for found in self._epsilons(value, under_root=False):
+                        self._flag(*found)
+
+    def _passed(self) -> None:
+        """`whiten(x, eps=1.0)` where `whiten` adds `eps` to a spread in a denominator: the value passed."""
+        flow = self.file.fact(Flow)
+        for function, params in self._epsilon_params.items():
+            for call in self._calls.get(function.name.value, ()):
+                if not any(self._large(arg) for arg in _arguments(function, call, params)):
+                    continue
+                callee = flow.value(call.func)
+                target = callee.facts.get("function") if callee.facts.get("type") == FUNCTION else None
+                if target is None or target.node is not function:
+                    continue
+                bound = target.bind(call, method="bound" in callee.facts)
+                for param, uses in params.items():
+                    value = self._large(bound[param]) if param in bound else None
+                    what = next((w for w in (self._spread_beside(spread, bound[param], root) for spread, root in uses)
+                                 if w), None) if value is not None else None
+                    if what:
+                        self._flag(value, what, "is the stability epsilon given to {}()".format(function.name.value))
 
     def _signature(self, node: cst.FunctionDef) -> None:
-        """`def whiten(values, eps=1.0)`: the epsilon default of an advantage / whitening function."""
+        """`def whiten(values, eps=1.0)`: the epsilon default of a function named like a normaliser (broad form)."""
         if not _is_normaliser(node.name.value):
             return
-        limit = self.option(MAX_EPSILON)
         for param in list(node.params.params) + list(node.params.kwonly_params):
             if param.default is None or not _is_epsilon(param.name.value):
                 continue
-            value = self.file.fact(Values).of(param.default)
-            if value is not None and not isinstance(value.number, bool) and value.number > limit:
+            value = self._large(param.default)
+            if value is not None:
                 self._flag(value, "std", "is the stability epsilon of {}()".format(node.name.value))
 
     def _flag(self, value: Value, what: str, role: str) -> None:
@@ -325,7 +394,7 @@ class LargeEpsilon(RLCodeOnly, CSTRule):
         self._reported.add(id(value.node))
         where = "" if value.origin == "literal" else " ({})".format(value.origin)
         hint = ""
-        if isinstance(value.node, (cst.Float, cst.Integer)) and _POSITIVE_EXPONENT.match(value.node.value):
+        if _is_typo(value):
             hint = "; a positive exponent: did you mean {}?".format(
                 re.sub(r"[eE]\+?", "e-", value.node.value, count=1))
         if role.startswith("clamping"):
@@ -334,6 +403,18 @@ class LargeEpsilon(RLCodeOnly, CSTRule):
             consequence = "it dominates the {} in the denominator and advantages shrink toward zero".format(what)
         self.report(value.node, value=format_number(value.number), where=where, role=role, consequence=consequence,
                     hint=hint)
+
+
+def _arguments(function: cst.FunctionDef, call: cst.Call, names) -> List[cst.BaseExpression]:
+    """What `call` passes the parameters `names` of `function`, read from the syntax alone (a method called
+    through an attribute skips `self`): a cheap look before the engine says which function is called."""
+    params = list(function.params.posonly_params) + list(function.params.params)
+    if params and params[0].name.value in ("self", "cls") and isinstance(call.func, cst.Attribute):
+        params = params[1:]
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    found = [a.value for a in call.args if a.keyword is not None and a.keyword.value in names]
+    found.extend(positional[i] for i, p in enumerate(params) if p.name.value in names and i < len(positional))
+    return found
 
 
 def _is_module(call: cst.Call, rule: CSTRule) -> bool:

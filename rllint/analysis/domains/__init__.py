@@ -57,10 +57,11 @@ def domains() -> List[Domain]:
     if _DOMAINS is None:
         from rllint.analysis.domains.config import CONFIG_DOMAIN
         from rllint.analysis.domains.models import MODELS
+        from rllint.analysis.domains.stats import STATS
         from rllint.analysis.domains.text import TEXT_DOMAIN
         from rllint.analysis.domains.torch_ops import TORCH
 
-        _DOMAINS = [MODELS, TORCH, TEXT_DOMAIN, CONFIG_DOMAIN]
+        _DOMAINS = [MODELS, TORCH, STATS, TEXT_DOMAIN, CONFIG_DOMAIN]
     return _DOMAINS
 
 

@@ -469,6 +469,7 @@ OPS: Dict[str, Transfer] = {
     "std": _reduction(STD),
     "var": _reduction(VAR),
     "norm": _reduction(NORM),
+    "vector_norm": _reduction(NORM),
     "logsumexp": _reduction(),
     "prod": _reduction(),
     "amax": _reduction(),
