@@ -360,6 +360,13 @@ class Flow:
                 if target is None and callee.facts.get("type") == REF:
                     imported = self.imported(callee.facts["qual"], callee.facts.get("level", 0))
                     target = imported if isinstance(imported, FunctionIR) else None
+                if target is None and callee.facts.get("type") == CLASS and \
+                        getattr(callee.facts.get("cls"), "module", None) is self.ir:
+                    init = self.method_of(callee.facts["cls"], "__init__")
+                    named = {p.name for p in init.params if not p.star} if init is not None else set()
+                    bound = init.bind(site.node, method=True) if init is not None else {}
+                    if all(any(bound.get(name) is arg.value for name in named) for arg in holds):
+                        continue  # a parameter of the class's own `__init__`: its calls are among these sites
                 if target is not None and (target.module is self.ir or not target.module.flow.changes_models()):
                     continue  # interpreted: its own calls are among these sites, or it freezes and trains nothing
                 if callee.facts.get("type") == REF and callee.facts.get("qual", "").rsplit(".", 1)[-1] in _LEAVES_MODELS:
@@ -551,6 +558,11 @@ class Flow:
             for function in self.ir.all_functions():
                 for site in function.calls:
                     tail = _tail(site.node.func)
+                    if self._builds_trainer(site.node):
+                        given = _model_argument(site.node)
+                        if given is not None:
+                            self._optimized.append((given, function))  # a trainer trains the model it is given
+                        continue
                     if tail not in OPTIMIZERS and tail not in ("prepare", "initialize"):
                         continue
                     for node in _walk(site.node):
@@ -561,6 +573,15 @@ class Flow:
                                 isinstance(node, (cst.Name, cst.Attribute)):
                             self._optimized.append((node, function))
         return self._optimized
+
+    def _builds_trainer(self, call: cst.Call) -> bool:
+        """`GRPOTrainer(...)`, `Trainer(...)`, or a project subclass of a transformers / TRL trainer: it trains the
+        `model` it is given."""
+        qual = self.ir.qualified(call.func) or ""
+        if qual.startswith(_TRAINER_PACKAGES):
+            return qual.endswith("Trainer")
+        cls = self.ir.classes.get(qual)
+        return cls is not None and any(base.startswith(_TRAINER_PACKAGES) for base in self._bases(cls))
 
     def _bases(self, cls: ClassIR) -> List[str]:
         return [base for owner in self._class_chain(cls) for base in owner.bases]
@@ -1180,6 +1201,9 @@ class Frame:
             result = result.but(cut=node)  # cut at this call: it runs under no_grad, or in another module
         if result.facts.get("grad") is not None and function.module is not self.ir:
             result = result.but(why={"grad": (node,) + result.reason("grad")})  # reported in this file
+        given = {v.facts.get("obj") for v in [receiver, *args, *kwargs.values()] if v is not None}
+        if result.facts.get("obj") is not None and result.facts["obj"] not in given:
+            result = result.but(obj=node)  # a tensor the call made: each call makes its own
         for kind, event in events:
             if self.recording:
                 self.flow.record(kind, replace(event, via=node, via_statement=self.statement, via_module=self.ir))
@@ -1392,6 +1416,15 @@ def _used_as_model(call: cst.Call, ir: ModuleIR) -> bool:
     `.logits` / `.last_hidden_state` read."""
     return call in ir.output_read or any(a.keyword is not None and a.keyword.value in _MODEL_KEYWORDS
                                          for a in call.args)
+
+
+def _model_argument(call: cst.Call) -> Optional[cst.CSTNode]:
+    """The `model` a trainer is built with: by keyword, or its first positional argument."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "model":
+            return arg.value
+    first = call.args[0] if call.args else None
+    return first.value if first is not None and first.keyword is None and not first.star else None
 
 
 def place_key_of(expr: cst.CSTNode, function: FunctionIR) -> Optional[Tuple]:

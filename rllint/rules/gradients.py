@@ -186,13 +186,13 @@ class ReferenceForwardWithGrad(RLCodeOnly, CSTRule):
     tier = Tier.CORRECTNESS
     message = ("`{call}` runs `{model}`, a model this file never trains, with gradient enabled{frozen}: autograd "
                "keeps its activations for a backward that must not reach it (wrap it in `torch.no_grad()`)")
-    triggers = ("backward",)
+    triggers = ("backward", "compute_loss")
 
     def visit_Module(self, node: cst.Module) -> None:
         flow = self.file.fact(Flow)
         flow.analyze_all()
         trained = flow.trained_models()
-        if not flow.backwards or not trained:  # which model is the policy is out of sight
+        if not _losses(flow) or not trained:  # which model is the policy is out of sight
             return
         broad = self.file.settings.names(self.code)
         reported = set()
