@@ -1131,6 +1131,8 @@ class Frame:
             return self._call_imported(callee, node, args, kwargs)
         if kind in (FUNCTION, CLASS, REF):
             return UNKNOWN
+        if not callee.facts and isinstance(node.func, cst.Name) and node.func.value in ("zip", "enumerate"):
+            return _paired(node.func.value, args)
         place_key = callee.facts.get("place")
         if kind is None and place_key is not None and self.flow.trained_place(place_key):
             callee = callee.but(type=MODEL, model=place_key)  # its parameters train: a model, known by its place
@@ -1290,6 +1292,15 @@ def literal(node: cst.CSTNode) -> Any:
             isinstance(node.expression, cst.Integer):
         return -int(node.expression.evaluated_value)
     return NO_KEY
+
+
+def _paired(builtin: str, args: List[Value]) -> Value:
+    """`zip(a, b)` / `enumerate(a)`: a list of tuples of the elements of what they iterate."""
+    parts = [value(type=NUMBER), element_of(args[0])] if builtin == "enumerate" and args else \
+        [element_of(a) for a in args]
+    sources = frozenset().union(*(a.sources for a in args)) if args else frozenset()
+    return with_sources(Value({"type": LIST, "element": Value({"type": TUPLE, "items": tuple(enumerate(parts))})}),
+                        sources)
 
 
 def element_of(iterable: Value) -> Value:
