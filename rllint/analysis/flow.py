@@ -904,11 +904,17 @@ class Frame:
         if name in self.ir.classes:
             return value(type=CLASS, cls=self.ir.classes[name])
         if name in self.ir.imports:
-            return value(type=REF, qual=self.ir.imports[name])
-        if name in self.ir.relative_imports:
+            ref = value(type=REF, qual=self.ir.imports[name])
+        elif name in self.ir.relative_imports:
             level, module, imported = self.ir.relative_imports[name]
-            return value(type=REF, qual=f"{module}.{imported}" if module else imported, level=level)
-        return UNKNOWN
+            ref = value(type=REF, qual=f"{module}.{imported}" if module else imported, level=level)
+        else:
+            return UNKNOWN
+        if "." in ref.facts["qual"] or ref.facts.get("level"):  # `from config import LR`: a project's constant?
+            found = self.flow.imported(ref.facts["qual"], ref.facts.get("level", 0))
+            if isinstance(found, Value):
+                return found
+        return ref
 
     def _attribute(self, node: cst.Attribute) -> Value:
         name = place(node)

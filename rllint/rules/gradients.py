@@ -203,6 +203,9 @@ class ReferenceForwardWithGrad(RLCodeOnly, CSTRule):
                 continue  # a model from out of sight (a parameter, an attribute) may be frozen where it is built
             if event.via is None and flow.callers(event.function):
                 continue  # judged at each call, in the caller's context
+            callee = flow.value(event.via.func).facts.get("function") if event.via is not None else None
+            if callee is not None and callee is not event.function and callee.module is flow.ir:
+                continue  # deeper than the called function: its own run reports it at its own call
             frozen = flow.frozen(model)
             if (frozen and not broad) or flow.escaped(model):
                 continue
@@ -210,17 +213,18 @@ class ReferenceForwardWithGrad(RLCodeOnly, CSTRule):
             if event.via is not None and event.function.module is flow.ir and any(
                     other.via is event.via and other.target.facts.get("model") in trained for other in flow.forwards):
                 at = event.node  # the helper also runs the policy: no_grad around its call would cut its gradient
-            if at in reported or _detached_at_once(at, event.via_statement or event.statement):
+            direct = at is event.node
+            if at in reported or _detached_at_once(at, event.statement if direct else event.via_statement):
                 continue
             reported.add(at)
-            self.report(at, call=_code(self, at), model=_code(self, _model_expr(flow, event), 40),
+            self.report(at, call=_code(self, at), model=_code(self, _model_expr(flow, event, direct), 40),
                         frozen=" (its weights are frozen, but the ops after it are recorded)" if frozen else "")
 
 
-def _model_expr(flow: Flow, event) -> cst.CSTNode:
+def _model_expr(flow: Flow, event, direct: bool) -> cst.CSTNode:
     """The expression that names the model in the reported call: the argument of a helper's call that holds
     it, or the callee of a direct forward."""
-    if event.via is not None:
+    if not direct:
         identity = event.target.facts.get("model")
         for arg in event.via.args:
             if flow.value(arg.value).facts.get("model") == identity:
