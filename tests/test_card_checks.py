@@ -63,6 +63,18 @@ class T(GRPOTrainer):
 
 T(model=AutoModelForCausalLM.from_pretrained("m"), reward_funcs=[], args=GRPOConfig(output_dir="o")).train()
 """,
+    "a model id given to a TRL trainer, which loads a causal LM": TRL + """
+class T(GRPOTrainer):
+    def _logps(self, model, ids, n):
+        logits = model(input_ids=ids, attention_mask=ids.ne(0)).logits
+        return torch.gather(logits[:, -n - 1 : -1].log_softmax(-1), 1, ids[:, -n:, None]).squeeze(-1)  # here
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        picked = self._logps(model, inputs["input_ids"], inputs["completion_mask"].size(1))
+        return -(picked * inputs["advantages"][:, None]).mean()
+
+T(model="Qwen/Qwen2.5-0.5B-Instruct", reward_funcs=[], args=GRPOConfig(output_dir="o")).train()
+""",
     "take_along_dim on probabilities, softmax of gathered log-probs": CAUSAL + """
 def step(ids):
     probs = policy(ids).logits.softmax(-1)

@@ -29,7 +29,7 @@ from rllint.analysis import summaries
 from rllint.analysis.domains import domains
 from rllint.analysis.domains.models import OPTIMIZERS, output_item
 from rllint.analysis.domains.torch_ops import STOPPERS
-from rllint.analysis.facts import (BOOL, CLASS, DICT, FUNCTION, GRAPH, INSTANCE, LIST, MODEL, NONE, NUMBER, REF,
+from rllint.analysis.facts import (BOOL, CAUSAL_LM, CLASS, DICT, FUNCTION, GRAPH, INSTANCE, LIST, MODEL, NONE, NUMBER, REF,
                                    TENSOR, TEXT, TEXTS, TUPLE, UNKNOWN, Value, item_of, join, join_all,
                                    set_item, signature, value, with_sources)
 from rllint.analysis.ir import CallSite, ClassIR, FunctionIR, ModuleIR, Param
@@ -226,6 +226,12 @@ class Flow:
                          site.node.args[0].value if site.node.args and site.node.args[0].keyword is None else None)
             seen.append(self.values.get(given, UNKNOWN) if given is not None else UNKNOWN)
         return join_all(seen) if seen else UNKNOWN
+
+    def _loads_causal_lm(self, cls: ClassIR) -> bool:
+        """A TRL trainer given a model id loads it with `AutoModelForCausalLM.from_pretrained` (all but the reward
+        and process-reward trainers, which load classifiers)."""
+        bases = [base for base in self._bases(cls) if base.startswith("trl.")]
+        return bool(bases) and not any(base.endswith(("RewardTrainer", "PRMTrainer")) for base in bases)
 
     def framework_entry(self, function: FunctionIR) -> bool:
         """A method a trainer framework calls with gradient enabled and whose loss it backpropagates:
@@ -479,8 +485,11 @@ class Flow:
             if not sites:
                 if param.name == "model" and self.framework_entry(function):
                     found = self._trainer_model(function.cls)
-                    if not found.facts.get("type"):  # the trainer's policy, built out of sight
-                        found = found.but(type=MODEL, model=("param", function.qualname, param.name))
+                    place_key = ("param", function.qualname, param.name)
+                    if found.facts.get("type") == TEXT and self._loads_causal_lm(function.cls):
+                        found = value(type=MODEL, model=place_key, arch=CAUSAL_LM, pretrained=True)
+                    elif not found.facts.get("type"):  # the trainer's policy, built out of sight
+                        found = found.but(type=MODEL, model=place_key)
                 else:
                     found = self.default(param, function) if not self.ir.escapes(function) else UNKNOWN
                 params[param.name] = found if found.facts.get("type") else found.but(

@@ -384,6 +384,14 @@ class CompletionStringSlice(FunctionRule):
     (`text if log_full else text[:500]`) and slices of ids, masks and tensors are
     not reported.
 
+    On by default in this one form, where the text is proven to be a completion: decoded from
+    the ids `generate` returned, the completions argument of a reward or scoring function, or
+    a helper's parameter that every caller fills with such text (the slice in the helper is
+    reported unless every call only shows its result). A slice reaches a scorer through
+    locals and helpers; one that only reaches `print`, logging or a metrics table, also one
+    assignment later (`preview = text[:200]; logger.info(preview)`), is a preview. No option
+    or selection widens it.
+
     ## Why is this bad?
     Reasoning models put the answer at the end. Cutting the completion to its first
     N characters scores a different text than the model wrote: long correct

@@ -246,6 +246,11 @@ class ItemInLossPath(RLCodeOnly, CSTRule):
     `out["loss"].backward()` keeps `kl.item()` out of the loss. The same calls for logging and metrics,
     outside what reaches the backward, are not reported.
 
+    On by default in this one form: gradient is followed from the forwards of models built or trained in
+    sight (through helpers and the callers' arguments), so a tensor from out of sight (a parameter nobody
+    in the project passes, a batch from a loader) is not known to carry gradient and is not reported.
+    No option or selection widens it.
+
     ## Why is this bad?
     A Python number has no autograd history. Whatever is computed from it and then re-wrapped
     (`torch.tensor(...)`, `requires_grad=True`) is a new leaf: the loss still has a value, `backward()`
