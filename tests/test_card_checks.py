@@ -600,3 +600,13 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None):
 @pytest.mark.parametrize("case", sorted(RL305))
 def test_rl305(tmp_path, case):
     assert findings(tmp_path, "RL305", RL305[case]) == marked("RL305", RL305[case])
+
+
+def test_rl601_test_code_is_silent(tmp_path):
+    source = RL601["optimizer keyword and positional, module constant"]
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "tests").mkdir()
+    path = tmp_path / "tests" / "test_step.py"
+    text = textwrap.dedent(source)
+    path.write_text(text)
+    assert [d for d in lint_text(text, str(path), Settings()).diagnostics if d.code == "RL601"] == []
