@@ -418,6 +418,23 @@ class T(GRPOTrainer):
 T(model=AutoModelForCausalLM.from_pretrained("m"), anchor=AutoModelForCausalLM.from_pretrained("m"),
   reward_funcs=[], args=GRPOConfig(output_dir="o")).train()
 """,
+    "TRL trainer given a model id, reference through a helper method": TRL + """
+class T(GRPOTrainer):
+    def __init__(self, *args, reference=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.reference = reference
+
+    def _logps(self, model, ids):
+        return model(input_ids=ids).logits.log_softmax(-1).gather(-1, ids[..., None]).squeeze(-1)
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        logps = self._logps(model, inputs["input_ids"])
+        ref = self._logps(self.reference, inputs["input_ids"])  # here
+        return -(logps * inputs["advantages"][:, None]).mean() + (logps - ref).mean()
+
+T(model="Qwen/Qwen2.5-0.5B-Instruct", reference=AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B-Instruct"),
+  reward_funcs=[], args=GRPOConfig(output_dir="o")).train()
+""",
 }
 
 

@@ -345,6 +345,10 @@ class Flow:
             identity = (self.values.get(expr) or UNKNOWN).facts.get("model") or place_key_of(expr, function)
             if identity is not None:
                 found.add(identity)
+        for function in self.ir.all_functions():  # the model a trainer framework hands its loss is the one it trains
+            if function.param("model") is not None and self.framework_entry(function):
+                self._analyze(function)
+                found.add(("param", function.qualname, "model"))
         return found
 
     def escaped(self, model: Value) -> bool:
