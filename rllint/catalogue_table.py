@@ -674,7 +674,7 @@ RULES = (
      'module': 'rllint.rules.gradients',
      'fix': None,
      'file_kinds': ('python',),
-     'triggers': ('backward',),
+     'triggers': ('backward', 'compute_loss'),
      'ignore_case': False,
      'options': (),
      'message': '`{call}` runs `{model}`, a model this file never trains, with gradient enabled{frozen}: autograd '

@@ -29,7 +29,7 @@ from rllint.analysis import summaries
 from rllint.analysis.domains import domains
 from rllint.analysis.domains.models import OPTIMIZERS, output_item
 from rllint.analysis.domains.torch_ops import STOPPERS
-from rllint.analysis.facts import (BOOL, CLASS, DICT, FUNCTION, GRAPH, INSTANCE, LIST, MODEL, NONE, NUMBER, REF,
+from rllint.analysis.facts import (BOOL, CAUSAL_LM, CLASS, DICT, FUNCTION, GRAPH, INSTANCE, LIST, MODEL, NONE, NUMBER, REF,
                                    TENSOR, TEXT, TEXTS, TUPLE, UNKNOWN, Value, item_of, join, join_all,
                                    set_item, signature, value, with_sources)
 from rllint.analysis.ir import CallSite, ClassIR, FunctionIR, ModuleIR, Param
@@ -227,6 +227,12 @@ class Flow:
             seen.append(self.values.get(given, UNKNOWN) if given is not None else UNKNOWN)
         return join_all(seen) if seen else UNKNOWN
 
+    def _loads_causal_lm(self, cls: ClassIR) -> bool:
+        """A TRL trainer given a model id loads it with `AutoModelForCausalLM.from_pretrained` (all but the reward
+        and process-reward trainers, which load classifiers)."""
+        bases = [base for base in self._bases(cls) if base.startswith("trl.")]
+        return bool(bases) and not any(base.endswith(("RewardTrainer", "PRMTrainer")) for base in bases)
+
     def framework_entry(self, function: FunctionIR) -> bool:
         """A method a trainer framework calls with gradient enabled and whose loss it backpropagates:
         `compute_loss` / `training_step` of a subclass of a transformers or TRL trainer."""
@@ -339,6 +345,10 @@ class Flow:
             identity = (self.values.get(expr) or UNKNOWN).facts.get("model") or place_key_of(expr, function)
             if identity is not None:
                 found.add(identity)
+        for function in self.ir.all_functions():  # the model a trainer framework hands its loss is the one it trains
+            if function.param("model") is not None and self.framework_entry(function):
+                self._analyze(function)
+                found.add(("param", function.qualname, "model"))
         return found
 
     def escaped(self, model: Value) -> bool:
@@ -360,6 +370,13 @@ class Flow:
                 if target is None and callee.facts.get("type") == REF:
                     imported = self.imported(callee.facts["qual"], callee.facts.get("level", 0))
                     target = imported if isinstance(imported, FunctionIR) else None
+                if target is None and callee.facts.get("type") == CLASS and \
+                        getattr(callee.facts.get("cls"), "module", None) is self.ir:
+                    init = self.method_of(callee.facts["cls"], "__init__")
+                    named = {p.name for p in init.params if not p.star} if init is not None else set()
+                    bound = init.bind(site.node, method=True) if init is not None else {}
+                    if all(any(bound.get(name) is arg.value for name in named) for arg in holds):
+                        continue  # a parameter of the class's own `__init__`: its calls are among these sites
                 if target is not None and (target.module is self.ir or not target.module.flow.changes_models()):
                     continue  # interpreted: its own calls are among these sites, or it freezes and trains nothing
                 if callee.facts.get("type") == REF and callee.facts.get("qual", "").rsplit(".", 1)[-1] in _LEAVES_MODELS:
@@ -472,8 +489,11 @@ class Flow:
             if not sites:
                 if param.name == "model" and self.framework_entry(function):
                     found = self._trainer_model(function.cls)
-                    if not found.facts.get("type"):  # the trainer's policy, built out of sight
-                        found = found.but(type=MODEL, model=("param", function.qualname, param.name))
+                    place_key = ("param", function.qualname, param.name)
+                    if found.facts.get("type") == TEXT and self._loads_causal_lm(function.cls):
+                        found = value(type=MODEL, model=place_key, arch=CAUSAL_LM, pretrained=True)
+                    elif not found.facts.get("type"):  # the trainer's policy, built out of sight
+                        found = found.but(type=MODEL, model=place_key)
                 else:
                     found = self.default(param, function) if not self.ir.escapes(function) else UNKNOWN
                 params[param.name] = found if found.facts.get("type") else found.but(
@@ -551,6 +571,11 @@ class Flow:
             for function in self.ir.all_functions():
                 for site in function.calls:
                     tail = _tail(site.node.func)
+                    if self._builds_trainer(site.node):
+                        given = _model_argument(site.node)
+                        if given is not None:
+                            self._optimized.append((given, function))  # a trainer trains the model it is given
+                        continue
                     if tail not in OPTIMIZERS and tail not in ("prepare", "initialize"):
                         continue
                     for node in _walk(site.node):
@@ -561,6 +586,15 @@ class Flow:
                                 isinstance(node, (cst.Name, cst.Attribute)):
                             self._optimized.append((node, function))
         return self._optimized
+
+    def _builds_trainer(self, call: cst.Call) -> bool:
+        """`GRPOTrainer(...)`, `Trainer(...)`, or a project subclass of a transformers / TRL trainer: it trains the
+        `model` it is given."""
+        qual = self.ir.qualified(call.func) or ""
+        if qual.startswith(_TRAINER_PACKAGES):
+            return qual.endswith("Trainer")
+        cls = self.ir.classes.get(qual)
+        return cls is not None and any(base.startswith(_TRAINER_PACKAGES) for base in self._bases(cls))
 
     def _bases(self, cls: ClassIR) -> List[str]:
         return [base for owner in self._class_chain(cls) for base in owner.bases]
@@ -883,11 +917,17 @@ class Frame:
         if name in self.ir.classes:
             return value(type=CLASS, cls=self.ir.classes[name])
         if name in self.ir.imports:
-            return value(type=REF, qual=self.ir.imports[name])
-        if name in self.ir.relative_imports:
+            ref = value(type=REF, qual=self.ir.imports[name])
+        elif name in self.ir.relative_imports:
             level, module, imported = self.ir.relative_imports[name]
-            return value(type=REF, qual=f"{module}.{imported}" if module else imported, level=level)
-        return UNKNOWN
+            ref = value(type=REF, qual=f"{module}.{imported}" if module else imported, level=level)
+        else:
+            return UNKNOWN
+        if "." in ref.facts["qual"] or ref.facts.get("level"):  # `from config import LR`: a project's constant?
+            found = self.flow.imported(ref.facts["qual"], ref.facts.get("level", 0))
+            if isinstance(found, Value):
+                return found
+        return ref
 
     def _attribute(self, node: cst.Attribute) -> Value:
         name = place(node)
@@ -1110,6 +1150,8 @@ class Frame:
             return self._call_imported(callee, node, args, kwargs)
         if kind in (FUNCTION, CLASS, REF):
             return UNKNOWN
+        if not callee.facts and isinstance(node.func, cst.Name) and node.func.value in ("zip", "enumerate"):
+            return _paired(node.func.value, args)
         place_key = callee.facts.get("place")
         if kind is None and place_key is not None and self.flow.trained_place(place_key):
             callee = callee.but(type=MODEL, model=place_key)  # its parameters train: a model, known by its place
@@ -1180,6 +1222,9 @@ class Frame:
             result = result.but(cut=node)  # cut at this call: it runs under no_grad, or in another module
         if result.facts.get("grad") is not None and function.module is not self.ir:
             result = result.but(why={"grad": (node,) + result.reason("grad")})  # reported in this file
+        given = {v.facts.get("obj") for v in [receiver, *args, *kwargs.values()] if v is not None}
+        if result.facts.get("obj") is not None and result.facts["obj"] not in given:
+            result = result.but(obj=node)  # a tensor the call made: each call makes its own
         for kind, event in events:
             if self.recording:
                 self.flow.record(kind, replace(event, via=node, via_statement=self.statement, via_module=self.ir))
@@ -1266,6 +1311,15 @@ def literal(node: cst.CSTNode) -> Any:
             isinstance(node.expression, cst.Integer):
         return -int(node.expression.evaluated_value)
     return NO_KEY
+
+
+def _paired(builtin: str, args: List[Value]) -> Value:
+    """`zip(a, b)` / `enumerate(a)`: a list of tuples of the elements of what they iterate."""
+    parts = [value(type=NUMBER), element_of(args[0])] if builtin == "enumerate" and args else \
+        [element_of(a) for a in args]
+    sources = frozenset().union(*(a.sources for a in args)) if args else frozenset()
+    return with_sources(Value({"type": LIST, "element": Value({"type": TUPLE, "items": tuple(enumerate(parts))})}),
+                        sources)
 
 
 def element_of(iterable: Value) -> Value:
@@ -1392,6 +1446,15 @@ def _used_as_model(call: cst.Call, ir: ModuleIR) -> bool:
     `.logits` / `.last_hidden_state` read."""
     return call in ir.output_read or any(a.keyword is not None and a.keyword.value in _MODEL_KEYWORDS
                                          for a in call.args)
+
+
+def _model_argument(call: cst.Call) -> Optional[cst.CSTNode]:
+    """The `model` a trainer is built with: by keyword, or its first positional argument."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "model":
+            return arg.value
+    first = call.args[0] if call.args else None
+    return first.value if first is not None and first.keyword is None and not first.star else None
 
 
 def place_key_of(expr: cst.CSTNode, function: FunctionIR) -> Optional[Tuple]:

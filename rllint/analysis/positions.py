@@ -21,6 +21,12 @@ class Lines:
             self._lines = _start_lines(self._module)
         return self._lines[node]
 
+    def holds(self, node: cst.CSTNode) -> bool:
+        """Whether `node` is of this file (a value may come from another module's tree)."""
+        if self._lines is None:
+            self._lines = _start_lines(self._module)
+        return node in self._lines
+
 
 def _start_lines(module: cst.Module) -> Dict[cst.CSTNode, int]:
     """The line each node starts on, as libcst's PositionProvider gives it, from one code generation

@@ -14,6 +14,7 @@ functions stay unknown), at most `MAX_MODULES` modules are kept per process, and
 from __future__ import annotations
 
 import ast
+import os
 from collections import OrderedDict
 from typing import Dict, Optional, Tuple, Union
 
@@ -82,7 +83,7 @@ def clear_cache() -> None:
     _LOADED.clear()
 
 
-Target = Union["FunctionIR", "ClassIR", str]  # noqa: F821 - a function, a class, or a module's path
+Target = Union["FunctionIR", "ClassIR", "Value", str]  # noqa: F821 - a function, a class, a constant, a module's path
 
 
 # Libraries that no project module stands for: their calls are the domains' business, and looking them up
@@ -98,6 +99,7 @@ def resolve(importer: str, level: int, dotted: str, settings, dependencies: Dict
     """What `dotted` (a name imported into `importer` at `level`, then attributes) names in the project:
     (the Flow of the module that defines it, the function or class) or (None, path) for a module itself.
     None when it is not the project's (a library) or cannot be read."""
+    from rllint.analysis.facts import NUMBER
     from rllint.analysis.flow import Flow
 
     parts = [p for p in dotted.split(".") if p]
@@ -129,6 +131,8 @@ def resolve(importer: str, level: int, dotted: str, settings, dependencies: Dict
         name = rest[0]
         if len(rest) == 1 and name in ir.functions:
             return flow, ir.functions[name]
+        if len(rest) == 1 and name in flow.globals and flow.globals[name].facts.get("type") == NUMBER:
+            return flow, flow.globals[name].but(origin=f"constant {name} of {os.path.basename(path)}")
         if name in ir.classes:
             cls = ir.classes[name]
             if len(rest) == 1:

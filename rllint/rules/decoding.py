@@ -6,6 +6,9 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from rllint.analysis.facts import COMPLETION
+from rllint.analysis.facts import TEXT as TEXT_VALUE
+from rllint.analysis.flow import Flow
 from rllint.analysis.purpose import Purpose
 from rllint.analysis.gold import GoldAnswers
 from rllint.analysis.imports import Imports
@@ -381,6 +384,14 @@ class CompletionStringSlice(FunctionRule):
     (`text if log_full else text[:500]`) and slices of ids, masks and tensors are
     not reported.
 
+    On by default in this one form, where the text is proven to be a completion: decoded from
+    the ids `generate` returned, the completions argument of a reward or scoring function, or
+    a helper's parameter that every caller fills with such text (the slice in the helper is
+    reported unless every call only shows its result). A slice reaches a scorer through
+    locals and helpers; one that only reaches `print`, logging or a metrics table, also one
+    assignment later (`preview = text[:200]; logger.info(preview)`), is a preview. No option
+    or selection widens it.
+
     ## Why is this bad?
     Reasoning models put the answer at the end. Cutting the completion to its first
     N characters scores a different text than the model wrote: long correct
@@ -463,10 +474,15 @@ class CompletionStringSlice(FunctionRule):
         bounds = [b for b in (key.lower, key.upper) if b is not None]
         if len(bounds) != 1 or not isinstance(bounds[0], (cst.Integer, cst.UnaryOperation, cst.Name, cst.Attribute)):
             return
+        passed = False
         if self.file.fact(TextRoles).role(node.value, self.scope) != TEXT:
-            return
+            passed = self._completion_from_callers(node.value)
+            if not passed:
+                return
         bound = self._truncation(key)
         if bound is None or self._only_shown(self._assigned_to.get(id(node))):
+            return
+        if passed and self._callers_only_show(node):
             return
         function = self.function
         if function is not None and self.file.fact(RewardFunctions).is_reward(function):
@@ -476,23 +492,32 @@ class CompletionStringSlice(FunctionRule):
         lost = f"text past character {bound}" if bound > 0 else f"everything before the last {-bound} characters"
         self.report(node, expr=self.source(node), user=user, lost=lost)
 
+    def _completion_from_callers(self, text: cst.BaseExpression) -> bool:
+        """Whether the engine follows completion text into `text` from every caller of this helper (a parameter
+        that each call site fills with decoded completions)."""
+        if self.function is None or not isinstance(text, cst.Name):
+            return False
+        value = self.file.fact(Flow).value(text)
+        return value.facts.get("type") == TEXT_VALUE and value.facts.get("text") == COMPLETION
+
+    def _callers_only_show(self, node: cst.Subscript) -> bool:
+        """The helper returns the cut text (`return text[:N]`, or a name that holds it) and every call of it is
+        shown only (a print, a log call, an f-string, a metrics table, or a name that only reaches them)."""
+        flow = self.file.fact(Flow)
+        function = next((f for f in flow.ir.all_functions() if f.node is self.function), None)
+        if function is None:
+            return False
+        held = self._assigned_to.get(id(node))
+        returned = any(ret.value is node or (held is not None and isinstance(ret.value, cst.Name)
+                                             and ret.value.value == held) for ret in function.returns)
+        sites = flow.callers(function)
+        return returned and bool(sites) and all(_shown_call(site) for site in sites)
+
     def _only_shown(self, name: Optional[str]) -> bool:
         """Every read of `name` in the function is inside a print, a log call, an f-string or a metrics
         table: the cut text is a preview."""
-        if name is None:
-            return False
-        body = self.function or self.file.module
-        shown: Set[int] = set()
-        written: Set[int] = set()
-        for node in walk(body):
-            if (isinstance(node, cst.Call) and _shown(node)) or isinstance(node, cst.FormattedString):
-                shown.update(id(n) for n in walk(node))
-            elif isinstance(node, cst.Assign):
-                written.update(id(n) for t in node.targets for n in walk(t.target))
-            elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor)):
-                written.update(id(n) for n in walk(node.target))
-        reads = [n for n in walk(body) if isinstance(n, cst.Name) and n.value == name and id(n) not in written]
-        return bool(reads) and all(id(n) in shown for n in reads)
+        return _reads_only_shown(self.function or self.file.module, name)
+
 
     def _truncation(self, key: cst.Slice) -> Optional[int]:
         """N of `[:N]` (N > 1) or `[-N:]` when N is a constant the source shows."""
@@ -512,6 +537,38 @@ class CompletionStringSlice(FunctionRule):
             resolved = self.file.fact(Values).of(expr)
             return None if resolved is None else float(resolved.number)
         return None
+
+
+def _reads_only_shown(body: cst.CSTNode, name: Optional[str]) -> bool:
+    """Every read of `name` in `body` is inside a print, a log call, an f-string or a metrics table."""
+    if name is None:
+        return False
+    shown: Set[int] = set()
+    written: Set[int] = set()
+    for node in walk(body):
+        if (isinstance(node, cst.Call) and _shown(node)) or isinstance(node, cst.FormattedString):
+            shown.update(id(n) for n in walk(node))
+        elif isinstance(node, cst.Assign):
+            written.update(id(n) for t in node.targets for n in walk(t.target))
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor)):
+            written.update(id(n) for n in walk(node.target))
+    reads = [n for n in walk(body) if isinstance(n, cst.Name) and n.value == name and id(n) not in written]
+    return bool(reads) and all(id(n) in shown for n in reads)
+
+
+def _shown_call(site) -> bool:
+    """A call site whose result is only shown: inside a print, a log call, an f-string or a metrics table, or
+    assigned to a name that only reaches them."""
+    body = site.function.node
+    for node in walk(body):
+        if ((isinstance(node, cst.Call) and _shown(node)) or isinstance(node, cst.FormattedString)) and \
+                any(inner is site.node for inner in walk(node)):
+            return True
+    statement = site.statement
+    if isinstance(statement, cst.Assign) and statement.value is site.node and len(statement.targets) == 1 and \
+            isinstance(statement.targets[0].target, cst.Name):
+        return _reads_only_shown(body, statement.targets[0].target.value)
+    return False
 
 
 # Chat-template control tokens that only a template should write.

@@ -186,13 +186,13 @@ class ReferenceForwardWithGrad(RLCodeOnly, CSTRule):
     tier = Tier.CORRECTNESS
     message = ("`{call}` runs `{model}`, a model this file never trains, with gradient enabled{frozen}: autograd "
                "keeps its activations for a backward that must not reach it (wrap it in `torch.no_grad()`)")
-    triggers = ("backward",)
+    triggers = ("backward", "compute_loss")
 
     def visit_Module(self, node: cst.Module) -> None:
         flow = self.file.fact(Flow)
         flow.analyze_all()
         trained = flow.trained_models()
-        if not flow.backwards or not trained:  # which model is the policy is out of sight
+        if not _losses(flow) or not trained:  # which model is the policy is out of sight
             return
         broad = self.file.settings.names(self.code)
         reported = set()
@@ -203,6 +203,9 @@ class ReferenceForwardWithGrad(RLCodeOnly, CSTRule):
                 continue  # a model from out of sight (a parameter, an attribute) may be frozen where it is built
             if event.via is None and flow.callers(event.function):
                 continue  # judged at each call, in the caller's context
+            callee = flow.value(event.via.func).facts.get("function") if event.via is not None else None
+            if callee is not None and callee is not event.function and callee.module is flow.ir:
+                continue  # deeper than the called function: its own run reports it at its own call
             frozen = flow.frozen(model)
             if (frozen and not broad) or flow.escaped(model):
                 continue
@@ -210,17 +213,18 @@ class ReferenceForwardWithGrad(RLCodeOnly, CSTRule):
             if event.via is not None and event.function.module is flow.ir and any(
                     other.via is event.via and other.target.facts.get("model") in trained for other in flow.forwards):
                 at = event.node  # the helper also runs the policy: no_grad around its call would cut its gradient
-            if at in reported or _detached_at_once(at, event.via_statement or event.statement):
+            direct = at is event.node
+            if at in reported or _detached_at_once(at, event.statement if direct else event.via_statement):
                 continue
             reported.add(at)
-            self.report(at, call=_code(self, at), model=_code(self, _model_expr(flow, event), 40),
+            self.report(at, call=_code(self, at), model=_code(self, _model_expr(flow, event, direct), 40),
                         frozen=" (its weights are frozen, but the ops after it are recorded)" if frozen else "")
 
 
-def _model_expr(flow: Flow, event) -> cst.CSTNode:
+def _model_expr(flow: Flow, event, direct: bool) -> cst.CSTNode:
     """The expression that names the model in the reported call: the argument of a helper's call that holds
     it, or the callee of a direct forward."""
-    if event.via is not None:
+    if not direct:
         identity = event.target.facts.get("model")
         for arg in event.via.args:
             if flow.value(arg.value).facts.get("model") == identity:
@@ -241,6 +245,11 @@ class ItemInLossPath(RLCodeOnly, CSTRule):
     loss function that returns `{"loss": loss, "kl": kl.item()}` to a caller that runs
     `out["loss"].backward()` keeps `kl.item()` out of the loss. The same calls for logging and metrics,
     outside what reaches the backward, are not reported.
+
+    On by default in this one form: gradient is followed from the forwards of models built or trained in
+    sight (through helpers and the callers' arguments), so a tensor from out of sight (a parameter nobody
+    in the project passes, a batch from a loader) is not known to carry gradient and is not reported.
+    No option or selection widens it.
 
     ## Why is this bad?
     A Python number has no autograd history. Whatever is computed from it and then re-wrapped

@@ -8,6 +8,7 @@ import libcst as cst
 
 from rllint.analysis.clipping import one_and
 from rllint.analysis.context import RLContext, tokens
+from rllint.analysis.positions import Lines
 from rllint.analysis.purpose import Purpose, distills, is_rl_class
 from rllint.analysis.hparams import (
     EVALUATION, GROUP_CONFIGS, GROUP_SIZE_TRIGGERS, MEAN, NOT_THE_POLICY, STD, LaunchRuns, belongs_elsewhere,
@@ -334,6 +335,9 @@ class SFTScaleLearningRate(CSTRule):
             place = written[0]
             if not isinstance(place, cst.CSTNode) or id(place) in self._proven_places:
                 continue  # a launch script's value is judged in that script
+            if not self.file.fact(Lines).holds(place):  # written in another module of the project: reported there
+                self._proven_remote(use, how, rate, limit)
+                continue
             self._proven_places.add(id(place))
             self._found.pop(id(place), None)
             origin = rate.facts.get("origin") or "literal"
@@ -344,6 +348,20 @@ class SFTScaleLearningRate(CSTRule):
             where = " ({})".format(", ".join(details)) if details else ""
             self.report(place, value=format_number(rate.facts["number"]), where=where, lora="",
                         advice=_advice(limit, False))
+
+    def _proven_remote(self, use: cst.CSTNode, how: str, rate: EngineValue, limit: float) -> None:
+        """A proven rate written in another module: reported where it is written (once for every importer, with
+        that file's suppressions), saying where this file uses it."""
+        values = self.file.fact(Values)
+        written = values.of(use.value) if isinstance(use, cst.Arg) else None
+        if written is None or isinstance(written.node, cst.CSTNode) or id(written.node) in self._proven_places:
+            return
+        self._proven_places.add(id(written.node))
+        self._found.pop(id(written.node), None)
+        where = " ({}, used as {} on line {} of {})".format(rate.facts.get("origin") or written.origin, how,
+                                                            values.line(use), self.file.path)
+        self.report_value(written, used_at=use, value=format_number(rate.facts["number"]), where=where, lora="",
+                          advice=_advice(limit, False))
 
     def _declarations(self) -> Iterable[Declaration]:
         """Learning-rate declarations of RL code that belong to the policy."""

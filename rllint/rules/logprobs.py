@@ -6,6 +6,8 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from rllint.analysis.clipping import around_one, clamp_of, clip_range, exponent_of, summed_log_ratio, surrogate_sign
+from rllint.analysis.facts import TOKEN_LOGPROBS, VOCAB
+from rllint.analysis.flow import Flow
 from rllint.analysis.grad import EMPTY, GradFlow, carries
 from rllint.analysis.imports import Imports
 from rllint.analysis.kl import bound_name, k3_exponents, linear_terms, log_ratio, says_reverse, weighted_by_name
@@ -467,18 +469,25 @@ _SEQUENCE_ID_NAMES = ("ids", "tokens", "sequences", "seqs", "responses")
 class GatherNonFinalDim(TensorRule):
     """
     ## What it does
-    Reports `softmax` / `log_softmax` of per-token log-probs that were already gathered
-    (`[B, T]`, from a gather of a vocabulary-shaped tensor through casts, reshapes and slices
-    only; sequence log-probs, summed over tokens, are left alone), and
-    `gather` / `torch.gather` / `take_along_dim` on a vocabulary-shaped tensor
-    (logits, log-probs or probabilities: the output of `log_softmax` / `softmax`, `.logits`,
-    `lm_head(...)`) along a dim other than the vocabulary axis: not `-1`, not `2` on a
-    `[B, T, V]` tensor known from its source, and not the dim of the softmax that produced
-    it (2-D classifier logits `log_softmax(x, dim=1).gather(1, y)` are fine). Gathers of
-    tensors without a vocabulary axis (values, rewards) are never reported, and neither is
-    dim 1 with the ids of one sequence (`ids[i, start:end]`, which drops the batch axis), nor
-    dim 0 of a tensor of unknown rank with an index of row positions (`nonzero()`), which
-    selects rows.
+    Reports `gather` / `torch.gather` / `take_along_dim` on a vocabulary-shaped tensor (logits,
+    log-probs or probabilities) along a dim other than its vocabulary axis, and `softmax` /
+    `log_softmax` of per-token log-probs that were already gathered (`[B, T]`: the vocabulary axis
+    is gone, so the softmax runs over the time axis).
+
+    By default it reports only where the engine knows the tensor's rank and which axis is the
+    vocabulary, from where the tensor comes from: the `.logits` of a causal language model built in
+    sight (`AutoModelForCausalLM.from_pretrained`, the model a TRL trainer is built with), followed
+    through slices, indexing (`logits[0]` is `[T, V]`), `squeeze(0)`, `view` / `reshape` (the axis
+    whose size is read from the vocabulary stays the vocabulary), transposes and softmaxes. So
+    `model(x).logits.squeeze(0).log_softmax(-1).gather(1, ids)` (dim 1 *is* the vocabulary of a
+    `[T, V]` tensor), a gather along the same dim as the softmax that produced the tensor, and
+    gathers of tensors without a vocabulary axis (values, rewards) are not reported. A name is never
+    the evidence: `def f(logits, labels): ...gather(1, ...)` is silent by default.
+
+    When RL105 is selected by name (`--select RL105` or `RL1`), tensors whose rank is not known are
+    judged too, from their names and how they are cut: a parameter called `logits` or `log_probs`
+    gathered on dim 1 with the ids of a sequence (`response_ids`, `ids[:, 1:]`), or on dim 0 with
+    token ids; a softmax of a tensor that a gather of log-probs produced.
 
     ## Why is this bad?
     Gathering token ids along the time or batch axis picks the probability of *some* token
@@ -488,7 +497,7 @@ class GatherNonFinalDim(TensorRule):
 
     ## Example
     ```python
-    log_probs = F.log_softmax(logits, dim=-1)     # [B, T, V]
+    log_probs = F.log_softmax(model(ids).logits, dim=-1)     # [B, T, V]
     token_logps = torch.gather(log_probs, 1, ids.unsqueeze(-1)).squeeze(-1)
     ```
 
@@ -513,9 +522,49 @@ class GatherNonFinalDim(TensorRule):
                 "`{op}` runs over the time (or batch) axis and mixes the tokens of a sequence")
 
     def visit_Call(self, node: cst.Call) -> None:
+        broad = self.file.settings.names(self.code)
         if callee(node) in ("softmax", "log_softmax"):
-            self._softmax_over_time(node)
+            if self._gathered_logps(node):
+                self.report(node, expr=self.tensors().code(node), why=self._SOFTMAX.format(op=callee(node)))
+            elif broad:
+                self._softmax_over_time(node)
             return
+        if callee(node) not in ("gather", "take_along_dim"):
+            return
+        gather = self.tensors().gather(node)
+        if gather is None:
+            return
+        proven = self._proven(gather)
+        if proven is not None:
+            if proven:
+                self.report(node, expr=self.tensors().code(node), why=proven)
+        elif broad:
+            self._by_names(node)
+
+    def _proven(self, gather) -> Optional[str]:
+        """What is wrong with a gather whose source has a known rank and vocabulary axis ("" when nothing is),
+        or None when the engine does not know them."""
+        facts = self.file.fact(Flow).value(gather.source).facts
+        rank, axes, dist = facts.get("rank"), facts.get("axes") or (), facts.get("dist")
+        content = facts.get("content")
+        vocab = axes.index(VOCAB) if VOCAB in axes else None
+        if rank is None or content not in (LOGITS, LOGPROBS, PROBS) or (vocab is None and dist is None):
+            return None
+        dim = int_value(gather.dim) if gather.dim is not None else None
+        if dim is None:
+            return None
+        axis = dim + rank if dim < 0 else dim
+        if axis in (vocab, dist) or not 0 <= axis < rank:
+            return ""  # the vocabulary, or the axis its softmax normalised
+        return self._GATHER.format(dim=dim, kind=content)  # the engine's content names are the kinds' names
+
+    def _gathered_logps(self, node: cst.Call) -> bool:
+        """`softmax(x)` of per-token log-probs, as the engine follows them from a gather along the vocabulary."""
+        _, operand = self.tensors().call_name(node)
+        return operand is not None and self.file.fact(Flow).value(operand).facts.get("content") == TOKEN_LOGPROBS
+
+    def _by_names(self, node: cst.Call) -> None:
+        """The broad form: tensors of unknown rank, judged by their names and how they are cut."""
         found = _vocab_gather(self, node)
         if found is None:
             return
