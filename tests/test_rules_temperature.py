@@ -151,3 +151,34 @@ def test_a_sampler_of_the_whole_distribution_beside_a_truncated_one_is_mixed_evi
 def test_a_config_built_to_sample_the_whole_distribution_is_not_truncated():
     source = sampled_with("top_p", 0.9, "top_p=1.0")
     assert rl325(source) == []
+
+
+_LAUNCHED = """
+    import argparse
+    from dataclasses import dataclass
+
+    import torch
+
+    @dataclass
+    class TrainConfig:
+        temperature: float = 0.6
+
+    def rollout(policy, enc, config):
+        return policy.generate(**enc, do_sample=True, temperature=config.temperature)
+
+    def token_logps(policy, ids):
+        logits = policy(ids).logits
+        return torch.log_softmax(logits, dim=-1)
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--temperature", type=float, default=1.0)
+    args = parser.parse_args()
+    rollout(None, None, TrainConfig(temperature=args.temperature))
+"""
+
+
+def test_the_temperature_the_launch_scripts_pass_is_the_sampling_temperature(tmp_path):
+    """A field's default that the only construction replaces with a flag says nothing; the launches decide."""
+    assert _project(tmp_path, {"train.py": _LAUNCHED, "run.sh": "t=1.0\npython train.py --temperature $t\n"}) == []
+    (tmp_path / "run.sh").write_text("t=0.6\npython train.py --temperature $t\n")
+    assert _project(tmp_path, {"train.py": _LAUNCHED}) == [(16, "RL309")]

@@ -20,7 +20,7 @@ from rllint.analysis.imports import Imports
 from rllint.analysis.purpose import Purpose
 from rllint.analysis.syntax import dotted, keyword, positional, walk
 from rllint.analysis.text import Scope, call_tail
-from rllint.analysis.values import Values
+from rllint.analysis.values import RemoteNode, Values
 from rllint.diagnostic import Severity, Tier
 from rllint.files import KINDS
 from rllint.index import SAMPLER_CALLS as _SAMPLER_CALLS, ProjectIndex
@@ -174,6 +174,12 @@ def _divides(node: cst.CSTNode) -> bool:
         isinstance(node, cst.Call) and call_tail(node) in ("div", "div_", "true_divide"))
 
 
+def _written(found) -> str:
+    """Where a number the engine knows is written, for a message: the files of the launches that pass it."""
+    remote = sorted({os.path.basename(n.path) for n in found.reason("number") if isinstance(n, RemoteNode)})
+    return f"given by {', '.join(remote)}" if remote else "literal"
+
+
 class LogprobsIgnoreTemperature(FunctionRule):
     """
     ## What it does
@@ -260,9 +266,8 @@ class LogprobsIgnoreTemperature(FunctionRule):
         domain: argparse, dataclass fields and constructor arguments, environment and framework defaults,
         launch scripts), else what the file's own declarations say."""
         found = self.file.fact(Flow).value(expr)
-        written = found.reason("number")
-        if found.facts.get("type") == NUMBER and written and isinstance(written[0], cst.CSTNode):
-            return Setting(found.facts["number"], found.facts.get("origin") or "literal")
+        if found.facts.get("type") == NUMBER and "number" in found.facts:
+            return Setting(found.facts["number"], found.facts.get("origin") or _written(found))
         return values.of(expr)
 
     def _framework_temperature(self, call: cst.Call) -> List[Setting]:
