@@ -182,3 +182,126 @@ def test_the_temperature_the_launch_scripts_pass_is_the_sampling_temperature(tmp
     assert _project(tmp_path, {"train.py": _LAUNCHED, "run.sh": "t=1.0\npython train.py --temperature $t\n"}) == []
     (tmp_path / "run.sh").write_text("t=0.6\npython train.py --temperature $t\n")
     assert _project(tmp_path, {"train.py": _LAUNCHED}) == [(16, "RL309")]
+
+
+def _trainer_project(tmp_path, launch: str, recipe: str = ""):
+    """A TRL-era custom trainer (trainer.py) built by train.py from TRL's parser, launched by run.sh."""
+    files = {
+        "trainer.py": """
+            import torch
+            from trl import GRPOConfig
+            from vllm import SamplingParams
+
+            class MyTrainer:
+                def __init__(self, model, args: GRPOConfig = None):
+                    if args is None:
+                        args = GRPOConfig("out")
+                    self.model = model
+                    self.sampling_params = SamplingParams(n=8, temperature=args.temperature)
+
+                def token_logps(self, ids):
+                    logits = self.model(ids).logits
+                    return torch.log_softmax(logits, dim=-1)
+        """,
+        "train.py": """
+            from trl import GRPOConfig, TrlParser
+            from trainer import MyTrainer
+
+            parser = TrlParser((GRPOConfig,))
+            (training_args,) = parser.parse_args_and_config()
+            trainer = MyTrainer(None, args=training_args)
+        """,
+        "run.sh": launch,
+    }
+    if recipe:
+        files["recipe.yaml"] = recipe
+    (tmp_path / "pyproject.toml").write_text("")
+    for name, text in files.items():
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    from rllint.runner import lint_files
+
+    result = lint_files([str(tmp_path / "trainer.py")], Settings(select=["RL309"]))
+    return [(d.line, d.code, d.message) for d in result.diagnostics]
+
+
+def test_the_release_a_launch_flag_exists_in_decides_the_framework_default(tmp_path):
+    """`--vllm_device` is a GRPOConfig flag of TRL 0.14-0.17 only, whose default temperature is 0.9: the
+    trainer, constructed in another module with the parsed config, samples at 0.9 (misses.toml: mini-r1-zero)."""
+    found = _trainer_project(tmp_path, "python train.py --vllm_device cuda:1 --learning_rate 1e-6\n")
+    assert [(line, code) for line, code, _ in found] == [(15, "RL309")]
+    assert "0.14.0-0.17.0" in found[0][2] and "vllm_device" in found[0][2]
+
+
+def test_flags_that_every_release_has_leave_an_unpinned_default_unknown(tmp_path):
+    assert _trainer_project(tmp_path, "python train.py --learning_rate 1e-6\n") == []
+
+
+def test_a_launch_that_sets_the_temperature_to_one_is_not_reported(tmp_path):
+    assert _trainer_project(tmp_path, "python train.py --vllm_device cuda:1 --temperature 1.0\n") == []
+
+
+def test_the_temperature_of_the_recipe_a_launch_names_is_the_sampling_temperature(tmp_path):
+    found = _trainer_project(tmp_path, "python train.py --config recipe.yaml\n", "learning_rate: 1.0e-6\ntemperature: 0.7\n")
+    assert [(line, code) for line, code, _ in found] == [(15, "RL309")]
+    assert "temperature in recipe.yaml" in found[0][2]
+    assert _trainer_project(tmp_path, "python train.py --config recipe.yaml\n", "temperature: 1.0\n") == []
+
+
+def test_a_key_of_the_recipe_does_not_narrow_the_release_trl_ignores_unknown_keys(tmp_path):
+    assert _trainer_project(tmp_path, "python train.py --config recipe.yaml\n", "vllm_device: auto\n") == []
+
+
+_CONSTRUCTED = {
+    "rloo.py": """
+        import torch
+
+        class Reinforce:
+            def __init__(self, model, temperature=0.7):
+                self.model = model
+                self.temperature = temperature
+
+            def rollout(self, enc):
+                return self.model.generate(**enc, do_sample=True, temperature=self.temperature)
+
+            def logps(self, ids):
+                logits = self.model(ids).logits
+                return torch.log_softmax(logits, dim=-1)
+    """,
+}
+
+
+def _constructed(tmp_path, main: str):
+    from rllint.runner import lint_files
+
+    (tmp_path / "pyproject.toml").write_text("")
+    for name, text in dict(_CONSTRUCTED, **{"main.py": main}).items():
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    result = lint_files([str(tmp_path / "rloo.py")], Settings(select=["RL309"]))
+    return [(d.line, d.code) for d in result.diagnostics]
+
+
+def test_a_class_constructed_in_another_module_gets_what_that_module_passes(tmp_path):
+    main = """
+        import argparse
+        from rloo import Reinforce
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--temperature", type=float, default=0.8)
+        args = parser.parse_args()
+        trainer = Reinforce(None, temperature=args.temperature)
+    """
+    assert _constructed(tmp_path, main) == [(14, "RL309")]
+    assert _constructed(tmp_path, main.replace("default=0.8", "default=1.0")) == []
+
+
+def test_a_class_subclassed_in_another_module_has_callers_out_of_sight(tmp_path):
+    main = """
+        from rloo import Reinforce
+
+        class Tuned(Reinforce):
+            def __init__(self, model):
+                super().__init__(model, temperature=1.0)
+
+        trainer = Reinforce(None, temperature=0.8)
+    """
+    assert _constructed(tmp_path, main) == []

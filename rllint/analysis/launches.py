@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 from rllint.cache import content_hash
 from rllint.settings import DEFAULT_EXCLUDES
@@ -64,6 +64,40 @@ def runs_of(file) -> List[List[LaunchEntry]]:
         seen = {e.invocation for e in entries if e.command and _names(e.command, path, script, root)}
         runs.extend([] for _ in seen - set(by_command))  # a run of the file that passes no flag
     return runs
+
+
+def config_file_entries(file, entry: LaunchEntry) -> Optional[List[LaunchEntry]]:
+    """The top-level settings of the YAML file a launch flag names (TRL's `--config recipes/run.yaml`), found
+    from the launch script's folder or the project root, each where it is written (a nested mapping or a list
+    is one setting of no known value); None when the file is not there or does not parse."""
+    from rllint.analysis.configs import ConfigSyntaxError, ConfigTooLarge, read_yaml
+    from rllint.analysis.values import RemoteNode
+    from rllint.index import project_root
+
+    named = entry.value if isinstance(entry.value, str) else ""
+    if not named.endswith((".yaml", ".yml")) or not file.path:
+        return None
+    root = project_root(os.path.abspath(file.path))
+    for base in (os.path.dirname(os.path.join(root, entry.path)), root):
+        path = os.path.normpath(os.path.join(base, named))
+        text = _read(path)
+        if text is None:
+            continue
+        file.dependencies[path] = content_hash(text.encode("utf-8", "replace"))
+        try:
+            found = read_yaml(text)
+        except (ConfigSyntaxError, ConfigTooLarge):
+            return None
+        relative = os.path.relpath(path, root)
+        settings: Dict[str, LaunchEntry] = {}
+        for item in found:
+            if item.invocation not in (None, 0):
+                return None  # several documents: which one the parser reads is not known
+            key, _, rest = item.key.partition(".")
+            place = RemoteNode(path, item.line, item.column, item.line, item.column + max(len(item.text), 1))
+            settings.setdefault(key, LaunchEntry(key, None if rest else item.value, "yaml", relative, place))
+        return list(settings.values())
+    return None
 
 
 def _names(command: str, path: str, script: str, root: str) -> bool:

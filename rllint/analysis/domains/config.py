@@ -24,7 +24,7 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from rllint.analysis.domains import Domain
-from rllint.analysis.facts import INSTANCE, NUMBER, TEXT, TUPLE, UNKNOWN, Value, join_all
+from rllint.analysis.facts import INSTANCE, NUMBER, REF, TEXT, TUPLE, UNKNOWN, Value, join_all
 
 PARSER, NAMESPACE, CONFIG = "parser", "namespace", "config"
 
@@ -33,6 +33,8 @@ _FIELD_CALLS = frozenset({"dataclasses.field", "field", "pydantic.Field", "Field
 _DATACLASS_PARSERS = frozenset({"HfArgumentParser", "TrlParser"})
 _DATACLASS_PARSES = frozenset({"parse_args_into_dataclasses", "parse_args_and_config", "parse_yaml_file",
                                "parse_json_file", "parse_dict"})
+# The parses that read the command line (TRL's also the YAML file its `--config` names).
+_COMMAND_LINE_PARSES = frozenset({"parse_args_into_dataclasses", "parse_args_and_config"})
 # Where each framework's config classes are imported from.
 _PACKAGES = {"trl": "trl", "transformers": "transformers"}
 _FRAMEWORK_NAMES = {"trl": "TRL", "transformers": "transformers", "verl": "verl", "openrlhf": "OpenRLHF"}
@@ -71,7 +73,10 @@ class ConfigDomain(Domain):
         if name in _DATACLASS_PARSES and "classes" in receiver.facts:
             classes = receiver.facts["classes"]
             members = classes.facts.get("items") or ((0, classes),)
-            return Value({"type": TUPLE, "items": tuple((i, instance_of(c)) for i, c in members)})
+            instances = [instance_of(frame.flow, c) for _, c in members]
+            if name in _COMMAND_LINE_PARSES and not node.args:  # `args=` would replace the command line
+                instances = _launched(frame.flow, instances, config_files=name == "parse_args_and_config")
+            return Value({"type": TUPLE, "items": tuple((i, v) for (i, _), v in zip(members, instances))})
         return None
 
     def attribute(self, frame, base, attr, node):
@@ -87,11 +92,11 @@ class ConfigDomain(Domain):
             if attr in given:
                 return given[attr]
             package, name = base.facts["framework"]
-            return framework_default(flow, package, name, attr)
+            return framework_default(flow, package, name, attr, base.facts.get("releases"))
         if kind == INSTANCE and base.facts.get("cls") is not None:
             inherited = _framework_base(base.facts["cls"].module.flow, base.facts["cls"])
             if inherited is not None:
-                return framework_default(flow, inherited[0], inherited[1], attr)
+                return framework_default(flow, inherited[0], inherited[1], attr, base.facts.get("releases"))
         return None
 
     def call_value(self, frame, callee, node, args, kwargs):
@@ -123,11 +128,17 @@ def setting(flow, holder: Value, key: str) -> Value:
     return UNKNOWN if found is None else found
 
 
-def instance_of(cls: Value) -> Value:
-    """An instance of a project class or of a framework config class named in a parser's list."""
+def instance_of(flow, cls: Value) -> Value:
+    """An instance of a project class (of this module or imported) or of a framework config class named in a
+    parser's list."""
+    from rllint.analysis.ir import ClassIR
+
     if cls.facts.get("cls") is not None:
         return Value({"type": INSTANCE, "cls": cls.facts["cls"]})
     qual = cls.facts.get("qual")
+    imported = flow.imported(qual, cls.facts.get("level", 0)) if qual and cls.facts.get("type") == REF else None
+    if isinstance(imported, ClassIR):
+        return Value({"type": INSTANCE, "cls": imported})
     framework = framework_class(qual) if qual else None
     if framework is not None:
         return Value({"type": CONFIG, "framework": framework, "items": ()})
@@ -265,25 +276,29 @@ def _framework_base(flow, cls) -> Optional[Tuple[str, str]]:
     return None
 
 
-def framework_default(flow, package: str, name: str, key: str) -> Value:
+def framework_default(flow, package: str, name: str, key: str, releases: Optional[Tuple] = None) -> Value:
     """The framework's default of `key` in config `name`, with the releases it holds in; unknown when it changed
-    across releases and the project pins none (or the pin is not in the table)."""
-    from rllint.analysis.domains.framework_defaults import ABSENT
+    across releases and the project pins none (or the pin is not in the table). `releases`, when the launches
+    show which releases can run the project (`_releases`), narrows an unpinned project's to those."""
+    from rllint.analysis.domains.framework_defaults import ABSENT, NOT_LITERAL
 
     history = _history(package, name, key)
     if not history:
         return UNKNOWN
     pinned = pinned_release(flow.file, package) if flow is not None else None
-    present = [(release, value) for release, value in history if value != ABSENT]
     if pinned is not None:
         chosen = [value for release, value in _holding(history, package) if release == pinned]
         if not chosen or chosen[0] == ABSENT:
             return UNKNOWN
         values, where = [chosen[0]], f"in {pinned}"
+    elif releases:
+        held = [value for release, value in _holding(history, package) if release in releases[0]]
+        values = list({repr(v): v for v in held}.values())
+        where = f"in {releases[0][0]}-{releases[0][-1]}, the releases with {releases[1]}"
     else:
-        values = list({repr(v): v for _, v in present}.values())
+        values = list({repr(v): v for _, v in history if v != ABSENT}.values())
         where = ""
-    if len(values) != 1:
+    if len(values) != 1 or values[0] in (ABSENT, NOT_LITERAL):
         return UNKNOWN
     default = values[0]
     framework = _FRAMEWORK_NAMES.get(package, package)
@@ -295,6 +310,110 @@ def framework_default(flow, package: str, name: str, key: str) -> Value:
     if isinstance(default, str):
         return Value({"type": TEXT, "literal": default, "origin": origin})
     return UNKNOWN
+
+
+def _launched(flow, instances: List[Value], config_files: bool) -> List[Value]:
+    """The dataclass instances a parser of the command line fills, with what the project's launches of this
+    file give: a setting every launch gives holds that (joined), one that only some give is unknown, the rest
+    keep their defaults. Each setting goes to the one instance that declares it; a framework config also learns
+    which of its releases declare every flag the launches give it (`_releases`: the parser refuses a flag no
+    dataclass declares, while TRL ignores a key of its `--config` file that none declares)."""
+    launches = _runs(flow)
+    runs = [_settings(flow, run, config_files) for run in launches]
+    if not runs:
+        return instances
+    flags = {e.key.replace("-", "_") for run in launches for e in run if e.source == "shell-flag"} - {"config"}
+    given = [dict(v.facts.get("fields" if v.facts.get("type") == INSTANCE else "items") or ()) for v in instances]
+    keys = {key for run in runs for key in run}
+    owners: Dict[str, List[int]] = {key: [i for i, v in enumerate(instances) if _declares(v, key)] for key in keys}
+    for key, found in owners.items():
+        if len(found) == 1:
+            values = [run[key] for run in runs if key in run]
+            given[found[0]][key] = join_all(values) if len(values) == len(runs) else UNKNOWN
+    result = []
+    for index, instance in enumerate(instances):
+        kind = instance.facts.get("type")
+        if kind not in (INSTANCE, CONFIG):
+            result.append(instance)
+            continue
+        instance = instance.but(**{"fields" if kind == INSTANCE else "items": tuple(given[index].items())})
+        mine = sorted(key for key, found in owners.items() if found == [index] and key in flags)
+        known = all(v.facts.get("type") in (INSTANCE, CONFIG) for v in instances)
+        narrowed = _releases(instance, mine) if known and all(owners[k] for k in flags) else None
+        result.append(instance.but(releases=narrowed) if narrowed else instance)
+    return result
+
+
+def _runs(flow) -> List[list]:
+    from rllint.analysis.launches import runs_of
+
+    return runs_of(flow.file)
+
+
+def _settings(flow, run, config_files: bool) -> Dict[str, Value]:
+    """A launch's settings by name: its flags, over the keys of the YAML file its `--config` names."""
+    from rllint.analysis.launches import config_file_entries
+
+    entries = [e for e in run if e.source == "shell-flag"]
+    named = [e for e in entries if e.key == "config"] if config_files else []
+    if named:
+        entries = (config_file_entries(flow.file, named[0]) or []) + [e for e in entries if e.key != "config"]
+    settings: Dict[str, Value] = {}
+    for entry in entries:
+        number = entry.value if isinstance(entry.value, (int, float)) and not isinstance(entry.value, bool) \
+            else None
+        where = f"--{entry.key} in {entry.path}" if entry.source == "shell-flag" else f"{entry.key} in {entry.path}"
+        settings[entry.key.replace("-", "_")] = Value(
+            {"type": NUMBER, "number": float(number), "origin": where}, {"number": (entry.place,)}) \
+            if number is not None else Value({"type": TEXT})
+    return settings
+
+
+def _declares(instance: Value, key: str) -> bool:
+    """Whether a parsed dataclass has the setting `key`: a field of the project class (or of its bases in
+    the project), or of the framework config it is or extends, in some release."""
+    kind = instance.facts.get("type")
+    framework = instance.facts.get("framework")
+    if kind == INSTANCE:
+        cls = instance.facts["cls"]
+        flow = cls.module.flow
+        if any(key in owner.fields for owner in flow._class_chain(cls)):
+            return True
+        framework = _framework_base(flow, cls)
+    return framework is not None and bool(_declaring(framework[0], framework[1], key))
+
+
+def _declaring(package: str, name: str, key: str) -> Tuple[str, ...]:
+    """The releases of the table in which config `name` (or a base) has the field `key`."""
+    from rllint.analysis.domains.framework_defaults import ABSENT, RELEASES
+
+    return tuple(r for r in RELEASES.get(package, ()) if _default_in(package, name, key, r, 0) != ABSENT)
+
+
+def _releases(instance: Value, keys: List[str]) -> Optional[Tuple[Tuple[str, ...], str]]:
+    """The releases of a framework config that declare every setting the launches give it (the parser of
+    the others refuses an unknown flag), with the first setting that narrows them; None when no setting
+    narrows them."""
+    from rllint.analysis.domains.framework_defaults import RELEASES
+
+    framework = instance.facts.get("framework")
+    if instance.facts.get("type") == INSTANCE:
+        cls = instance.facts["cls"]
+        flow = cls.module.flow
+        keys = [k for k in keys if not any(k in owner.fields for owner in flow._class_chain(cls))]
+        framework = _framework_base(flow, cls)
+    if framework is None:
+        return None
+    every = RELEASES.get(framework[0], ())
+    chosen, reason = set(every), ""
+    for key in keys:
+        declaring = set(_declaring(framework[0], framework[1], key))
+        if declaring and declaring != chosen and chosen - declaring:
+            reason = reason or f"{framework[1]}.{key}"
+            chosen &= declaring
+    if not reason or not chosen:
+        return None
+    return tuple(r for r in every if r in chosen), reason
 
 
 def _history(package: str, name: str, key: str) -> Tuple[Tuple[str, object], ...]:
@@ -312,10 +431,17 @@ def _history(package: str, name: str, key: str) -> Tuple[Tuple[str, object], ...
 
 
 def _default_in(package: str, name: str, key: str, release: str, depth: int) -> object:
-    from rllint.analysis.domains.framework_defaults import ABSENT, CLASSES, FIELDS
+    """The default of field `key` of config `name` (or of a base) in `release`; ABSENT when it has no such
+    field (a default of None is a default)."""
+    from rllint.analysis.domains.framework_defaults import ABSENT, CLASSES, FIELDS, RELEASES
 
-    own = _at(FIELDS.get((package, name, key), ()), package, release)
-    if own is not None and own != ABSENT:
+    order = RELEASES.get(package, ())
+    changes = FIELDS.get((package, name, key), ())
+    own = changes[0][1] if changes and release not in order else ABSENT
+    for start, value in changes if release in order else ():
+        if start in order and order.index(start) <= order.index(release):
+            own = value
+    if own != ABSENT:
         return own
     if depth > 6:
         return ABSENT
