@@ -305,3 +305,71 @@ def test_a_class_subclassed_in_another_module_has_callers_out_of_sight(tmp_path)
         trainer = Reinforce(None, temperature=0.8)
     """
     assert _constructed(tmp_path, main) == []
+
+
+def _hand_written(draw: str, logps: str = "torch.log_softmax(logits, dim=-1)", default: str = "0.8") -> str:
+    return f"""
+        import torch
+
+        def sample(model, ids, steps, temperature={default}):
+            for _ in range(steps):
+                logits = model(ids)[:, -1]
+                {draw}
+                ids = torch.cat([ids, token], dim=-1)
+            return ids
+
+        def sequence_logprob(model, ids):
+            logits = model(ids)
+            return {logps}
+
+        def train(model, ids):
+            rollout = sample(model, ids, 16)
+            return sequence_logprob(model, rollout)
+    """
+
+
+def _lint_plain(source: str):
+    result = lint_text(textwrap.dedent(source), "train_grpo.py", Settings(select=["RL309"]))
+    return [(d.line, d.code) for d in result.diagnostics]
+
+
+def test_a_hand_written_sampler_draws_at_the_temperature_it_divides_the_logits_by():
+    draw = "token = torch.multinomial(torch.softmax(logits / temperature, dim=-1), num_samples=1)"
+    assert _lint_plain(_hand_written(draw)) == [(13, "RL309")]
+
+
+def test_a_hand_written_sampler_through_names_and_a_filter():
+    draw = ("scaled = logits / temperature; probs = torch.softmax(scaled, dim=-1); "
+            "token = torch.multinomial(probs, num_samples=1)")
+    assert _lint_plain(_hand_written(draw)) == [(13, "RL309")]
+
+
+def test_hand_written_look_alikes_are_not_reported():
+    draw = "token = torch.multinomial(torch.softmax(logits / temperature, dim=-1), num_samples=1)"
+    # at temperature 1 by default; log-probs divided by the same temperature; greedy decoding
+    assert _lint_plain(_hand_written(draw, default="1.0")) == []
+    assert _lint_plain(_hand_written(draw, logps="torch.log_softmax(logits / 0.8, dim=-1)")) == []
+    greedy = "token = torch.argmax(logits / temperature, dim=-1, keepdim=True)"
+    assert _lint_plain(_hand_written(greedy)) == []
+
+
+def test_logits_divided_by_a_helper_of_another_module_are_tempered(tmp_path):
+    from rllint.runner import lint_files
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "helpers.py").write_text("def tempered(logits, temperature=1.0):\n    return logits / temperature\n")
+    train = textwrap.dedent("""
+        import torch
+        from helpers import tempered
+
+        def rollout(policy, enc):
+            return policy.generate(**enc, do_sample=True, temperature=0.7)
+
+        def token_logps(policy, ids, temperature):
+            logits = tempered(policy(ids).logits, {given})
+            return torch.log_softmax(logits, dim=-1)
+    """)
+    for given, expected in (("temperature", []), ("0.7", []), ("1.0", [(10, "RL309")])):
+        (tmp_path / "train.py").write_text(train.format(given=given))
+        found = lint_files([str(tmp_path / "train.py")], Settings(select=["RL309"])).diagnostics
+        assert [(d.line, d.code) for d in found] == expected, given

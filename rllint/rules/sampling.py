@@ -19,7 +19,7 @@ from rllint.analysis.flow import Flow
 from rllint.analysis.imports import Imports
 from rllint.analysis.purpose import Purpose
 from rllint.analysis.syntax import dotted, keyword, positional, walk
-from rllint.analysis.text import Scope, call_tail
+from rllint.analysis.text import Scope, Scopes, call_tail
 from rllint.analysis.values import RemoteNode, Values
 from rllint.diagnostic import Severity, Tier
 from rllint.files import KINDS
@@ -247,6 +247,7 @@ class LogprobsIgnoreTemperature(FunctionRule):
                         found.append(self._temperature_of(arg.value, values))
                     else:
                         found.extend(self._framework_temperature(node))
+            found.extend(self._drawn())
             known = [(v.number, v.origin) for v in found if v is not None and v.number > 0
                      and not constructor_default(v)]
             if not found:
@@ -269,6 +270,29 @@ class LogprobsIgnoreTemperature(FunctionRule):
         if found.facts.get("type") == NUMBER and "number" in found.facts:
             return Setting(found.facts["number"], found.facts.get("origin") or _written(found))
         return values.of(expr)
+
+    def _drawn(self) -> List[Setting]:
+        """The temperatures of hand-written samplers: `torch.multinomial` of a softmax over logits divided by T
+        (through the names of its function) draws at T; a division whose divisor the engine cannot read is
+        unknown (None)."""
+        flow, scopes = self.file.fact(Flow), self.file.fact(Scopes)
+        found: List[Setting] = []
+        for function in walk(self.file.module, into_functions=True):
+            if not isinstance(function, cst.FunctionDef):
+                continue
+            scope = scopes.of(function)
+            for call in scope.calls:
+                drawn = positional(call, 0) if call_tail(call) == "multinomial" else None
+                sources = self._sources(drawn, scope) if drawn is not None else []
+                if not any(isinstance(n, cst.Call) and call_tail(n) == "softmax" for n in sources):
+                    continue
+                for division in (n for n in sources if _divides(n) and isinstance(n, cst.BinaryOperation)
+                                 and n.left is not n.right):
+                    divisor = flow.value(division.right)
+                    known = divisor.facts.get("type") == NUMBER and "number" in divisor.facts
+                    found.append(Setting(divisor.facts["number"], divisor.facts.get("origin") or _written(divisor))
+                                 if known else None)
+        return found
 
     def _framework_temperature(self, call: cst.Call) -> List[Setting]:
         """The sampling temperature of a framework config built without one (`GRPOConfig(...)`): the
@@ -306,7 +330,7 @@ class LogprobsIgnoreTemperature(FunctionRule):
         if operand is None or self.sampling_temperature() is None:
             return
         sources = self._sources(operand, self.scope)
-        if any(self._handled(n) for n in sources):
+        if any(self._handled(n) or self._tempering(n) for n in sources):
             return
         if self._callers is not None and (self.function is None or self.function.name.value not in self._callers
                                           or self.function.name.value not in self.file.fact(ProjectIndex).own.functions
@@ -320,6 +344,25 @@ class LogprobsIgnoreTemperature(FunctionRule):
     def _handled(node: cst.CSTNode) -> bool:
         """A node that brings the logits to the sampled distribution: a division (by the temperature)."""
         return _divides(node)
+
+    def _tempering(self, node: cst.CSTNode) -> bool:
+        """A call of a project helper (of this module or another) that divides by its `temperature` parameter,
+        given a temperature that is not known to differ from the sampling one."""
+        key = dotted(node.func) if isinstance(node, cst.Call) else None
+        if key is None:
+            return False
+        index = self.file.fact(ProjectIndex)
+        function = index.own.functions.get(key) or (index.function(key) or (None, None))[1]
+        if function is None or not function.divides:
+            return False
+        position = function.params.index("temperature")
+        given = keyword(node, "temperature")
+        passed = [a for a in node.args if a.keyword is None and not a.star]
+        expr = given.value if given is not None else passed[position].value if len(passed) > position else None
+        if expr is None:
+            return False  # at its default: `_helper_at_default` judges it
+        found = self.file.fact(Flow).value(expr)
+        return found.facts.get("type") != NUMBER or found.facts.get("number") == self.sampling_temperature()[0]
 
     @staticmethod
     def _what(number: float, origin: str) -> str:
