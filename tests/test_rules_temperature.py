@@ -373,3 +373,94 @@ def test_logits_divided_by_a_helper_of_another_module_are_tempered(tmp_path):
         (tmp_path / "train.py").write_text(train.format(given=given))
         found = lint_files([str(tmp_path / "train.py")], Settings(select=["RL309"])).diagnostics
         assert [(d.line, d.code) for d in found] == expected, given
+
+
+_SETTINGS_PROJECT = {
+    "pg/__init__.py": "",
+    "pg/config.py": """
+        from dataclasses import dataclass
+
+        import yaml
+
+        @dataclass
+        class Config:
+            temperature: float = 1.0
+            lr: float = 1e-6
+
+        def load_config(path):
+            with open(path) as f:
+                raw = yaml.safe_load(f)
+            {update}
+            return Config(**raw)
+    """,
+    "pg/rollout.py": """
+        from transformers import GenerationConfig
+
+        from .utils import compute_log_probs
+
+        class RolloutEngine:
+            def __init__(self, cfg):
+                self.generation_config = GenerationConfig(do_sample=True, temperature=cfg.temperature)
+
+            def experience(self, model, prompts):
+                ids = model.generate(prompts, generation_config=self.generation_config)
+                return ids, compute_log_probs(model, ids)
+    """,
+    "pg/utils.py": """
+        import torch.nn.functional as F
+
+        def compute_log_probs(model, ids):
+            logits = model(input_ids=ids).logits
+            return F.log_softmax(logits, dim=-1)
+    """,
+    "pg/train.py": """
+        import argparse
+
+        from .config import load_config
+        from .rollout import RolloutEngine
+        from .utils import compute_log_probs
+
+        def main(cfg):
+            engine = RolloutEngine(cfg)
+            return compute_log_probs(None, None)
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--config", required=True)
+        main(load_config(parser.parse_args().config))
+    """,
+    "scripts/run_all.sh": """
+        cd "$(dirname "$0")/.."
+        python -m pg.train --config pg/configs/grpo.yaml
+        python -m pg.train --config pg/configs/rloo.yaml
+    """,
+}
+
+
+def _settings_project(tmp_path, grpo: str, rloo: str, update: str = "pass"):
+    from rllint.runner import lint_files
+
+    (tmp_path / "pyproject.toml").write_text("")
+    files = dict(_SETTINGS_PROJECT, **{"pg/configs/grpo.yaml": grpo, "pg/configs/rloo.yaml": rloo})
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(textwrap.dedent(text).replace("{update}", update))
+    result = lint_files([str(tmp_path / "pg" / "utils.py")], Settings(select=["RL309"]))
+    return [(d.line, d.code, d.message) for d in result.diagnostics]
+
+
+def test_the_temperature_every_config_file_of_the_launches_sets_is_followed_to_another_module(tmp_path):
+    """The rlhf-book shape: `python -m pkg.train --config X.yaml` per algorithm, the YAML read into a dataclass
+    with `Config(**yaml.safe_load(f))`, the sampler in rollout.py, the log-probs in utils.py."""
+    found = _settings_project(tmp_path, "temperature: 0.6\nlr: 1.0e-6\n", "temperature: 0.6\n")
+    assert [(line, code) for line, code, _ in found] == [(6, "RL309")]
+    assert "grpo.yaml" in found[0][2] and "rloo.yaml" in found[0][2] and "rollout.py" in found[0][2]
+
+
+def test_config_files_that_disagree_or_leave_the_default_are_mixed_evidence(tmp_path):
+    assert _settings_project(tmp_path, "temperature: 0.6\n", "temperature: 1.0\n") == []
+    assert _settings_project(tmp_path, "temperature: 0.6\n", "lr: 1.0e-6\n") == []  # the field's default 1.0
+
+
+def test_settings_changed_after_they_were_read_are_not_known(tmp_path):
+    found = _settings_project(tmp_path, "temperature: 0.6\n", "temperature: 0.6\n", "raw.update(OVERRIDES)")
+    assert found == []

@@ -721,8 +721,9 @@ class Frame:
         elif isinstance(stmt, cst.With):
             for item in stmt.items:
                 entered = self.expr(item.item)
-                if item.asname is not None:
-                    self.assign(item.asname.name, entered if entered.facts.get("type") == MODEL else UNKNOWN, stmt)
+                if item.asname is not None:  # a model, or a file of settings, enters as itself
+                    self.assign(item.asname.name, entered if entered.facts.get("type") in (MODEL, "file") else UNKNOWN,
+                                stmt)
             self.block(stmt.body.body)
         elif isinstance(stmt, (cst.Try, cst.TryStar)):
             before = dict(self.env)
@@ -1099,12 +1100,18 @@ class Frame:
         for arg in node.args:
             argument = self.expr(arg.value)
             sources |= argument.sources
+            if arg.star == "**" and argument.facts.get("complete"):  # a dict whose every key is known
+                for key, item in argument.facts.get("items") or ():
+                    if isinstance(key, str):
+                        kwargs.setdefault(key, item)
+                continue
             if arg.star:
                 continue
             if arg.keyword is not None:
                 kwargs[arg.keyword.value] = argument
             else:
                 args.append(argument)
+        self._settings_handed(node)
         name = _tail(node.func)
         receiver = callee.facts.get("bound")
         if name == "backward" and isinstance(node.func, cst.Attribute):
@@ -1119,6 +1126,17 @@ class Frame:
         if result.facts.get("saved"):
             self.saved(result, result.facts["saved"])
         return with_sources(result, sources)
+
+    def _settings_handed(self, node: cst.Call) -> None:
+        """A dict whose every key is known (a file of settings) that a call may change (`cfg.update(...)`, a
+        helper given it) no longer has known keys."""
+        held = [a.value for a in node.args if not a.star]
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value not in _READS:
+            held.append(node.func.value)
+        for expr in held:
+            name = place(expr)
+            if name is not None and self.env.get(name, UNKNOWN).facts.get("complete"):
+                self.env[name] = self.env[name].but(complete=None, items=None)
 
     def _stopper(self, node: cst.Call, name: str, callee: Value, args: List[Value]) -> Optional[Value]:
         """`.item()`, `.tolist()`, `.numpy()`, `float(t)`, `int(t)`: a Python value, cut from the graph."""
@@ -1258,6 +1276,7 @@ class Frame:
 # ---------------------------------------------------------------- helpers
 
 NO_KEY = object()
+_READS = frozenset({"get", "keys", "items", "values", "copy", "__getitem__", "__contains__"})
 
 
 def join_env(a: Dict[str, Value], b: Dict[str, Value]) -> Dict[str, Value]:

@@ -177,7 +177,86 @@ def _divides(node: cst.CSTNode) -> bool:
 def _written(found) -> str:
     """Where a number the engine knows is written, for a message: the files of the launches that pass it."""
     remote = sorted({os.path.basename(n.path) for n in found.reason("number") if isinstance(n, RemoteNode)})
-    return f"given by {', '.join(remote)}" if remote else "literal"
+    return f"set in {', '.join(remote)}" if remote else "literal"
+
+
+def _samplers(file, values: Optional[Values] = None) -> List[Optional[Setting]]:
+    """The temperature of every sampler of a module (this file, with its declarations' `values`, or another
+    read as helpers are): a sampler's `temperature=` or its framework config's default, and hand-written
+    samplers; None for one not known."""
+    found: List[Optional[Setting]] = []
+    for node in walk(file.module, into_functions=True):
+        if isinstance(node, cst.Call) and call_tail(node) in _SAMPLER_CALLS:
+            arg = keyword(node, "temperature")
+            if arg is not None:
+                found.append(_temperature_of(file, arg.value, values))
+            else:
+                found.extend(_framework_temperature(file, node))
+    return found + _drawn(file)
+
+
+def _temperature_of(file, expr: cst.BaseExpression, values: Optional[Values]) -> Optional[Setting]:
+    """The number a sampler's `temperature=` holds after every layer of configuration (the engine's config
+    domain: argparse, dataclass fields and constructor arguments, environment and framework defaults,
+    launch scripts, files of settings), else what the file's own declarations say."""
+    found = file.fact(Flow).value(expr)
+    if found.facts.get("type") == NUMBER and "number" in found.facts:
+        return Setting(found.facts["number"], found.facts.get("origin") or _written(found))
+    return values.of(expr) if values is not None else None
+
+
+def _drawn(file) -> List[Optional[Setting]]:
+    """The temperatures of hand-written samplers: `torch.multinomial` of a softmax over logits divided by T
+    (through the names of its function) draws at T; a division whose divisor the engine cannot read is
+    unknown (None)."""
+    flow, scopes = file.fact(Flow), file.fact(Scopes)
+    found: List[Optional[Setting]] = []
+    for function in walk(file.module, into_functions=True):
+        if not isinstance(function, cst.FunctionDef):
+            continue
+        scope = scopes.of(function)
+        for call in scope.calls:
+            drawn = positional(call, 0) if call_tail(call) == "multinomial" else None
+            sources = sources_of(drawn, scope) if drawn is not None else []
+            if not any(isinstance(n, cst.Call) and call_tail(n) == "softmax" for n in sources):
+                continue
+            for division in (n for n in sources if _divides(n) and isinstance(n, cst.BinaryOperation)
+                             and n.left is not n.right):
+                divisor = flow.value(division.right)
+                known = divisor.facts.get("type") == NUMBER and "number" in divisor.facts
+                found.append(Setting(divisor.facts["number"], divisor.facts.get("origin") or _written(divisor))
+                             if known else None)
+    return found
+
+
+def _framework_temperature(file, call: cst.Call) -> List[Setting]:
+    """The sampling temperature of a framework config built without one (`GRPOConfig(...)`): the
+    framework's default in the release the project pins (none when the default changed across releases
+    and nothing pins one)."""
+    flow = file.fact(Flow)
+    config = flow.value(call)
+    if config.facts.get("type") != CONFIG:
+        return []
+    found = setting(flow, config, "temperature")
+    if found.facts.get("type") != NUMBER:
+        return []
+    return [Setting(found.facts["number"], found.facts["origin"])]
+
+
+def sources_of(expr: cst.BaseExpression, scope: Scope) -> List[cst.CSTNode]:
+    """The nodes of `expr` and, through the names in it, of what they were assigned."""
+    found: List[cst.CSTNode] = []
+    pending, seen = [expr], set()
+    while pending and len(found) < 2000:
+        current = pending.pop()
+        for node in walk(current):
+            found.append(node)
+            if isinstance(node, cst.Name) and node.value not in seen:
+                seen.add(node.value)
+                pending.extend(scope.assigned.get(node.value, ()))
+                if node.value in scope.augmented_divisions:
+                    found.append(cst.BinaryOperation(node, cst.Divide(), node))
+    return found
 
 
 class LogprobsIgnoreTemperature(FunctionRule):
@@ -234,78 +313,43 @@ class LogprobsIgnoreTemperature(FunctionRule):
 
     def sampling_temperature(self) -> Optional[Tuple[float, str]]:
         """The temperature the rollouts are sampled at and where that is said, when the source shows one
-        other than 1: this file's samplers, else those of the project modules it imports or that import it.
+        other than 1: this file's samplers, else those of the project modules it imports or that import it
+        (read by the index, or by following the values there when it cannot read them).
         A sampler at 1 among them (rollouts at 1, evaluation at 0.7) makes the evidence mixed: which one drew
         the rollouts is not known, so None. A constructor's default is a placeholder, not evidence."""
         if self._temperature is None:
-            values = self.file.fact(Values)
-            found = []
-            for node in walk(self.file.module, into_functions=True):
-                if isinstance(node, cst.Call) and call_tail(node) in _SAMPLER_CALLS:
-                    arg = keyword(node, "temperature")
-                    if arg is not None:
-                        found.append(self._temperature_of(arg.value, values))
-                    else:
-                        found.extend(self._framework_temperature(node))
-            found.extend(self._drawn())
+            found = _samplers(self.file, self.file.fact(Values))
             known = [(v.number, v.origin) for v in found if v is not None and v.number > 0
                      and not constructor_default(v)]
             if not found:
-                known = [(number, f"sampled in {os.path.basename(path)}")
-                         for path, summary in self.file.fact(ProjectIndex).neighbours() for number in summary.samples
-                         if number != 0]  # greedy decoding (prompt log-probs) draws no rollouts
+                known = []
+                for path, summary in self.file.fact(ProjectIndex).neighbours():
+                    numbers = [(n, f"sampled in {os.path.basename(path)}") for n in summary.samples]
+                    if any(n is None for n, _ in numbers):
+                        numbers = self._followed(path)
+                    known.extend(n for n in numbers if n[0] != 0)  # greedy decoding (prompt log-probs) draws none
                 if any(number is None for number, _ in known):
-                    known = []  # a temperature the index cannot read: mixed evidence
+                    known = []  # a temperature that neither the index nor the engine reads: mixed evidence
                 self._callers = {n for path, summary in self.file.fact(ProjectIndex).neighbours() if summary.samples
                                  for n in summary.called} if known else None
             tempered = [v for v in known if v[0] != 1]
             self._temperature = (tempered[0] if tempered and len(tempered) == len(known) else None,)
         return self._temperature[0]
 
-    def _temperature_of(self, expr: cst.BaseExpression, values: Values):
-        """The number a sampler's `temperature=` holds after every layer of configuration (the engine's config
-        domain: argparse, dataclass fields and constructor arguments, environment and framework defaults,
-        launch scripts), else what the file's own declarations say."""
-        found = self.file.fact(Flow).value(expr)
-        if found.facts.get("type") == NUMBER and "number" in found.facts:
-            return Setting(found.facts["number"], found.facts.get("origin") or _written(found))
-        return values.of(expr)
+    def _followed(self, path: str) -> List[Tuple[Optional[float], str]]:
+        """The temperatures of another module's samplers after every layer of configuration (its engine, read
+        as helpers are); None for one it cannot read either."""
+        from rllint.analysis import summaries
 
-    def _drawn(self) -> List[Setting]:
-        """The temperatures of hand-written samplers: `torch.multinomial` of a softmax over logits divided by T
-        (through the names of its function) draws at T; a division whose divisor the engine cannot read is
-        unknown (None)."""
-        flow, scopes = self.file.fact(Flow), self.file.fact(Scopes)
-        found: List[Setting] = []
-        for function in walk(self.file.module, into_functions=True):
-            if not isinstance(function, cst.FunctionDef):
-                continue
-            scope = scopes.of(function)
-            for call in scope.calls:
-                drawn = positional(call, 0) if call_tail(call) == "multinomial" else None
-                sources = self._sources(drawn, scope) if drawn is not None else []
-                if not any(isinstance(n, cst.Call) and call_tail(n) == "softmax" for n in sources):
-                    continue
-                for division in (n for n in sources if _divides(n) and isinstance(n, cst.BinaryOperation)
-                                 and n.left is not n.right):
-                    divisor = flow.value(division.right)
-                    known = divisor.facts.get("type") == NUMBER and "number" in divisor.facts
-                    found.append(Setting(divisor.facts["number"], divisor.facts.get("origin") or _written(divisor))
-                                 if known else None)
-        return found
-
-    def _framework_temperature(self, call: cst.Call) -> List[Setting]:
-        """The sampling temperature of a framework config built without one (`GRPOConfig(...)`): the
-        framework's default in the release the project pins (none when the default changed across releases
-        and nothing pins one)."""
-        flow = self.file.fact(Flow)
-        config = flow.value(call)
-        if config.facts.get("type") != CONFIG:
-            return []
-        found = setting(flow, config, "temperature")
-        if found.facts.get("type") != NUMBER:
-            return []
-        return [Setting(found.facts["number"], found.facts["origin"])]
+        digest, module = summaries.load(path, self.file.settings)
+        self.file.dependencies[path] = digest
+        if module is None:
+            return [(None, "")]
+        found = _samplers(module)
+        self.file.dependencies.update(module.dependencies)
+        where = os.path.basename(path)
+        return [(None, "") if v is None or constructor_default(v) else (v.number, f"sampled in {where}: {v.origin}")
+                for v in found]
 
     def visit_Call(self, node: cst.Call) -> None:
         if call_tail(node) not in _LOG_SOFTMAX:
@@ -391,20 +435,9 @@ class LogprobsIgnoreTemperature(FunctionRule):
                 f"`{self.source(call)}` computes log-probs at its default temperature 1 ({where}) while rollouts "
                 f"are sampled at {temperature[0]:g} ({temperature[1]}): pass the sampling temperature"))
 
-    def _sources(self, expr: cst.BaseExpression, scope: Scope) -> List[cst.CSTNode]:
-        """The nodes of `expr` and, through the names in it, of what they were assigned."""
-        found: List[cst.CSTNode] = []
-        pending, seen = [expr], set()
-        while pending and len(found) < 2000:
-            current = pending.pop()
-            for node in walk(current):
-                found.append(node)
-                if isinstance(node, cst.Name) and node.value not in seen:
-                    seen.add(node.value)
-                    pending.extend(scope.assigned.get(node.value, ()))
-                    if node.value in scope.augmented_divisions:
-                        found.append(cst.BinaryOperation(node, cst.Divide(), node))
-        return found
+    @staticmethod
+    def _sources(expr: cst.BaseExpression, scope: Scope) -> List[cst.CSTNode]:
+        return sources_of(expr, scope)
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if not isinstance(node.operator, cst.Divide):

@@ -24,9 +24,11 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from rllint.analysis.domains import Domain
-from rllint.analysis.facts import INSTANCE, NUMBER, REF, TEXT, TUPLE, UNKNOWN, Value, join_all
+from rllint.analysis.facts import DICT, INSTANCE, NUMBER, REF, TEXT, TUPLE, UNKNOWN, Value, join_all
 
-PARSER, NAMESPACE, CONFIG = "parser", "namespace", "config"
+PARSER, NAMESPACE, CONFIG, FILE = "parser", "namespace", "config", "file"
+# Reads of a whole file of settings into a dict.
+_SETTINGS_LOADS = frozenset({"yaml.safe_load", "yaml.load", "yaml.full_load", "json.load"})
 
 _ENV_GETTERS = frozenset({"os.environ.get", "os.getenv", "os.environ.setdefault"})
 _FIELD_CALLS = frozenset({"dataclasses.field", "field", "pydantic.Field", "Field", "attr.ib", "attrs.field"})
@@ -51,6 +53,8 @@ class ConfigDomain(Domain):
             return Value({"type": PARSER, "classes": classes})
         if qual in _ENV_GETTERS:
             return _environment(node)
+        if qual in _SETTINGS_LOADS and args and args[0].facts.get("type") == FILE:
+            return _loaded(frame.flow, args[0].facts["files"])
         if qual in _FIELD_CALLS or tail in ("field", "Field") and qual.split(".", 1)[0] in ("dataclasses", "pydantic"):
             default = kwargs.get("default")
             if default is None and tail == "Field" and args:
@@ -100,6 +104,8 @@ class ConfigDomain(Domain):
         return None
 
     def call_value(self, frame, callee, node, args, kwargs):
+        if isinstance(node.func, cst.Name) and node.func.value == "open" and args and args[0].facts.get("files"):
+            return Value({"type": FILE, "files": args[0].facts["files"]})
         if isinstance(node.func, cst.Name) and node.func.value in ("float", "int") and len(node.args) == 1:
             given = node.args[0].value
             if isinstance(given, cst.SimpleString):
@@ -143,6 +149,30 @@ def instance_of(flow, cls: Value) -> Value:
     if framework is not None:
         return Value({"type": CONFIG, "framework": framework, "items": ()})
     return UNKNOWN
+
+
+def _loaded(flow, files: Tuple[str, ...]) -> Value:
+    """The dict a settings file holds, read from each file the run may name: a key every file gives holds
+    what they give (joined), a key only some give is unknown; the dict's keys are `complete`, so that
+    `Config(**loaded)` leaves the other fields at their defaults."""
+    from rllint.analysis.launches import settings_file
+
+    per_file = [settings_file(flow.file, path) for path in files]
+    if not per_file or any(found is None for found in per_file):
+        return Value({"type": DICT})
+    keys = {entry.key for found in per_file for entry in found}
+    items = []
+    for key in sorted(keys):
+        values = []
+        for found in per_file:
+            for entry in found:
+                if entry.key == key:
+                    number = entry.value if isinstance(entry.value, (int, float)) and \
+                        not isinstance(entry.value, bool) else None
+                    values.append(Value({"type": NUMBER, "number": float(number), "origin": f"{key} in {entry.path}"},
+                                        {"number": (entry.place,)}) if number is not None else UNKNOWN)
+        items.append((key, join_all(values) if len(values) == len(per_file) else UNKNOWN))
+    return Value({"type": DICT, "items": tuple(items), "complete": True})
 
 
 def _environment(node: cst.Call) -> Value:
@@ -222,11 +252,12 @@ def _dest(call: cst.Call) -> Optional[str]:
 
 def launch_overrides(flow) -> Dict[str, Value]:
     """`--flag value` that every launch script of the project which runs this file passes, by dest; a flag
-    that the scripts set to different values, or that some scripts leave at its default, is unknown."""
+    that the scripts set to different values, or that some scripts leave at its default, is unknown, unless
+    each names a config file: then it is a path to one of those `files`, one per launch."""
     cached = getattr(flow, "_launch_overrides", None)
     if cached is not None:
         return cached
-    from rllint.analysis.launches import runs_of
+    from rllint.analysis.launches import CONFIG_FILES, named_file, runs_of
 
     per_flag: Dict[str, List[Value]] = {}
     runs = runs_of(flow.file)
@@ -239,11 +270,16 @@ def launch_overrides(flow) -> Dict[str, Value]:
                 else None
             facts = {"type": NUMBER, "number": float(number), "origin": f"--{entry.key} in {entry.path}"} \
                 if number is not None else {"type": TEXT}
+            named = named_file(entry, CONFIG_FILES)
+            if named is not None:
+                facts["files"] = (named,)
             per_flag.setdefault(dest, []).append(Value(facts, {"number": (entry.place,)} if number is not None
                                                        else {}))
     overrides: Dict[str, Value] = {}
     for dest, values in per_flag.items():
-        if len(values) == len(runs):
+        if len(values) == len(runs) and all(v.facts.get("files") for v in values):
+            overrides[dest] = Value({"type": TEXT, "files": tuple(v.facts["files"][0] for v in values)})
+        elif len(values) == len(runs):
             overrides[dest] = join_all(values)
         else:
             overrides[dest] = UNKNOWN  # some launches leave the default, others change it: which run is it?
