@@ -464,3 +464,9 @@ def test_config_files_that_disagree_or_leave_the_default_are_mixed_evidence(tmp_
 def test_settings_changed_after_they_were_read_are_not_known(tmp_path):
     found = _settings_project(tmp_path, "temperature: 0.6\n", "temperature: 0.6\n", "raw.update(OVERRIDES)")
     assert found == []
+
+
+def test_a_keyword_only_some_releases_accept_narrows_the_framework_default(tmp_path):
+    """`GRPOConfig(vllm_device=...)` runs on TRL 0.14-0.17 only (a keyword the release lacks is refused)."""
+    narrowed = _TRL_LOOP.replace('GRPOConfig(output_dir="out")', 'GRPOConfig(output_dir="out", vllm_device="cuda:1")')
+    assert _project(tmp_path, {"train.py": narrowed}) == [(9, "RL309")]

@@ -14,7 +14,7 @@ from rllint.analysis.hparams import (
     default_replaced_by_callers, last_part,
 )
 from rllint.analysis.domains.config import CONFIG, setting
-from rllint.analysis.facts import NUMBER
+from rllint.analysis.facts import NUMBER, item_of
 from rllint.analysis.flow import Flow
 from rllint.analysis.imports import Imports
 from rllint.analysis.purpose import Purpose
@@ -268,14 +268,22 @@ class LogprobsIgnoreTemperature(FunctionRule):
     `temperature` parameter defaults to 1 and that is called without it; and a division of
     log-probs (rather than logits) by the temperature. The sampling temperature is the
     file's own, or, when the file samples nothing, that of the project modules it imports or
-    that import it. Where a sampler at temperature 1 is among them (rollouts at 1,
-    evaluation at 0.7) nothing is reported: which sampler drew the rollouts is not known.
-    Nor is a temperature that is only a constructor's default. The temperature is read after
-    every layer of configuration: a config class's field or the argument it was built with,
-    an `argparse` default that no launch script replaces, an environment default, and the
-    framework's own default when a config such as `GRPOConfig` is built without one (TRL's
-    GRPO sampled at 0.9 until 0.17 and at 1.0 since: the release the project pins decides,
-    and without a pin that default is not known).
+    that import it (followed through their configuration too). A sampler is a `temperature=`
+    given to `generate`, `GenerationConfig`, `SamplingParams` or an RL trainer's config, or a
+    hand-written one: `torch.multinomial` of a softmax over logits divided by T. Where a sampler
+    at temperature 1 is among them (rollouts at 1, evaluation at 0.7) nothing is reported:
+    which sampler drew the rollouts is not known. Nor is a temperature that is only a
+    constructor's default. The temperature is read after every layer of configuration: a
+    config class's field or the argument it was built with (in this module or the ones that
+    construct it), an `argparse` default that no launch script replaces, the flags and
+    `--config` file a launch gives TRL's parser, a YAML or JSON file of settings that every
+    launch names, an environment default, and the framework's own default when a config such
+    as `GRPOConfig` is built without one (TRL's GRPO sampled at 0.9 until 0.17 and at 1.0
+    since: the release the project pins decides; without a pin, the releases that accept every
+    flag or keyword the project gives the config, else that default is not known). Logits
+    given to a helper (of this module or another) that divides them by its `temperature`
+    parameter are tempered. A TRL config whose `generation_kwargs` sample at another
+    temperature than its `temperature`, by which TRL's loss divides the logits, is reported too.
 
     ## Why is this bad?
     The sampler drew tokens from `softmax(logits / T)`. Log-probs computed from the raw
@@ -354,12 +362,34 @@ class LogprobsIgnoreTemperature(FunctionRule):
     def visit_Call(self, node: cst.Call) -> None:
         if call_tail(node) not in _LOG_SOFTMAX:
             self._helper_at_default(node)
+            self._overridden(node)
             return
         if isinstance(node.func, cst.Attribute) and call_tail(node) == "log_softmax" \
                 and not _is_module_call(node, self.file.fact(Imports)):
             self._check(node, node.func.value)  # logits.log_softmax(-1)
         else:
             self._check(node, positional(node, 0))
+
+    def _overridden(self, call: cst.Call) -> None:
+        """A TRL config whose `generation_kwargs` sample at another temperature than its own `temperature`,
+        by which TRL's loss divides the logits: `generation_kwargs` override the sampler's settings."""
+        given = keyword(call, "generation_kwargs")
+        if given is None or call_tail(call) not in _SAMPLER_CALLS:
+            return
+        flow = self.file.fact(Flow)
+        config = flow.value(call)
+        if config.facts.get("type") != CONFIG or config.facts["framework"][0] != "trl":
+            return
+        sampled = item_of(flow.value(given.value), "temperature")
+        divided = setting(flow, config, "temperature")
+        if sampled is None or sampled.facts.get("type") != NUMBER or divided.facts.get("type") != NUMBER \
+                or sampled.facts["number"] in (0, divided.facts["number"]):
+            return
+        written = sampled.reason("number")
+        self.report(written[0] if written else given.value, what=(
+            f"`generation_kwargs` sample at temperature {sampled.facts['number']:g} while TRL's loss divides the "
+            f"logits by {config.facts['framework'][1]}.temperature {divided.facts['number']:g} "
+            f"({divided.facts.get('origin') or 'set here'}): set `temperature` instead"))
 
     def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
         """`-F.cross_entropy(logits, ids, reduction="none")`: per-token log-probs too."""
@@ -527,6 +557,9 @@ class TruncatedSamplingFullLogprobs(LogprobsIgnoreTemperature):
         return self._temperature[0]
 
     def _helper_at_default(self, call: cst.Call) -> None:
+        return None
+
+    def _overridden(self, call: cst.Call) -> None:
         return None
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:

@@ -61,8 +61,10 @@ class ConfigDomain(Domain):
                 default = args[0]
             return default if default is not None else UNKNOWN
         framework = framework_class(qual)
-        if framework is not None:
-            return Value({"type": CONFIG, "framework": framework, "items": tuple(kwargs.items())}, {"type": (node,)})
+        if framework is not None:  # a keyword the release lacks is refused: the keywords narrow the releases
+            config = Value({"type": CONFIG, "framework": framework, "items": tuple(kwargs.items())}, {"type": (node,)})
+            narrowed = _releases(config, sorted(kwargs)) if not any(a.star for a in node.args) else None
+            return config.but(releases=narrowed) if narrowed else config
         return None
 
     def method(self, frame, receiver, name, node, args, kwargs):
