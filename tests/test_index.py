@@ -208,7 +208,7 @@ ROLLOUT = """\
 def rl309(tmp_path, temperature, call, *paths):
     build(tmp_path, {"shared/__init__.py": "", "shared/logps.py": LOGPS,
                      "rollout.py": ROLLOUT.format(temperature=temperature, call=call)})
-    return found(tmp_path, ["RL309"], *paths, settings=_always(tmp_path, "RL309"))  # toy modules: no RL vocabulary
+    return found(tmp_path, ["RL309"], *paths)
 
 
 def test_rl309_helper_with_temperature_one_called_without_it(tmp_path):
@@ -229,13 +229,13 @@ def test_rl309_across_modules_silent_when_the_evidence_is_mixed(tmp_path):
     mixed = ROLLOUT + "\n\nEVAL = SamplingParams(temperature=1.0)\n"
     build(tmp_path, {"shared/__init__.py": "", "shared/logps.py": LOGPS,
                      "rollout.py": mixed.format(temperature=0.7, call="raw_logps(net, seq)")})
-    assert found(tmp_path, ["RL309"], "shared/logps.py", settings=_always(tmp_path, "RL309")) == []
+    assert found(tmp_path, ["RL309"], "shared/logps.py") == []
     unknown = ROLLOUT.format(temperature="args.temperature", call="raw_logps(net, seq)")
     build(tmp_path, {"rollout.py": unknown})
-    assert found(tmp_path, ["RL309"], "shared/logps.py", settings=_always(tmp_path, "RL309")) == []
+    assert found(tmp_path, ["RL309"], "shared/logps.py") == []
     # a module that samples nowhere near: not imported by, nor importing, the log-prob module
     build(tmp_path, {"rollout.py": "from vllm import SamplingParams\nP = SamplingParams(temperature=0.7)\n"})
-    assert found(tmp_path, ["RL309"], "shared/logps.py", settings=_always(tmp_path, "RL309")) == []
+    assert found(tmp_path, ["RL309"], "shared/logps.py") == []
 
 
 def test_rl309_negated_token_cross_entropy_in_one_file():
@@ -416,11 +416,10 @@ def test_rl309_helper_of_the_same_module_at_its_default_temperature():
             seq = lm.generate(prompt, do_sample=True, temperature=1.2)
             return token_logprobs(lm, seq), token_logprobs(lm, seq, temperature=1.2), token_logprobs(lm, seq, 1.2)
     """)
-    settings = Settings(select=["RL309"], options={"rl-context": "always"})  # a toy: no RL vocabulary
-    result = lint_text(source, "loop.py", settings)
+    result = lint_text(source, "loop.py", Settings(select=["RL309"]))
     assert [(d.line, d.column, d.code) for d in result.diagnostics] == [(9, 12, "RL309")]
     no_divide = source.replace("lm(seq).logits / temperature", "lm(seq).logits")
-    assert [d.line for d in lint_text(no_divide, "loop.py", settings).diagnostics] == [5]
+    assert [d.line for d in lint_text(no_divide, "loop.py", Settings(select=["RL309"])).diagnostics] == [5]
 
 
 def test_rl309_across_modules_only_functions_the_sampling_module_calls(tmp_path):
@@ -442,7 +441,7 @@ def test_rl309_across_modules_only_functions_the_sampling_module_calls(tmp_path)
         GREEDY = SamplingParams(temperature=0)
     """
     build(tmp_path, {"server.py": server, "sampler.py": sampler})
-    assert found(tmp_path, ["RL309"], "server.py", settings=_always(tmp_path, "RL309")) == []
+    assert found(tmp_path, ["RL309"], "server.py") == []
 
 
 # ---- who imports a module: words first, then the import statements naming it -----------------------------

@@ -17,7 +17,7 @@ from rllint.analysis.domains.config import CONFIG, setting
 from rllint.analysis.facts import NUMBER, item_of
 from rllint.analysis.flow import Flow
 from rllint.analysis.imports import Imports
-from rllint.analysis.purpose import Purpose, RLCodeOnly
+from rllint.analysis.purpose import Purpose
 from rllint.analysis.syntax import dotted, keyword, positional, walk
 from rllint.analysis.text import Scope, Scopes, call_tail
 from rllint.analysis.values import RemoteNode, Values
@@ -259,7 +259,7 @@ def sources_of(expr: cst.BaseExpression, scope: Scope) -> List[cst.CSTNode]:
     return found
 
 
-class LogprobsIgnoreTemperature(RLCodeOnly, FunctionRule):
+class LogprobsIgnoreTemperature(FunctionRule):
     """
     ## What it does
     Reports, in a project that samples rollouts at a temperature other than 1, log-probs
