@@ -470,3 +470,16 @@ def test_a_keyword_only_some_releases_accept_narrows_the_framework_default(tmp_p
     """`GRPOConfig(vllm_device=...)` runs on TRL 0.14-0.17 only (a keyword the release lacks is refused)."""
     narrowed = _TRL_LOOP.replace('GRPOConfig(output_dir="out")', 'GRPOConfig(output_dir="out", vllm_device="cuda:1")')
     assert _project(tmp_path, {"train.py": narrowed}) == [(9, "RL309")]
+
+
+def test_evaluation_sampling_beside_rollouts_of_a_config_at_one_is_not_the_rollout_temperature():
+    source = """
+        import torch
+        from trl import GRPOConfig
+        from vllm import SamplingParams
+
+        config = GRPOConfig(output_dir="out", temperature=1.0)
+        EVAL_SAMPLING = SamplingParams(temperature=0.7, max_tokens=2048)
+    """
+    assert codes(source) == []
+    assert codes(source.replace("temperature=1.0", "temperature=0.7")) == [(11, "RL309")]
