@@ -432,7 +432,7 @@ def search_module(importer: str, module: str, level: int = 0) -> Tuple[Optional[
         # recorded as absent, an existing one would make every cached result of the importer stale.
         roots: Tuple[str, ...] = () if _NOT_PROJECT & set(directory.split(os.sep)) else (directory,)
     else:
-        roots = _roots(directory)
+        roots = _roots(directory, os.getcwd())
     absent = []
     for root in roots:
         found = file_in(root, parts)
@@ -453,9 +453,10 @@ def file_in(directory: str, parts: Tuple[str, ...]) -> Optional[str]:
 
 
 @lru_cache(maxsize=1024)
-def _roots(directory: str) -> Tuple[str, ...]:
+def _roots(directory: str, cwd: str) -> Tuple[str, ...]:
     """Where absolute imports of `directory`'s files start: the folder itself, each package above it, the
-    folder above the top package, and the project root (pyproject.toml, setup.py, .git) with its `src/`."""
+    folder above the top package, and the project root (pyproject.toml, setup.py, .git; or the working
+    folder the run starts in, as `project_root` says) with its `src/`."""
     roots = [directory]
     top = directory
     while os.path.isfile(os.path.join(top, "__init__.py")) and os.path.dirname(top) != top:
@@ -470,6 +471,8 @@ def _roots(directory: str) -> Tuple[str, ...]:
         if parent == candidate:
             break
         candidate = parent
+    if directory.startswith(cwd.rstrip(os.sep) + os.sep) and not _too_broad(cwd):
+        roots += [cwd, os.path.join(cwd, "src")]
     unique = []
     for root in roots:
         if root not in unique and not _NOT_PROJECT & set(root.split(os.sep)):

@@ -36,6 +36,7 @@ RELEASES = {
 }
 OUTPUT = os.path.join(os.path.dirname(__file__), "..", "rllint", "analysis", "domains", "framework_defaults.py")
 ABSENT = "<absent>"  # the field does not exist in that release
+NOT_LITERAL = "<not literal>"  # the field exists, its default is not a literal (`default_factory`, required)
 _CLASS = re.compile(r"(?:Config|Arguments)$")
 
 Fields = Dict[str, object]
@@ -56,7 +57,8 @@ def literal(node: Optional[ast.AST]) -> Tuple[bool, object]:
 
 
 def config_classes(source: str) -> Classes:
-    """The `*Config` / `*Arguments` classes of a module: their base names and their literal field defaults."""
+    """The `*Config` / `*Arguments` classes of a module: their base names and their fields' literal defaults
+    (`NOT_LITERAL` for the other fields)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -71,8 +73,7 @@ def config_classes(source: str) -> Classes:
         for statement in node.body:
             if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
                 known, value = literal(statement.value)
-                if known:
-                    fields[statement.target.id] = value
+                fields[statement.target.id] = value if known else NOT_LITERAL
         found[node.name] = (bases, fields)
     return found
 
@@ -178,9 +179,11 @@ def render(classes: dict, fields: dict) -> str:
         "",
         "CLASSES: (package, class or table) -> ((first release, base names), ...)",
         "FIELDS: (package, class or table, key) -> ((first release, default), ...)",
-        f"Each pair holds from its release until the next pair's; {ABSENT!r}: not in that release.",
+        f"Each pair holds from its release until the next pair's; {ABSENT!r}: not in that release;",
+        f"{NOT_LITERAL!r}: in that release, with a default that is not a literal (a factory, or none).",
         '"""',
         f"ABSENT = {ABSENT!r}",
+        f"NOT_LITERAL = {NOT_LITERAL!r}",
         f"RELEASES = {pprint.pformat(versions, width=116)}",
         f"CLASSES = {pprint.pformat(classes, width=116)}",
         f"FIELDS = {pprint.pformat(fields, width=116)}",

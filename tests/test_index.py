@@ -537,3 +537,21 @@ def test_a_project_walk_stops_at_its_bound_and_says_so(tmp_path, monkeypatch):
     monkeypatch.setattr(index, "_MAX_WALKED", 100)
     outcome = CliRunner().invoke(main, ["--no-cache", "knobs.py"])
     assert outcome.stdout.count("RL606") == 1 and "project index" not in outcome.stderr
+
+
+def test_an_absolute_import_resolves_from_the_working_folder_of_a_project_without_a_marker(tmp_path, monkeypatch):
+    """`rllint .` in a checkout without .git or pyproject: `from src.utils.config import X` in src/grpo/train.py
+    names src/utils/config.py, as project_root takes the working folder for the project."""
+    from rllint.index import clear_lookups, find_module
+
+    (tmp_path / "src" / "utils").mkdir(parents=True)
+    (tmp_path / "src" / "grpo").mkdir()
+    (tmp_path / "src" / "grpo" / "__init__.py").write_text("")
+    (tmp_path / "src" / "utils" / "config.py").write_text("X = 1\n")
+    (tmp_path / "src" / "grpo" / "train.py").write_text("from src.utils.config import X\n")
+    importer = str(tmp_path / "src" / "grpo" / "train.py")
+    clear_lookups()
+    assert find_module(importer, "src.utils.config") is None  # from elsewhere: no project root above
+    monkeypatch.chdir(tmp_path)
+    clear_lookups()
+    assert find_module(importer, "src.utils.config") == str(tmp_path / "src" / "utils" / "config.py")

@@ -151,3 +151,335 @@ def test_a_sampler_of_the_whole_distribution_beside_a_truncated_one_is_mixed_evi
 def test_a_config_built_to_sample_the_whole_distribution_is_not_truncated():
     source = sampled_with("top_p", 0.9, "top_p=1.0")
     assert rl325(source) == []
+
+
+_LAUNCHED = """
+    import argparse
+    from dataclasses import dataclass
+
+    import torch
+
+    @dataclass
+    class TrainConfig:
+        temperature: float = 0.6
+
+    def rollout(policy, enc, config):
+        return policy.generate(**enc, do_sample=True, temperature=config.temperature)
+
+    def token_logps(policy, ids):
+        logits = policy(ids).logits
+        return torch.log_softmax(logits, dim=-1)
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--temperature", type=float, default=1.0)
+    args = parser.parse_args()
+    rollout(None, None, TrainConfig(temperature=args.temperature))
+"""
+
+
+def test_the_temperature_the_launch_scripts_pass_is_the_sampling_temperature(tmp_path):
+    """A field's default that the only construction replaces with a flag says nothing; the launches decide."""
+    assert _project(tmp_path, {"train.py": _LAUNCHED, "run.sh": "t=1.0\npython train.py --temperature $t\n"}) == []
+    (tmp_path / "run.sh").write_text("t=0.6\npython train.py --temperature $t\n")
+    assert _project(tmp_path, {"train.py": _LAUNCHED}) == [(16, "RL309")]
+
+
+def _trainer_project(tmp_path, launch: str, recipe: str = ""):
+    """A TRL-era custom trainer (trainer.py) built by train.py from TRL's parser, launched by run.sh."""
+    files = {
+        "trainer.py": """
+            import torch
+            from trl import GRPOConfig
+            from vllm import SamplingParams
+
+            class MyTrainer:
+                def __init__(self, model, args: GRPOConfig = None):
+                    if args is None:
+                        args = GRPOConfig("out")
+                    self.model = model
+                    self.sampling_params = SamplingParams(n=8, temperature=args.temperature)
+
+                def token_logps(self, ids):
+                    logits = self.model(ids).logits
+                    return torch.log_softmax(logits, dim=-1)
+        """,
+        "train.py": """
+            from trl import GRPOConfig, TrlParser
+            from trainer import MyTrainer
+
+            parser = TrlParser((GRPOConfig,))
+            (training_args,) = parser.parse_args_and_config()
+            trainer = MyTrainer(None, args=training_args)
+        """,
+        "run.sh": launch,
+    }
+    if recipe:
+        files["recipe.yaml"] = recipe
+    (tmp_path / "pyproject.toml").write_text("")
+    for name, text in files.items():
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    from rllint.runner import lint_files
+
+    result = lint_files([str(tmp_path / "trainer.py")], Settings(select=["RL309"]))
+    return [(d.line, d.code, d.message) for d in result.diagnostics]
+
+
+def test_the_release_a_launch_flag_exists_in_decides_the_framework_default(tmp_path):
+    """`--vllm_device` is a GRPOConfig flag of TRL 0.14-0.17 only, whose default temperature is 0.9: the
+    trainer, constructed in another module with the parsed config, samples at 0.9 (misses.toml: mini-r1-zero)."""
+    found = _trainer_project(tmp_path, "python train.py --vllm_device cuda:1 --learning_rate 1e-6\n")
+    assert [(line, code) for line, code, _ in found] == [(15, "RL309")]
+    assert "0.14.0-0.17.0" in found[0][2] and "vllm_device" in found[0][2]
+
+
+def test_flags_that_every_release_has_leave_an_unpinned_default_unknown(tmp_path):
+    assert _trainer_project(tmp_path, "python train.py --learning_rate 1e-6\n") == []
+
+
+def test_a_launch_that_sets_the_temperature_to_one_is_not_reported(tmp_path):
+    assert _trainer_project(tmp_path, "python train.py --vllm_device cuda:1 --temperature 1.0\n") == []
+
+
+def test_the_temperature_of_the_recipe_a_launch_names_is_the_sampling_temperature(tmp_path):
+    found = _trainer_project(tmp_path, "python train.py --config recipe.yaml\n", "learning_rate: 1.0e-6\ntemperature: 0.7\n")
+    assert [(line, code) for line, code, _ in found] == [(15, "RL309")]
+    assert "temperature in recipe.yaml" in found[0][2]
+    assert _trainer_project(tmp_path, "python train.py --config recipe.yaml\n", "temperature: 1.0\n") == []
+
+
+def test_a_key_of_the_recipe_does_not_narrow_the_release_trl_ignores_unknown_keys(tmp_path):
+    assert _trainer_project(tmp_path, "python train.py --config recipe.yaml\n", "vllm_device: auto\n") == []
+
+
+_CONSTRUCTED = {
+    "rloo.py": """
+        import torch
+
+        class Reinforce:
+            def __init__(self, model, temperature=0.7):
+                self.model = model
+                self.temperature = temperature
+
+            def rollout(self, enc):
+                return self.model.generate(**enc, do_sample=True, temperature=self.temperature)
+
+            def logps(self, ids):
+                logits = self.model(ids).logits
+                return torch.log_softmax(logits, dim=-1)
+    """,
+}
+
+
+def _constructed(tmp_path, main: str):
+    from rllint.runner import lint_files
+
+    (tmp_path / "pyproject.toml").write_text("")
+    for name, text in dict(_CONSTRUCTED, **{"main.py": main}).items():
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    result = lint_files([str(tmp_path / "rloo.py")], Settings(select=["RL309"]))
+    return [(d.line, d.code) for d in result.diagnostics]
+
+
+def test_a_class_constructed_in_another_module_gets_what_that_module_passes(tmp_path):
+    main = """
+        import argparse
+        from rloo import Reinforce
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--temperature", type=float, default=0.8)
+        args = parser.parse_args()
+        trainer = Reinforce(None, temperature=args.temperature)
+    """
+    assert _constructed(tmp_path, main) == [(14, "RL309")]
+    assert _constructed(tmp_path, main.replace("default=0.8", "default=1.0")) == []
+
+
+def test_a_class_subclassed_in_another_module_has_callers_out_of_sight(tmp_path):
+    main = """
+        from rloo import Reinforce
+
+        class Tuned(Reinforce):
+            def __init__(self, model):
+                super().__init__(model, temperature=1.0)
+
+        trainer = Reinforce(None, temperature=0.8)
+    """
+    assert _constructed(tmp_path, main) == []
+
+
+def _hand_written(draw: str, logps: str = "torch.log_softmax(logits, dim=-1)", default: str = "0.8") -> str:
+    return f"""
+        import torch
+
+        def sample(model, ids, steps, temperature={default}):
+            for _ in range(steps):
+                logits = model(ids)[:, -1]
+                {draw}
+                ids = torch.cat([ids, token], dim=-1)
+            return ids
+
+        def sequence_logprob(model, ids):
+            logits = model(ids)
+            return {logps}
+
+        def train(model, ids):
+            rollout = sample(model, ids, 16)
+            return sequence_logprob(model, rollout)
+    """
+
+
+def _lint_plain(source: str):
+    result = lint_text(textwrap.dedent(source), "train_grpo.py", Settings(select=["RL309"]))
+    return [(d.line, d.code) for d in result.diagnostics]
+
+
+def test_a_hand_written_sampler_draws_at_the_temperature_it_divides_the_logits_by():
+    draw = "token = torch.multinomial(torch.softmax(logits / temperature, dim=-1), num_samples=1)"
+    assert _lint_plain(_hand_written(draw)) == [(13, "RL309")]
+
+
+def test_a_hand_written_sampler_through_names_and_a_filter():
+    draw = ("scaled = logits / temperature; probs = torch.softmax(scaled, dim=-1); "
+            "token = torch.multinomial(probs, num_samples=1)")
+    assert _lint_plain(_hand_written(draw)) == [(13, "RL309")]
+
+
+def test_hand_written_look_alikes_are_not_reported():
+    draw = "token = torch.multinomial(torch.softmax(logits / temperature, dim=-1), num_samples=1)"
+    # at temperature 1 by default; log-probs divided by the same temperature; greedy decoding
+    assert _lint_plain(_hand_written(draw, default="1.0")) == []
+    assert _lint_plain(_hand_written(draw, logps="torch.log_softmax(logits / 0.8, dim=-1)")) == []
+    greedy = "token = torch.argmax(logits / temperature, dim=-1, keepdim=True)"
+    assert _lint_plain(_hand_written(greedy)) == []
+
+
+def test_logits_divided_by_a_helper_of_another_module_are_tempered(tmp_path):
+    from rllint.runner import lint_files
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "helpers.py").write_text("def tempered(logits, temperature=1.0):\n    return logits / temperature\n")
+    train = textwrap.dedent("""
+        import torch
+        from helpers import tempered
+
+        def rollout(policy, enc):
+            return policy.generate(**enc, do_sample=True, temperature=0.7)
+
+        def token_logps(policy, ids, temperature):
+            logits = tempered(policy(ids).logits, {given})
+            return torch.log_softmax(logits, dim=-1)
+    """)
+    for given, expected in (("temperature", []), ("0.7", []), ("1.0", [(10, "RL309")])):
+        (tmp_path / "train.py").write_text(train.format(given=given))
+        found = lint_files([str(tmp_path / "train.py")], Settings(select=["RL309"])).diagnostics
+        assert [(d.line, d.code) for d in found] == expected, given
+
+
+_SETTINGS_PROJECT = {
+    "pg/__init__.py": "",
+    "pg/config.py": """
+        from dataclasses import dataclass
+
+        import yaml
+
+        @dataclass
+        class Config:
+            temperature: float = 1.0
+            lr: float = 1e-6
+
+        def load_config(path):
+            with open(path) as f:
+                raw = yaml.safe_load(f)
+            {update}
+            return Config(**raw)
+    """,
+    "pg/rollout.py": """
+        from transformers import GenerationConfig
+
+        from .utils import compute_log_probs
+
+        class RolloutEngine:
+            def __init__(self, cfg):
+                self.generation_config = GenerationConfig(do_sample=True, temperature=cfg.temperature)
+
+            def experience(self, model, prompts):
+                ids = model.generate(prompts, generation_config=self.generation_config)
+                return ids, compute_log_probs(model, ids)
+    """,
+    "pg/utils.py": """
+        import torch.nn.functional as F
+
+        def compute_log_probs(model, ids):
+            logits = model(input_ids=ids).logits
+            return F.log_softmax(logits, dim=-1)
+    """,
+    "pg/train.py": """
+        import argparse
+
+        from .config import load_config
+        from .rollout import RolloutEngine
+        from .utils import compute_log_probs
+
+        def main(cfg):
+            engine = RolloutEngine(cfg)
+            return compute_log_probs(None, None)
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--config", required=True)
+        main(load_config(parser.parse_args().config))
+    """,
+    "scripts/run_all.sh": """
+        cd "$(dirname "$0")/.."
+        python -m pg.train --config pg/configs/grpo.yaml
+        python -m pg.train --config pg/configs/rloo.yaml
+    """,
+}
+
+
+def _settings_project(tmp_path, grpo: str, rloo: str, update: str = "pass"):
+    from rllint.runner import lint_files
+
+    (tmp_path / "pyproject.toml").write_text("")
+    files = dict(_SETTINGS_PROJECT, **{"pg/configs/grpo.yaml": grpo, "pg/configs/rloo.yaml": rloo})
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(textwrap.dedent(text).replace("{update}", update))
+    result = lint_files([str(tmp_path / "pg" / "utils.py")], Settings(select=["RL309"]))
+    return [(d.line, d.code, d.message) for d in result.diagnostics]
+
+
+def test_the_temperature_every_config_file_of_the_launches_sets_is_followed_to_another_module(tmp_path):
+    """The rlhf-book shape: `python -m pkg.train --config X.yaml` per algorithm, the YAML read into a dataclass
+    with `Config(**yaml.safe_load(f))`, the sampler in rollout.py, the log-probs in utils.py."""
+    found = _settings_project(tmp_path, "temperature: 0.6\nlr: 1.0e-6\n", "temperature: 0.6\n")
+    assert [(line, code) for line, code, _ in found] == [(6, "RL309")]
+    assert "grpo.yaml" in found[0][2] and "rloo.yaml" in found[0][2] and "rollout.py" in found[0][2]
+
+
+def test_config_files_that_disagree_or_leave_the_default_are_mixed_evidence(tmp_path):
+    assert _settings_project(tmp_path, "temperature: 0.6\n", "temperature: 1.0\n") == []
+    assert _settings_project(tmp_path, "temperature: 0.6\n", "lr: 1.0e-6\n") == []  # the field's default 1.0
+
+
+def test_settings_changed_after_they_were_read_are_not_known(tmp_path):
+    found = _settings_project(tmp_path, "temperature: 0.6\n", "temperature: 0.6\n", "raw.update(OVERRIDES)")
+    assert found == []
+
+
+def test_a_keyword_only_some_releases_accept_narrows_the_framework_default(tmp_path):
+    """`GRPOConfig(vllm_device=...)` runs on TRL 0.14-0.17 only (a keyword the release lacks is refused)."""
+    narrowed = _TRL_LOOP.replace('GRPOConfig(output_dir="out")', 'GRPOConfig(output_dir="out", vllm_device="cuda:1")')
+    assert _project(tmp_path, {"train.py": narrowed}) == [(9, "RL309")]
+
+
+def test_evaluation_sampling_beside_rollouts_of_a_config_at_one_is_not_the_rollout_temperature():
+    source = """
+        import torch
+        from trl import GRPOConfig
+        from vllm import SamplingParams
+
+        config = GRPOConfig(output_dir="out", temperature=1.0)
+        EVAL_SAMPLING = SamplingParams(temperature=0.7, max_tokens=2048)
+    """
+    assert codes(source) == []
+    assert codes(source.replace("temperature=1.0", "temperature=0.7")) == [(11, "RL309")]

@@ -268,18 +268,31 @@ class Flow:
                     callee.facts.get("type") in (MODEL, INSTANCE):
                 found.append(site)
         escapes = function.is_module or self.ir.escapes(function)
-        if not found and not escapes and function.cls is None and function.parent is None:
+        if not found and not escapes and (function.cls is None and function.parent is None
+                                          or self._constructor_of_module_class(function)):
             found = self._remote_callers(function)
         self._callers[function] = [] if escapes else found
         return self._callers[function]
 
+    def _constructor_of_module_class(self, function: FunctionIR) -> bool:
+        """`__init__` of a class defined at the top of this module that the module never hands over as a
+        value: the project files that import it construct it."""
+        cls = function.cls
+        return function.name == "__init__" and cls is not None and function.parent is None and \
+            self.ir.classes.get(cls.name) is cls and cls.node in self.ir.module.body and \
+            not self.ir.mentions.get(cls.name)
+
     def _remote_callers(self, function: FunctionIR) -> List[CallSite]:
-        """The call sites of a module-level function in the project files that import this module, read as
-        helpers are (`summaries.load`), a few files at most: what every caller in the project passes."""
+        """The call sites of a module-level function (or the constructions of a module-level class) in the
+        project files that import this module, read as helpers are (`summaries.load`), a few files at most:
+        what every caller in the project passes. A file that subclasses the class constructs it out of sight
+        (through `super().__init__`): then no caller is known."""
         if not self._cross_module() or self.depth_of_callers >= 1:
             return []
         from rllint.index import importers_of
 
+        cls = function.cls
+        name = function.name if cls is None else cls.name
         found: List[CallSite] = []
         for path in importers_of(self.file.path, self.file.settings, MAX_REMOTE_IMPORTERS):
             digest, module = summaries.load(path, self.file.settings)
@@ -288,17 +301,21 @@ class Flow:
                 continue
             other: Flow = module.fact(Flow)
             other.depth_of_callers = self.depth_of_callers + 1
-            for site in other.ir.calls_named.get(function.name, ()):
+            self.file.dependencies.update(module.dependencies)
+            if cls is not None and any(base.rsplit(".", 1)[-1] == name for c in other.ir.classes.values()
+                                       for base in c.bases):
+                return []
+            for site in other.ir.calls_named.get(name, ()):
                 other._analyze(site.function)
                 callee = other.values.get(site.node.func) or UNKNOWN
-                target = callee.facts.get("function")
+                target = callee.facts.get("function") if cls is None else callee.facts.get("cls")
                 if target is None and callee.facts.get("type") == REF:
                     target = other.imported(callee.facts.get("qual", ""), callee.facts.get("level", 0))
-                    target = target if isinstance(target, FunctionIR) else None
-                if target is not None and target.qualname == function.qualname and \
+                target = target if isinstance(target, FunctionIR if cls is None else ClassIR) else None
+                qualname = target.qualname if isinstance(target, FunctionIR) else getattr(target, "name", None)
+                if target is not None and qualname == (function.qualname if cls is None else name) and \
                         os.path.abspath(target.module.path) == os.path.abspath(self.file.path):
                     found.append(site)
-            self.file.dependencies.update(module.dependencies)
         return found
 
     def _candidate_sites(self, function: FunctionIR) -> List[CallSite]:
@@ -719,8 +736,13 @@ class Frame:
         if isinstance(stmt, cst.If):
             self.expr(stmt.test)
             before = dict(self.env)
-            self.block(stmt.body.body)
+            outcome = self._none_test(stmt.test)
+            if outcome is not False:
+                self.block(stmt.body.body)
             taken, self.env = self.env, before
+            if outcome is True:  # `if x is not None:` of a value that is never None: the other branch is not taken
+                self.env = taken
+                return
             if isinstance(stmt.orelse, cst.If):
                 self.stmt(stmt.orelse)
             elif stmt.orelse is not None:
@@ -733,8 +755,9 @@ class Frame:
         elif isinstance(stmt, cst.With):
             for item in stmt.items:
                 entered = self.expr(item.item)
-                if item.asname is not None:
-                    self.assign(item.asname.name, entered if entered.facts.get("type") == MODEL else UNKNOWN, stmt)
+                if item.asname is not None:  # a model, or a file of settings, enters as itself
+                    self.assign(item.asname.name, entered if entered.facts.get("type") in (MODEL, "file") else UNKNOWN,
+                                stmt)
             self.block(stmt.body.body)
         elif isinstance(stmt, (cst.Try, cst.TryStar)):
             before = dict(self.env)
@@ -764,6 +787,23 @@ class Frame:
             self.env = before
             for other in paths:
                 self.env = join_env(self.env, other)
+
+    def _none_test(self, test: cst.BaseExpression) -> Optional[bool]:
+        """The outcome of `x is None` / `x is not None` when x holds a value of a known type other than None
+        (on every path that reaches here): False and True; None when it is not such a test."""
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+            return None
+        target = test.comparisons[0]
+        if not (isinstance(target.comparator, cst.Name) and target.comparator.value == "None"):
+            return None
+        if not isinstance(test.left, (cst.Name, cst.Attribute)):
+            return None
+        kind = self.expr(test.left).facts.get("type")
+        if kind is None or kind == NONE:
+            return None
+        if isinstance(target.operator, cst.Is):
+            return False
+        return True if isinstance(target.operator, cst.IsNot) else None
 
     def _loop(self, stmt: cst.CSTNode, head: Callable[[], Any]) -> None:
         """A loop body runs twice: the second pass sees what the first left (loop-carried values)."""
@@ -1100,12 +1140,18 @@ class Frame:
         for arg in node.args:
             argument = self.expr(arg.value)
             sources |= argument.sources
+            if arg.star == "**" and argument.facts.get("complete"):  # a dict whose every key is known
+                for key, item in argument.facts.get("items") or ():
+                    if isinstance(key, str):
+                        kwargs.setdefault(key, item)
+                continue
             if arg.star:
                 continue
             if arg.keyword is not None:
                 kwargs[arg.keyword.value] = argument
             else:
                 args.append(argument)
+        self._settings_handed(node)
         name = _tail(node.func)
         receiver = callee.facts.get("bound")
         if name == "backward" and isinstance(node.func, cst.Attribute):
@@ -1120,6 +1166,17 @@ class Frame:
         if result.facts.get("saved"):
             self.saved(result, result.facts["saved"])
         return with_sources(result, sources)
+
+    def _settings_handed(self, node: cst.Call) -> None:
+        """A dict whose every key is known (a file of settings) that a call may change (`cfg.update(...)`, a
+        helper given it) no longer has known keys."""
+        held = [a.value for a in node.args if not a.star]
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value not in _READS:
+            held.append(node.func.value)
+        for expr in held:
+            name = place(expr)
+            if name is not None and self.env.get(name, UNKNOWN).facts.get("complete"):
+                self.env[name] = self.env[name].but(complete=None, items=None)
 
     def _stopper(self, node: cst.Call, name: str, callee: Value, args: List[Value]) -> Optional[Value]:
         """`.item()`, `.tolist()`, `.numpy()`, `float(t)`, `int(t)`: a Python value, cut from the graph."""
@@ -1264,6 +1321,7 @@ class Frame:
 # ---------------------------------------------------------------- helpers
 
 NO_KEY = object()
+_READS = frozenset({"get", "keys", "items", "values", "copy", "__getitem__", "__contains__"})
 
 
 def join_env(a: Dict[str, Value], b: Dict[str, Value]) -> Dict[str, Value]:

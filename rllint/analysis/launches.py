@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 from rllint.cache import content_hash
 from rllint.settings import DEFAULT_EXCLUDES
@@ -31,6 +31,20 @@ class LaunchEntry:
     source: str
     path: str
     place: object
+    folders: Tuple[str, ...] = ()  # where a relative path it gives may be found: the run's folder first
+
+
+def named_file(entry: LaunchEntry, suffixes: Tuple[str, ...]) -> Optional[str]:
+    """The file a launch flag names (`--config configs/run.yaml`), looked for from the folders the run may
+    start in; None when the value is no such name or no such file exists."""
+    named = entry.value if isinstance(entry.value, str) else ""
+    if not named.endswith(suffixes):
+        return None
+    for base in entry.folders:
+        path = os.path.normpath(os.path.join(base, named))
+        if os.path.isfile(path):
+            return path
+    return None
 
 
 def runs_of(file) -> List[List[LaunchEntry]]:
@@ -46,7 +60,7 @@ def runs_of(file) -> List[List[LaunchEntry]]:
     root = project_root(path)
     runs: List[List[LaunchEntry]] = []
     for script, text in _scripts(root):
-        if os.path.basename(path) not in text:
+        if os.path.splitext(os.path.basename(path))[0] not in text:  # `train.py`, or `-m package.train`
             continue
         file.dependencies[script] = content_hash(text.encode("utf-8", "replace"))
         try:
@@ -58,16 +72,66 @@ def runs_of(file) -> List[List[LaunchEntry]]:
             if entry.invocation is None or not entry.command or not _names(entry.command, path, script, root):
                 continue
             place = RemoteNode(script, entry.line, entry.column, entry.line, entry.column + max(len(entry.text), 1))
+            folders = (_module_folder(entry.command, path), os.path.dirname(script), root)
             by_command.setdefault(entry.invocation, []).append(
-                LaunchEntry(entry.key.lstrip("-"), entry.value, entry.source, os.path.relpath(script, root), place))
+                LaunchEntry(entry.key.lstrip("-"), entry.value, entry.source, os.path.relpath(script, root), place,
+                            tuple(f for f in folders if f)))
         runs.extend(by_command.values())
         seen = {e.invocation for e in entries if e.command and _names(e.command, path, script, root)}
         runs.extend([] for _ in seen - set(by_command))  # a run of the file that passes no flag
     return runs
 
 
+CONFIG_FILES = (".yaml", ".yml", ".json")
+
+
+def config_file_entries(file, entry: LaunchEntry) -> Optional[List[LaunchEntry]]:
+    """The top-level settings of the config file a launch flag names (TRL's `--config recipes/run.yaml`);
+    None when there is no such file or it does not parse."""
+    path = named_file(entry, CONFIG_FILES)
+    return None if path is None else settings_file(file, path)
+
+
+def settings_file(file, path: str) -> Optional[List[LaunchEntry]]:
+    """The top-level settings of a YAML (or JSON) file of settings, each where it is written (a nested mapping
+    or a list is one setting of no known value); None when it cannot be read, does not parse, or holds
+    several documents (which one is read is not known). A dependency of the linted file."""
+    from rllint.analysis.configs import ConfigSyntaxError, ConfigTooLarge, read_yaml
+    from rllint.analysis.values import RemoteNode
+    from rllint.index import project_root
+
+    text = _read(path)
+    file.dependencies[path] = content_hash(text.encode("utf-8", "replace")) if text is not None else ""
+    if text is None or not file.path:
+        return None
+    try:
+        found = read_yaml(text)
+    except (ConfigSyntaxError, ConfigTooLarge):
+        return None
+    relative = os.path.relpath(path, project_root(os.path.abspath(file.path)))
+    settings: Dict[str, LaunchEntry] = {}
+    for item in found:
+        if item.invocation not in (None, 0):
+            return None
+        key, _, rest = item.key.partition(".")
+        place = RemoteNode(path, item.line, item.column, item.line, item.column + max(len(item.text), 1))
+        settings.setdefault(key, LaunchEntry(key, None if rest else item.value, "yaml", relative, place))
+    return list(settings.values())
+
+
+def _module_folder(command: str, path: str) -> str:
+    """The folder `python -m package.module` runs from when it runs the file at `path` ("" otherwise)."""
+    if command.endswith(".py") or not command.replace(".", "").replace("_", "").isalnum():
+        return ""
+    tail = os.path.join(*command.split(".")) + ".py"
+    return path[:-len(tail)].rstrip(os.sep) if path.endswith(os.sep + tail) else ""
+
+
 def _names(command: str, path: str, script: str, root: str) -> bool:
-    """Whether a command's entry point is the Python file at `path`."""
+    """Whether a command's entry point is the Python file at `path` (or, `python -m package.module`, the module
+    of a project package that path is)."""
+    if _module_folder(command, path):
+        return True
     if not command.endswith(".py"):
         return False
     for base in (os.path.dirname(script), root):

@@ -14,13 +14,13 @@ from rllint.analysis.hparams import (
     default_replaced_by_callers, last_part,
 )
 from rllint.analysis.domains.config import CONFIG, setting
-from rllint.analysis.facts import NUMBER
+from rllint.analysis.facts import NUMBER, item_of
 from rllint.analysis.flow import Flow
 from rllint.analysis.imports import Imports
 from rllint.analysis.purpose import Purpose
 from rllint.analysis.syntax import dotted, keyword, positional, walk
-from rllint.analysis.text import Scope, call_tail
-from rllint.analysis.values import Values
+from rllint.analysis.text import Scope, Scopes, call_tail
+from rllint.analysis.values import RemoteNode, Values
 from rllint.diagnostic import Severity, Tier
 from rllint.files import KINDS
 from rllint.index import SAMPLER_CALLS as _SAMPLER_CALLS, ProjectIndex
@@ -174,6 +174,91 @@ def _divides(node: cst.CSTNode) -> bool:
         isinstance(node, cst.Call) and call_tail(node) in ("div", "div_", "true_divide"))
 
 
+def _written(found) -> str:
+    """Where a number the engine knows is written, for a message: the files of the launches that pass it."""
+    remote = sorted({os.path.basename(n.path) for n in found.reason("number") if isinstance(n, RemoteNode)})
+    return f"set in {', '.join(remote)}" if remote else "literal"
+
+
+def _samplers(file, values: Optional[Values] = None) -> List[Optional[Setting]]:
+    """The temperature of every sampler of a module (this file, with its declarations' `values`, or another
+    read as helpers are): a sampler's `temperature=` or its framework config's default, and hand-written
+    samplers; None for one not known."""
+    found: List[Optional[Setting]] = []
+    for node in walk(file.module, into_functions=True):
+        if isinstance(node, cst.Call) and call_tail(node) in _SAMPLER_CALLS:
+            arg = keyword(node, "temperature")
+            if arg is not None:
+                found.append(_temperature_of(file, arg.value, values))
+            else:
+                found.extend(_framework_temperature(file, node))
+    return found + _drawn(file)
+
+
+def _temperature_of(file, expr: cst.BaseExpression, values: Optional[Values]) -> Optional[Setting]:
+    """The number a sampler's `temperature=` holds after every layer of configuration (the engine's config
+    domain: argparse, dataclass fields and constructor arguments, environment and framework defaults,
+    launch scripts, files of settings), else what the file's own declarations say."""
+    found = file.fact(Flow).value(expr)
+    if found.facts.get("type") == NUMBER and "number" in found.facts:
+        return Setting(found.facts["number"], found.facts.get("origin") or _written(found))
+    return values.of(expr) if values is not None else None
+
+
+def _drawn(file) -> List[Optional[Setting]]:
+    """The temperatures of hand-written samplers: `torch.multinomial` of a softmax over logits divided by T
+    (through the names of its function) draws at T; a division whose divisor the engine cannot read is
+    unknown (None)."""
+    flow, scopes = file.fact(Flow), file.fact(Scopes)
+    found: List[Optional[Setting]] = []
+    for function in walk(file.module, into_functions=True):
+        if not isinstance(function, cst.FunctionDef):
+            continue
+        scope = scopes.of(function)
+        for call in scope.calls:
+            drawn = positional(call, 0) if call_tail(call) == "multinomial" else None
+            sources = sources_of(drawn, scope) if drawn is not None else []
+            if not any(isinstance(n, cst.Call) and call_tail(n) == "softmax" for n in sources):
+                continue
+            for division in (n for n in sources if _divides(n) and isinstance(n, cst.BinaryOperation)
+                             and n.left is not n.right):
+                divisor = flow.value(division.right)
+                known = divisor.facts.get("type") == NUMBER and "number" in divisor.facts
+                found.append(Setting(divisor.facts["number"], divisor.facts.get("origin") or _written(divisor))
+                             if known else None)
+    return found
+
+
+def _framework_temperature(file, call: cst.Call) -> List[Setting]:
+    """The sampling temperature of a framework config built without one (`GRPOConfig(...)`): the
+    framework's default in the release the project pins (none when the default changed across releases
+    and nothing pins one)."""
+    flow = file.fact(Flow)
+    config = flow.value(call)
+    if config.facts.get("type") != CONFIG:
+        return []
+    found = setting(flow, config, "temperature")
+    if found.facts.get("type") != NUMBER:
+        return []
+    return [Setting(found.facts["number"], found.facts["origin"])]
+
+
+def sources_of(expr: cst.BaseExpression, scope: Scope) -> List[cst.CSTNode]:
+    """The nodes of `expr` and, through the names in it, of what they were assigned."""
+    found: List[cst.CSTNode] = []
+    pending, seen = [expr], set()
+    while pending and len(found) < 2000:
+        current = pending.pop()
+        for node in walk(current):
+            found.append(node)
+            if isinstance(node, cst.Name) and node.value not in seen:
+                seen.add(node.value)
+                pending.extend(scope.assigned.get(node.value, ()))
+                if node.value in scope.augmented_divisions:
+                    found.append(cst.BinaryOperation(node, cst.Divide(), node))
+    return found
+
+
 class LogprobsIgnoreTemperature(FunctionRule):
     """
     ## What it does
@@ -183,14 +268,22 @@ class LogprobsIgnoreTemperature(FunctionRule):
     `temperature` parameter defaults to 1 and that is called without it; and a division of
     log-probs (rather than logits) by the temperature. The sampling temperature is the
     file's own, or, when the file samples nothing, that of the project modules it imports or
-    that import it. Where a sampler at temperature 1 is among them (rollouts at 1,
-    evaluation at 0.7) nothing is reported: which sampler drew the rollouts is not known.
-    Nor is a temperature that is only a constructor's default. The temperature is read after
-    every layer of configuration: a config class's field or the argument it was built with,
-    an `argparse` default that no launch script replaces, an environment default, and the
-    framework's own default when a config such as `GRPOConfig` is built without one (TRL's
-    GRPO sampled at 0.9 until 0.17 and at 1.0 since: the release the project pins decides,
-    and without a pin that default is not known).
+    that import it (followed through their configuration too). A sampler is a `temperature=`
+    given to `generate`, `GenerationConfig`, `SamplingParams` or an RL trainer's config, or a
+    hand-written one: `torch.multinomial` of a softmax over logits divided by T. Where a sampler
+    at temperature 1 is among them (rollouts at 1, evaluation at 0.7) nothing is reported:
+    which sampler drew the rollouts is not known. Nor is a temperature that is only a
+    constructor's default. The temperature is read after every layer of configuration: a
+    config class's field or the argument it was built with (in this module or the ones that
+    construct it), an `argparse` default that no launch script replaces, the flags and
+    `--config` file a launch gives TRL's parser, a YAML or JSON file of settings that every
+    launch names, an environment default, and the framework's own default when a config such
+    as `GRPOConfig` is built without one (TRL's GRPO sampled at 0.9 until 0.17 and at 1.0
+    since: the release the project pins decides; without a pin, the releases that accept every
+    flag or keyword the project gives the config, else that default is not known). Logits
+    given to a helper (of this module or another) that divides them by its `temperature`
+    parameter are tempered. A TRL config whose `generation_kwargs` sample at another
+    temperature than its `temperature`, by which TRL's loss divides the logits, is reported too.
 
     ## Why is this bad?
     The sampler drew tokens from `softmax(logits / T)`. Log-probs computed from the raw
@@ -228,65 +321,75 @@ class LogprobsIgnoreTemperature(FunctionRule):
 
     def sampling_temperature(self) -> Optional[Tuple[float, str]]:
         """The temperature the rollouts are sampled at and where that is said, when the source shows one
-        other than 1: this file's samplers, else those of the project modules it imports or that import it.
+        other than 1: this file's samplers, else those of the project modules it imports or that import it
+        (read by the index, or by following the values there when it cannot read them).
         A sampler at 1 among them (rollouts at 1, evaluation at 0.7) makes the evidence mixed: which one drew
         the rollouts is not known, so None. A constructor's default is a placeholder, not evidence."""
         if self._temperature is None:
-            values = self.file.fact(Values)
-            found = []
-            for node in walk(self.file.module, into_functions=True):
-                if isinstance(node, cst.Call) and call_tail(node) in _SAMPLER_CALLS:
-                    arg = keyword(node, "temperature")
-                    if arg is not None:
-                        found.append(self._temperature_of(arg.value, values))
-                    else:
-                        found.extend(self._framework_temperature(node))
+            found = _samplers(self.file, self.file.fact(Values))
             known = [(v.number, v.origin) for v in found if v is not None and v.number > 0
                      and not constructor_default(v)]
             if not found:
-                known = [(number, f"sampled in {os.path.basename(path)}")
-                         for path, summary in self.file.fact(ProjectIndex).neighbours() for number in summary.samples
-                         if number != 0]  # greedy decoding (prompt log-probs) draws no rollouts
+                known = []
+                for path, summary in self.file.fact(ProjectIndex).neighbours():
+                    numbers = [(n, f"sampled in {os.path.basename(path)}") for n in summary.samples]
+                    if any(n is None for n, _ in numbers):
+                        numbers = self._followed(path)
+                    known.extend(n for n in numbers if n[0] != 0)  # greedy decoding (prompt log-probs) draws none
                 if any(number is None for number, _ in known):
-                    known = []  # a temperature the index cannot read: mixed evidence
+                    known = []  # a temperature that neither the index nor the engine reads: mixed evidence
                 self._callers = {n for path, summary in self.file.fact(ProjectIndex).neighbours() if summary.samples
                                  for n in summary.called} if known else None
             tempered = [v for v in known if v[0] != 1]
             self._temperature = (tempered[0] if tempered and len(tempered) == len(known) else None,)
         return self._temperature[0]
 
-    def _temperature_of(self, expr: cst.BaseExpression, values: Values):
-        """The number a sampler's `temperature=` holds after every layer of configuration (the engine's config
-        domain: argparse, dataclass fields and constructor arguments, environment and framework defaults,
-        launch scripts), else what the file's own declarations say."""
-        found = self.file.fact(Flow).value(expr)
-        written = found.reason("number")
-        if found.facts.get("type") == NUMBER and written and isinstance(written[0], cst.CSTNode):
-            return Setting(found.facts["number"], found.facts.get("origin") or "literal")
-        return values.of(expr)
+    def _followed(self, path: str) -> List[Tuple[Optional[float], str]]:
+        """The temperatures of another module's samplers after every layer of configuration (its engine, read
+        as helpers are); None for one it cannot read either."""
+        from rllint.analysis import summaries
 
-    def _framework_temperature(self, call: cst.Call) -> List[Setting]:
-        """The sampling temperature of a framework config built without one (`GRPOConfig(...)`): the
-        framework's default in the release the project pins (none when the default changed across releases
-        and nothing pins one)."""
-        flow = self.file.fact(Flow)
-        config = flow.value(call)
-        if config.facts.get("type") != CONFIG:
-            return []
-        found = setting(flow, config, "temperature")
-        if found.facts.get("type") != NUMBER:
-            return []
-        return [Setting(found.facts["number"], found.facts["origin"])]
+        digest, module = summaries.load(path, self.file.settings)
+        self.file.dependencies[path] = digest
+        if module is None:
+            return [(None, "")]
+        found = _samplers(module)
+        self.file.dependencies.update(module.dependencies)
+        where = os.path.basename(path)
+        return [(None, "") if v is None or constructor_default(v) else (v.number, f"sampled in {where}: {v.origin}")
+                for v in found]
 
     def visit_Call(self, node: cst.Call) -> None:
         if call_tail(node) not in _LOG_SOFTMAX:
             self._helper_at_default(node)
+            self._overridden(node)
             return
         if isinstance(node.func, cst.Attribute) and call_tail(node) == "log_softmax" \
                 and not _is_module_call(node, self.file.fact(Imports)):
             self._check(node, node.func.value)  # logits.log_softmax(-1)
         else:
             self._check(node, positional(node, 0))
+
+    def _overridden(self, call: cst.Call) -> None:
+        """A TRL config whose `generation_kwargs` sample at another temperature than its own `temperature`,
+        by which TRL's loss divides the logits: `generation_kwargs` override the sampler's settings."""
+        given = keyword(call, "generation_kwargs")
+        if given is None or call_tail(call) not in _SAMPLER_CALLS:
+            return
+        flow = self.file.fact(Flow)
+        config = flow.value(call)
+        if config.facts.get("type") != CONFIG or config.facts["framework"][0] != "trl":
+            return
+        sampled = item_of(flow.value(given.value), "temperature")
+        divided = setting(flow, config, "temperature")
+        if sampled is None or sampled.facts.get("type") != NUMBER or divided.facts.get("type") != NUMBER \
+                or sampled.facts["number"] in (0, divided.facts["number"]):
+            return
+        written = sampled.reason("number")
+        self.report(written[0] if written else given.value, what=(
+            f"`generation_kwargs` sample at temperature {sampled.facts['number']:g} while TRL's loss divides the "
+            f"logits by {config.facts['framework'][1]}.temperature {divided.facts['number']:g} "
+            f"({divided.facts.get('origin') or 'set here'}): set `temperature` instead"))
 
     def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
         """`-F.cross_entropy(logits, ids, reduction="none")`: per-token log-probs too."""
@@ -301,7 +404,7 @@ class LogprobsIgnoreTemperature(FunctionRule):
         if operand is None or self.sampling_temperature() is None:
             return
         sources = self._sources(operand, self.scope)
-        if any(self._handled(n) for n in sources):
+        if any(self._handled(n) or self._tempering(n) for n in sources):
             return
         if self._callers is not None and (self.function is None or self.function.name.value not in self._callers
                                           or self.function.name.value not in self.file.fact(ProjectIndex).own.functions
@@ -315,6 +418,25 @@ class LogprobsIgnoreTemperature(FunctionRule):
     def _handled(node: cst.CSTNode) -> bool:
         """A node that brings the logits to the sampled distribution: a division (by the temperature)."""
         return _divides(node)
+
+    def _tempering(self, node: cst.CSTNode) -> bool:
+        """A call of a project helper (of this module or another) that divides by its `temperature` parameter,
+        given a temperature that is not known to differ from the sampling one."""
+        key = dotted(node.func) if isinstance(node, cst.Call) else None
+        if key is None:
+            return False
+        index = self.file.fact(ProjectIndex)
+        function = index.own.functions.get(key) or (index.function(key) or (None, None))[1]
+        if function is None or not function.divides:
+            return False
+        position = function.params.index("temperature")
+        given = keyword(node, "temperature")
+        passed = [a for a in node.args if a.keyword is None and not a.star]
+        expr = given.value if given is not None else passed[position].value if len(passed) > position else None
+        if expr is None:
+            return False  # at its default: `_helper_at_default` judges it
+        found = self.file.fact(Flow).value(expr)
+        return found.facts.get("type") != NUMBER or found.facts.get("number") == self.sampling_temperature()[0]
 
     @staticmethod
     def _what(number: float, origin: str) -> str:
@@ -343,20 +465,9 @@ class LogprobsIgnoreTemperature(FunctionRule):
                 f"`{self.source(call)}` computes log-probs at its default temperature 1 ({where}) while rollouts "
                 f"are sampled at {temperature[0]:g} ({temperature[1]}): pass the sampling temperature"))
 
-    def _sources(self, expr: cst.BaseExpression, scope: Scope) -> List[cst.CSTNode]:
-        """The nodes of `expr` and, through the names in it, of what they were assigned."""
-        found: List[cst.CSTNode] = []
-        pending, seen = [expr], set()
-        while pending and len(found) < 2000:
-            current = pending.pop()
-            for node in walk(current):
-                found.append(node)
-                if isinstance(node, cst.Name) and node.value not in seen:
-                    seen.add(node.value)
-                    pending.extend(scope.assigned.get(node.value, ()))
-                    if node.value in scope.augmented_divisions:
-                        found.append(cst.BinaryOperation(node, cst.Divide(), node))
-        return found
+    @staticmethod
+    def _sources(expr: cst.BaseExpression, scope: Scope) -> List[cst.CSTNode]:
+        return sources_of(expr, scope)
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if not isinstance(node.operator, cst.Divide):
@@ -446,6 +557,9 @@ class TruncatedSamplingFullLogprobs(LogprobsIgnoreTemperature):
         return self._temperature[0]
 
     def _helper_at_default(self, call: cst.Call) -> None:
+        return None
+
+    def _overridden(self, call: cst.Call) -> None:
         return None
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:

@@ -24,15 +24,19 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from rllint.analysis.domains import Domain
-from rllint.analysis.facts import INSTANCE, NUMBER, TEXT, TUPLE, UNKNOWN, Value, join_all
+from rllint.analysis.facts import DICT, INSTANCE, NUMBER, REF, TEXT, TUPLE, UNKNOWN, Value, join_all
 
-PARSER, NAMESPACE, CONFIG = "parser", "namespace", "config"
+PARSER, NAMESPACE, CONFIG, FILE = "parser", "namespace", "config", "file"
+# Reads of a whole file of settings into a dict.
+_SETTINGS_LOADS = frozenset({"yaml.safe_load", "yaml.load", "yaml.full_load", "json.load"})
 
 _ENV_GETTERS = frozenset({"os.environ.get", "os.getenv", "os.environ.setdefault"})
 _FIELD_CALLS = frozenset({"dataclasses.field", "field", "pydantic.Field", "Field", "attr.ib", "attrs.field"})
 _DATACLASS_PARSERS = frozenset({"HfArgumentParser", "TrlParser"})
 _DATACLASS_PARSES = frozenset({"parse_args_into_dataclasses", "parse_args_and_config", "parse_yaml_file",
                                "parse_json_file", "parse_dict"})
+# The parses that read the command line (TRL's also the YAML file its `--config` names).
+_COMMAND_LINE_PARSES = frozenset({"parse_args_into_dataclasses", "parse_args_and_config"})
 # Where each framework's config classes are imported from.
 _PACKAGES = {"trl": "trl", "transformers": "transformers"}
 _FRAMEWORK_NAMES = {"trl": "TRL", "transformers": "transformers", "verl": "verl", "openrlhf": "OpenRLHF"}
@@ -49,14 +53,18 @@ class ConfigDomain(Domain):
             return Value({"type": PARSER, "classes": classes})
         if qual in _ENV_GETTERS:
             return _environment(node)
+        if qual in _SETTINGS_LOADS and args and args[0].facts.get("type") == FILE:
+            return _loaded(frame.flow, args[0].facts["files"])
         if qual in _FIELD_CALLS or tail in ("field", "Field") and qual.split(".", 1)[0] in ("dataclasses", "pydantic"):
             default = kwargs.get("default")
             if default is None and tail == "Field" and args:
                 default = args[0]
             return default if default is not None else UNKNOWN
         framework = framework_class(qual)
-        if framework is not None:
-            return Value({"type": CONFIG, "framework": framework, "items": tuple(kwargs.items())}, {"type": (node,)})
+        if framework is not None:  # a keyword the release lacks is refused: the keywords narrow the releases
+            config = Value({"type": CONFIG, "framework": framework, "items": tuple(kwargs.items())}, {"type": (node,)})
+            narrowed = _releases(config, sorted(kwargs)) if not any(a.star for a in node.args) else None
+            return config.but(releases=narrowed) if narrowed else config
         return None
 
     def method(self, frame, receiver, name, node, args, kwargs):
@@ -71,7 +79,10 @@ class ConfigDomain(Domain):
         if name in _DATACLASS_PARSES and "classes" in receiver.facts:
             classes = receiver.facts["classes"]
             members = classes.facts.get("items") or ((0, classes),)
-            return Value({"type": TUPLE, "items": tuple((i, instance_of(c)) for i, c in members)})
+            instances = [instance_of(frame.flow, c) for _, c in members]
+            if name in _COMMAND_LINE_PARSES and not node.args:  # `args=` would replace the command line
+                instances = _launched(frame.flow, instances, config_files=name == "parse_args_and_config")
+            return Value({"type": TUPLE, "items": tuple((i, v) for (i, _), v in zip(members, instances))})
         return None
 
     def attribute(self, frame, base, attr, node):
@@ -87,14 +98,16 @@ class ConfigDomain(Domain):
             if attr in given:
                 return given[attr]
             package, name = base.facts["framework"]
-            return framework_default(flow, package, name, attr)
+            return framework_default(flow, package, name, attr, base.facts.get("releases"))
         if kind == INSTANCE and base.facts.get("cls") is not None:
             inherited = _framework_base(base.facts["cls"].module.flow, base.facts["cls"])
             if inherited is not None:
-                return framework_default(flow, inherited[0], inherited[1], attr)
+                return framework_default(flow, inherited[0], inherited[1], attr, base.facts.get("releases"))
         return None
 
     def call_value(self, frame, callee, node, args, kwargs):
+        if isinstance(node.func, cst.Name) and node.func.value == "open" and args and args[0].facts.get("files"):
+            return Value({"type": FILE, "files": args[0].facts["files"]})
         if isinstance(node.func, cst.Name) and node.func.value in ("float", "int") and len(node.args) == 1:
             given = node.args[0].value
             if isinstance(given, cst.SimpleString):
@@ -123,15 +136,45 @@ def setting(flow, holder: Value, key: str) -> Value:
     return UNKNOWN if found is None else found
 
 
-def instance_of(cls: Value) -> Value:
-    """An instance of a project class or of a framework config class named in a parser's list."""
+def instance_of(flow, cls: Value) -> Value:
+    """An instance of a project class (of this module or imported) or of a framework config class named in a
+    parser's list."""
+    from rllint.analysis.ir import ClassIR
+
     if cls.facts.get("cls") is not None:
         return Value({"type": INSTANCE, "cls": cls.facts["cls"]})
     qual = cls.facts.get("qual")
+    imported = flow.imported(qual, cls.facts.get("level", 0)) if qual and cls.facts.get("type") == REF else None
+    if isinstance(imported, ClassIR):
+        return Value({"type": INSTANCE, "cls": imported})
     framework = framework_class(qual) if qual else None
     if framework is not None:
         return Value({"type": CONFIG, "framework": framework, "items": ()})
     return UNKNOWN
+
+
+def _loaded(flow, files: Tuple[str, ...]) -> Value:
+    """The dict a settings file holds, read from each file the run may name: a key every file gives holds
+    what they give (joined), a key only some give is unknown; the dict's keys are `complete`, so that
+    `Config(**loaded)` leaves the other fields at their defaults."""
+    from rllint.analysis.launches import settings_file
+
+    per_file = [settings_file(flow.file, path) for path in files]
+    if not per_file or any(found is None for found in per_file):
+        return Value({"type": DICT})
+    keys = {entry.key for found in per_file for entry in found}
+    items = []
+    for key in sorted(keys):
+        values = []
+        for found in per_file:
+            for entry in found:
+                if entry.key == key:
+                    number = entry.value if isinstance(entry.value, (int, float)) and \
+                        not isinstance(entry.value, bool) else None
+                    values.append(Value({"type": NUMBER, "number": float(number), "origin": f"{key} in {entry.path}"},
+                                        {"number": (entry.place,)}) if number is not None else UNKNOWN)
+        items.append((key, join_all(values) if len(values) == len(per_file) else UNKNOWN))
+    return Value({"type": DICT, "items": tuple(items), "complete": True})
 
 
 def _environment(node: cst.Call) -> Value:
@@ -211,11 +254,12 @@ def _dest(call: cst.Call) -> Optional[str]:
 
 def launch_overrides(flow) -> Dict[str, Value]:
     """`--flag value` that every launch script of the project which runs this file passes, by dest; a flag
-    that the scripts set to different values, or that some scripts leave at its default, is unknown."""
+    that the scripts set to different values, or that some scripts leave at its default, is unknown, unless
+    each names a config file: then it is a path to one of those `files`, one per launch."""
     cached = getattr(flow, "_launch_overrides", None)
     if cached is not None:
         return cached
-    from rllint.analysis.launches import runs_of
+    from rllint.analysis.launches import CONFIG_FILES, named_file, runs_of
 
     per_flag: Dict[str, List[Value]] = {}
     runs = runs_of(flow.file)
@@ -228,11 +272,16 @@ def launch_overrides(flow) -> Dict[str, Value]:
                 else None
             facts = {"type": NUMBER, "number": float(number), "origin": f"--{entry.key} in {entry.path}"} \
                 if number is not None else {"type": TEXT}
+            named = named_file(entry, CONFIG_FILES)
+            if named is not None:
+                facts["files"] = (named,)
             per_flag.setdefault(dest, []).append(Value(facts, {"number": (entry.place,)} if number is not None
                                                        else {}))
     overrides: Dict[str, Value] = {}
     for dest, values in per_flag.items():
-        if len(values) == len(runs):
+        if len(values) == len(runs) and all(v.facts.get("files") for v in values):
+            overrides[dest] = Value({"type": TEXT, "files": tuple(v.facts["files"][0] for v in values)})
+        elif len(values) == len(runs):
             overrides[dest] = join_all(values)
         else:
             overrides[dest] = UNKNOWN  # some launches leave the default, others change it: which run is it?
@@ -265,25 +314,29 @@ def _framework_base(flow, cls) -> Optional[Tuple[str, str]]:
     return None
 
 
-def framework_default(flow, package: str, name: str, key: str) -> Value:
+def framework_default(flow, package: str, name: str, key: str, releases: Optional[Tuple] = None) -> Value:
     """The framework's default of `key` in config `name`, with the releases it holds in; unknown when it changed
-    across releases and the project pins none (or the pin is not in the table)."""
-    from rllint.analysis.domains.framework_defaults import ABSENT
+    across releases and the project pins none (or the pin is not in the table). `releases`, when the launches
+    show which releases can run the project (`_releases`), narrows an unpinned project's to those."""
+    from rllint.analysis.domains.framework_defaults import ABSENT, NOT_LITERAL
 
     history = _history(package, name, key)
     if not history:
         return UNKNOWN
     pinned = pinned_release(flow.file, package) if flow is not None else None
-    present = [(release, value) for release, value in history if value != ABSENT]
     if pinned is not None:
         chosen = [value for release, value in _holding(history, package) if release == pinned]
         if not chosen or chosen[0] == ABSENT:
             return UNKNOWN
         values, where = [chosen[0]], f"in {pinned}"
+    elif releases:
+        held = [value for release, value in _holding(history, package) if release in releases[0]]
+        values = list({repr(v): v for v in held}.values())
+        where = f"in {releases[0][0]}-{releases[0][-1]}, the releases with {releases[1]}"
     else:
-        values = list({repr(v): v for _, v in present}.values())
+        values = list({repr(v): v for _, v in history if v != ABSENT}.values())
         where = ""
-    if len(values) != 1:
+    if len(values) != 1 or values[0] in (ABSENT, NOT_LITERAL):
         return UNKNOWN
     default = values[0]
     framework = _FRAMEWORK_NAMES.get(package, package)
@@ -295,6 +348,110 @@ def framework_default(flow, package: str, name: str, key: str) -> Value:
     if isinstance(default, str):
         return Value({"type": TEXT, "literal": default, "origin": origin})
     return UNKNOWN
+
+
+def _launched(flow, instances: List[Value], config_files: bool) -> List[Value]:
+    """The dataclass instances a parser of the command line fills, with what the project's launches of this
+    file give: a setting every launch gives holds that (joined), one that only some give is unknown, the rest
+    keep their defaults. Each setting goes to the one instance that declares it; a framework config also learns
+    which of its releases declare every flag the launches give it (`_releases`: the parser refuses a flag no
+    dataclass declares, while TRL ignores a key of its `--config` file that none declares)."""
+    launches = _runs(flow)
+    runs = [_settings(flow, run, config_files) for run in launches]
+    if not runs:
+        return instances
+    flags = {e.key.replace("-", "_") for run in launches for e in run if e.source == "shell-flag"} - {"config"}
+    given = [dict(v.facts.get("fields" if v.facts.get("type") == INSTANCE else "items") or ()) for v in instances]
+    keys = {key for run in runs for key in run}
+    owners: Dict[str, List[int]] = {key: [i for i, v in enumerate(instances) if _declares(v, key)] for key in keys}
+    for key, found in owners.items():
+        if len(found) == 1:
+            values = [run[key] for run in runs if key in run]
+            given[found[0]][key] = join_all(values) if len(values) == len(runs) else UNKNOWN
+    result = []
+    for index, instance in enumerate(instances):
+        kind = instance.facts.get("type")
+        if kind not in (INSTANCE, CONFIG):
+            result.append(instance)
+            continue
+        instance = instance.but(**{"fields" if kind == INSTANCE else "items": tuple(given[index].items())})
+        mine = sorted(key for key, found in owners.items() if found == [index] and key in flags)
+        known = all(v.facts.get("type") in (INSTANCE, CONFIG) for v in instances)
+        narrowed = _releases(instance, mine) if known and all(owners[k] for k in flags) else None
+        result.append(instance.but(releases=narrowed) if narrowed else instance)
+    return result
+
+
+def _runs(flow) -> List[list]:
+    from rllint.analysis.launches import runs_of
+
+    return runs_of(flow.file)
+
+
+def _settings(flow, run, config_files: bool) -> Dict[str, Value]:
+    """A launch's settings by name: its flags, over the keys of the YAML file its `--config` names."""
+    from rllint.analysis.launches import config_file_entries
+
+    entries = [e for e in run if e.source == "shell-flag"]
+    named = [e for e in entries if e.key == "config"] if config_files else []
+    if named:
+        entries = (config_file_entries(flow.file, named[0]) or []) + [e for e in entries if e.key != "config"]
+    settings: Dict[str, Value] = {}
+    for entry in entries:
+        number = entry.value if isinstance(entry.value, (int, float)) and not isinstance(entry.value, bool) \
+            else None
+        where = f"--{entry.key} in {entry.path}" if entry.source == "shell-flag" else f"{entry.key} in {entry.path}"
+        settings[entry.key.replace("-", "_")] = Value(
+            {"type": NUMBER, "number": float(number), "origin": where}, {"number": (entry.place,)}) \
+            if number is not None else Value({"type": TEXT})
+    return settings
+
+
+def _declares(instance: Value, key: str) -> bool:
+    """Whether a parsed dataclass has the setting `key`: a field of the project class (or of its bases in
+    the project), or of the framework config it is or extends, in some release."""
+    kind = instance.facts.get("type")
+    framework = instance.facts.get("framework")
+    if kind == INSTANCE:
+        cls = instance.facts["cls"]
+        flow = cls.module.flow
+        if any(key in owner.fields for owner in flow._class_chain(cls)):
+            return True
+        framework = _framework_base(flow, cls)
+    return framework is not None and bool(_declaring(framework[0], framework[1], key))
+
+
+def _declaring(package: str, name: str, key: str) -> Tuple[str, ...]:
+    """The releases of the table in which config `name` (or a base) has the field `key`."""
+    from rllint.analysis.domains.framework_defaults import ABSENT, RELEASES
+
+    return tuple(r for r in RELEASES.get(package, ()) if _default_in(package, name, key, r, 0) != ABSENT)
+
+
+def _releases(instance: Value, keys: List[str]) -> Optional[Tuple[Tuple[str, ...], str]]:
+    """The releases of a framework config that declare every setting the launches give it (the parser of
+    the others refuses an unknown flag), with the first setting that narrows them; None when no setting
+    narrows them."""
+    from rllint.analysis.domains.framework_defaults import RELEASES
+
+    framework = instance.facts.get("framework")
+    if instance.facts.get("type") == INSTANCE:
+        cls = instance.facts["cls"]
+        flow = cls.module.flow
+        keys = [k for k in keys if not any(k in owner.fields for owner in flow._class_chain(cls))]
+        framework = _framework_base(flow, cls)
+    if framework is None:
+        return None
+    every = RELEASES.get(framework[0], ())
+    chosen, reason = set(every), ""
+    for key in keys:
+        declaring = set(_declaring(framework[0], framework[1], key))
+        if declaring and declaring != chosen and chosen - declaring:
+            reason = reason or f"{framework[1]}.{key}"
+            chosen &= declaring
+    if not reason or not chosen:
+        return None
+    return tuple(r for r in every if r in chosen), reason
 
 
 def _history(package: str, name: str, key: str) -> Tuple[Tuple[str, object], ...]:
@@ -312,10 +469,17 @@ def _history(package: str, name: str, key: str) -> Tuple[Tuple[str, object], ...
 
 
 def _default_in(package: str, name: str, key: str, release: str, depth: int) -> object:
-    from rllint.analysis.domains.framework_defaults import ABSENT, CLASSES, FIELDS
+    """The default of field `key` of config `name` (or of a base) in `release`; ABSENT when it has no such
+    field (a default of None is a default)."""
+    from rllint.analysis.domains.framework_defaults import ABSENT, CLASSES, FIELDS, RELEASES
 
-    own = _at(FIELDS.get((package, name, key), ()), package, release)
-    if own is not None and own != ABSENT:
+    order = RELEASES.get(package, ())
+    changes = FIELDS.get((package, name, key), ())
+    own = changes[0][1] if changes and release not in order else ABSENT
+    for start, value in changes if release in order else ():
+        if start in order and order.index(start) <= order.index(release):
+            own = value
+    if own != ABSENT:
         return own
     if depth > 6:
         return ABSENT
