@@ -537,3 +537,47 @@ def test_a_project_walk_stops_at_its_bound_and_says_so(tmp_path, monkeypatch):
     monkeypatch.setattr(index, "_MAX_WALKED", 100)
     outcome = CliRunner().invoke(main, ["--no-cache", "knobs.py"])
     assert outcome.stdout.count("RL606") == 1 and "project index" not in outcome.stderr
+
+
+# ---- RL606: a plain settings class that never leaves its file ------------------------------------------
+
+NAMESPACE_SCRIPT = """\
+    import torch
+
+
+    class Settings:
+        lr = 1e-6
+        beta = 0.05  # KL penalty
+        group = 8
+
+
+    def run(policy, batches):
+        opt = torch.optim.AdamW(policy.parameters(), lr=Settings.lr)
+        for batch in batches:
+            logps = policy(batch).log_softmax(-1)
+            loss = -(logps * batch["adv"]).mean() / Settings.group
+            loss.backward()
+            opt.step()
+    {tail}
+"""
+
+OTHER_SCRIPT = """\
+    class Settings:
+        beta = 0.1
+
+    def use():
+        return Settings.beta
+"""
+
+
+def namespace(tmp_path, tail="", other=OTHER_SCRIPT):
+    build(tmp_path, {"train.py": NAMESPACE_SCRIPT.format(tail=tail), "other.py": other})
+    return found(tmp_path, ["RL606"], "train.py", settings=_always(tmp_path, "RL606"))
+
+
+def test_rl606_a_plain_class_read_only_by_its_attributes_is_not_read_by_another_file_s_class(tmp_path):
+    assert namespace(tmp_path) == [("train.py", 6, "RL606")]
+    assert namespace(tmp_path, tail="print(vars(Settings))") == []  # the class is handed over whole
+    assert namespace(tmp_path, tail="cfg = Settings()\nlaunch(cfg)") == []  # an instance leaves the file
+    assert namespace(tmp_path, other="from train import Settings\n\ndef use():\n    return Settings.beta\n") == []
+    assert namespace(tmp_path, other="import train\n\ndef use():\n    return train.Settings.beta\n") == []
