@@ -5,6 +5,8 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from rllint.analysis.domains.torch_ops import balanced
+from rllint.analysis.flow import Flow
 from rllint.analysis.clipping import around_one, clamp_of, clip_range, exponent_of, summed_log_ratio, surrogate_sign
 from rllint.analysis.grad import EMPTY, GradFlow, carries
 from rllint.analysis.imports import Imports
@@ -977,6 +979,13 @@ class KLEstimatorDirection(TensorRule):
     def leave_Module(self, original_node: cst.Module) -> None:
         for written, leaves in self.k1_in_loss:
             if not any(id(leaf) in self.k3_leaves for leaf in leaves):
+                self.report(written, expr=self.file.fact(Tensors).code(written), why=self._K1_LOSS)
+        flow = self.file.fact(Flow)
+        for loss in flow.losses():
+            lp, written = loss.facts.get("lp"), loss.facts.get("lp_at")
+            if balanced(lp) and lp[0] > 0 and written is not None and flow.owns(written) and \
+                    id(written) not in self.reported:
+                self.reported.add(id(written))
                 self.report(written, expr=self.file.fact(Tensors).code(written), why=self._K1_LOSS)
 
 
