@@ -515,7 +515,7 @@ class Flow:
                     seen.append(self.default(param, function))
             joined = join_all(seen)
             key = ("param", function.qualname, param.name)
-            if not joined.facts.get("type"):
+            if not joined.facts.get("type") and not joined.facts.get("place"):
                 joined = joined.but(place=key)  # what the callers pass is unknown: known by its place
             elif joined.facts.get("type") == MODEL and joined.facts.get("model") is None:
                 joined = joined.but(model=key)  # models of different callers: this parameter's one

@@ -756,6 +756,10 @@ class Torch(Domain):
         return tensor_result(ops) if tail[:1].islower() else None
 
     def method(self, frame, receiver, name, node, args, kwargs):
+        if receiver.facts.get("type") == "output" and receiver.facts.get("arch") is None and name in OPS:
+            # the forward of a model of unknown class, used as a tensor: what it returned is one
+            receiver = Value({"type": TENSOR, **{k: receiver.facts[k] for k in ("grad", "cut", "forwards", "sources")
+                                                 if k in receiver.facts}}, {"grad": receiver.reason("grad")})
         if receiver.facts.get("type") != TENSOR:
             return None
         if name in INPLACE:
