@@ -232,7 +232,7 @@ class Flow:
         if sites:
             modes = {self.mode_at(site) for site in sites}
             return modes.pop() if len(modes) == 1 else None
-        return True if self.framework_entry(function) else None
+        return True if self.framework_entry(function) or _VERL_POLICY_LOSS in function.decorators else None
 
     def _trainer_model(self, cls: ClassIR) -> Value:
         """The model a trainer framework hands its `compute_loss` / `training_step`: the `model` its
@@ -527,12 +527,15 @@ class Flow:
         trainer hands its `compute_loss` (its rollout log-probs under their documented keys, computed without
         gradient), and the log-probs verl hands a registered policy loss (`log_prob`, the policy's, with
         gradient; `old_log_prob`, the rollout policy's, without)."""
-        if _VERL_POLICY_LOSS in function.decorators and param.name in _VERL_LOSS_LOGPS:
-            return _token_logps(param.node or function.node, _VERL_LOSS_LOGPS[param.name])
+        node = param.node or function.node
+        if _VERL_POLICY_LOSS in function.decorators:
+            if param.name == "response_mask":
+                return _token_mask(node)
+            return _token_logps(node, _VERL_LOSS_LOGPS[param.name]) if param.name in _VERL_LOSS_LOGPS else None
         if self.framework_entry(function) and function.name == "compute_loss" and param.index == 2 and \
                 any(base.startswith("trl.") and base.endswith("GRPOTrainer") for base in self._bases(function.cls)):
-            items = tuple((key, _token_logps(param.node or function.node, GRAPH_NONE)) for key in _TRL_GRPO_INPUT_LOGPS)
-            return Value({"type": DICT, "items": items})
+            items = tuple((key, _token_logps(node, GRAPH_NONE)) for key in _TRL_GRPO_INPUT_LOGPS)
+            return Value({"type": DICT, "items": items + (("completion_mask", _token_mask(node)),)})
         return None
 
     def default(self, param: Param, function: FunctionIR) -> Value:
@@ -1323,6 +1326,11 @@ class Frame:
 # ---------------------------------------------------------------- helpers
 
 NO_KEY = object()
+
+
+def _token_mask(node: cst.CSTNode) -> Value:
+    """The `[batch, time]` mask of completion tokens a framework hands over."""
+    return Value({"type": TENSOR, "rank": 2, "content": "mask", "grad": "no_grad", "obj": node}, {"grad": (node,)})
 
 
 def _token_logps(node: cst.CSTNode, grad: str) -> Value:

@@ -842,7 +842,17 @@ class KLEstimatorDirection(TensorRule):
     Whose log-probs each operand holds comes from the tensor roles (policy, old policy,
     reference); an operand of unknown role keeps the rule silent. An estimator that its name
     or its function's docstring declares as the reverse KL (`reverse_kl`, "KL(ref || pi)") is
-    left alone.
+    left alone. A log-ratio keeps its direction through masks and positive scales
+    (`(logp - ref) * mask`).
+
+    The k1 estimator in a loss is also found by following the values: log-probs computed with
+    the policy's gradient minus log-probs computed without any (a reference or rollout forward
+    under `no_grad`, the reference log-probs a TRL GRPO trainer hands `compute_loss`, the
+    rollout log-probs verl hands a registered policy loss), carried through helpers, other
+    modules, lists and returned dicts to what is handed to autograd (a `backward`, the loss a
+    trainer framework backpropagates). It is reported where the difference is written, or at
+    the call of the helper of another module that returns it; the k3 form `exp(d) - d - 1`,
+    a difference weighted by advantages, and the policy against its own detached copy are not.
 
     ## Why is this bad?
     The reversed k3 estimates another quantity, with a variance that explodes where the
@@ -876,7 +886,8 @@ class KLEstimatorDirection(TensorRule):
     severity = Severity.ERROR
     tier = Tier.CORRECTNESS
     message = "`{expr}` {why}"
-    triggers = ("ref", "init_", "sft")
+    # names of roles; and where a loss is handed to autograd (the engine's k1 in the loss)
+    triggers = ("ref", "init_", "sft", "backward", "compute_loss", "register_policy_loss")
 
     _K3 = ("is the k3 KL estimator with the ratio reversed (exp(policy - ref)): it does not estimate "
            "KL(policy || ref) and its variance explodes (use `exp(ref - logp) - (ref - logp) - 1`)")
