@@ -58,7 +58,8 @@ CAUSAL_LM, SEQ_CLS, VALUE_HEAD, SEQ2SEQ = "causal_lm", "seq_cls", "value_head", 
 NO_SOURCES: FrozenSet[cst.CSTNode] = frozenset()
 
 # Facts that describe one object (its identity, what it is) and do not survive arithmetic.
-_IDENTITY = ("model", "arch", "obj", "function", "cls", "bound", "qual", "items", "element", "origin", "fields")
+_IDENTITY = ("model", "arch", "obj", "function", "cls", "bound", "qual", "items", "element", "origin", "fields",
+             "trains")
 
 
 class Value:

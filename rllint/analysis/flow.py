@@ -332,6 +332,8 @@ class Flow:
         if model.facts.get("frozen") or any(self._holds(expr, function, identity)
                                             for expr, function in self._freeze_sites()):
             return True
+        if model.facts.get("trains"):  # its caller's file trains it
+            return False
         if isinstance(identity, tuple):  # from out of sight: frozen where it was built, unless it trains here
             return False if self.trained_place(identity) or identity[0] == "param" and \
                 identity[1].endswith(tuple("." + m for m in _TRAINER_ENTRY_METHODS)) else None
@@ -1275,6 +1277,8 @@ class Frame:
                 receiver: Optional[Value]) -> Value:
         bound = function.bind(node, method=receiver is not None)
         values = {param: self._argument(expr, node, args, kwargs) for param, expr in bound.items()}
+        if function.module is not self.ir:  # another module cannot see which of this file's objects train
+            values = {param: self._training(v) for param, v in values.items()}
         if receiver is not None and function.params and function.params[0].index == 0:
             values[function.params[0].name] = receiver
         owner: Flow = function.module.flow
@@ -1293,6 +1297,14 @@ class Frame:
             else:
                 self.collected.append((kind, event))
         return result
+
+    def _training(self, v: Value) -> Value:
+        """An object from out of sight whose parameters an optimizer of this file receives: a model that
+        trains, for a helper of another module it is handed to."""
+        key = v.facts.get("model") if v.facts.get("type") == MODEL else v.facts.get("place")
+        if not isinstance(key, tuple) or v.facts.get("type") not in (None, MODEL) or not self.flow.trained_place(key):
+            return v
+        return v.but(type=MODEL, model=key, trains=True)
 
     def _construct(self, cls: ClassIR, node: cst.Call, args: List[Value], kwargs: Dict[str, Value]) -> Value:
         owner: Flow = cls.module.flow
