@@ -149,7 +149,7 @@ RULES = (
      'module': 'rllint.rules.logprobs',
      'fix': None,
      'file_kinds': ('python',),
-     'triggers': ('ref', 'init_', 'sft'),
+     'triggers': ('ref', 'init_', 'sft', 'backward', 'compute_loss', 'register_policy_loss'),
      'ignore_case': False,
      'options': (),
      'message': '`{expr}` {why}'},

@@ -400,3 +400,53 @@ def test_a_function_nobody_in_its_file_calls_gets_what_its_callers_in_the_projec
     ratio = next(v for n, v in flow.values.items() if isinstance(n, cst.Name) and n.value == "ratio")
     assert (ratio.facts.get("grad"), ratio.facts.get("saved")) == ("graph", "exp")
     assert str(tmp_path / "train.py") in file.dependencies
+
+
+def test_a_flag_the_caller_passes_picks_the_helper_s_return_and_appended_lists_hold_their_elements():
+    engine = Engine(CAUSAL + """
+    def seq_logp(model, ids, with_entropy=False):
+        logps = F.log_softmax(model(ids).logits, dim=-1)
+        total = logps.gather(-1, ids.unsqueeze(-1)).squeeze(-1).sum(-1)
+        if not with_entropy:
+            return total
+        return total, -(logps.exp() * logps).sum(-1)
+
+    def step(batches, ref):
+        current, anchors = [], []
+        for ids in batches:
+            current.append(seq_logp(policy, ids))
+            with torch.no_grad():
+                anchor = seq_logp(ref, ids) if ref is not None else None
+            anchors.append(anchor)
+        stacked = torch.stack(current)
+        fixed = torch.stack(anchors)
+        unknown = torch.stack(list(batches))
+        (stacked - fixed).mean().backward()
+        return unknown
+    """)
+    assert engine.facts("stacked", "type", "grad", "lp") == {"type": "tensor", "grad": GRAPH, "lp": (1, 0)}
+    assert engine.facts("fixed", "grad", "lp") == {"grad": NO_GRAD, "lp": (0, 1)}
+    assert engine.facts("(stacked - fixed).mean()", "lp") == {"lp": (1, -1)}
+    assert engine.facts("unknown", "grad") == {"grad": None}  # parts of unknown kind: gradient unknown
+
+
+def test_linear_log_probs_stop_at_weights_and_at_the_k3_form():
+    engine = Engine(CAUSAL + """
+    def step(prompts, ref_model, adv):
+        ids = policy.generate(prompts, do_sample=True)
+        mask = ids != 0
+        optimizer.zero_grad()
+        logp = F.log_softmax(policy(ids).logits, -1).gather(-1, ids.unsqueeze(-1)).squeeze(-1)
+        with torch.no_grad():
+            ref = F.log_softmax(ref_model(ids).logits, -1).gather(-1, ids.unsqueeze(-1)).squeeze(-1)
+        masked = ((logp - ref) * mask).sum() / mask.sum()
+        weighted = (logp - ref) * adv
+        gap = ref - logp
+        k3 = torch.exp(gap) - gap - 1
+        own = logp - logp.detach()
+        (masked + weighted.mean() + k3.mean() + own.mean()).backward()
+    """)
+    assert engine.facts("masked", "lp") == {"lp": (1, -1)}
+    assert engine.facts("weighted", "lp") == {"lp": None}
+    assert engine.facts("k3", "lp") == {"lp": None}
+    assert engine.facts("own", "lp") == {"lp": (1, 0)}  # its detached copy is no fixed log-prob

@@ -555,3 +555,111 @@ def test_an_absolute_import_resolves_from_the_working_folder_of_a_project_withou
     monkeypatch.chdir(tmp_path)
     clear_lookups()
     assert find_module(importer, "src.utils.config") == str(tmp_path / "src" / "utils" / "config.py")
+
+
+# ---- RL606: a plain settings class that never leaves its file ------------------------------------------
+
+NAMESPACE_SCRIPT = """\
+    import torch
+
+
+    class Settings:
+        lr = 1e-6
+        beta = 0.05  # KL penalty
+        group = 8
+
+
+    def run(policy, batches):
+        opt = torch.optim.AdamW(policy.parameters(), lr=Settings.lr)
+        for batch in batches:
+            logps = policy(batch).log_softmax(-1)
+            loss = -(logps * batch["adv"]).mean() / Settings.group
+            loss.backward()
+            opt.step()
+    {tail}
+"""
+
+OTHER_SCRIPT = """\
+    class Settings:
+        beta = 0.1
+
+    def use():
+        return Settings.beta
+"""
+
+
+def namespace(tmp_path, tail="", other=OTHER_SCRIPT):
+    build(tmp_path, {"train.py": NAMESPACE_SCRIPT.format(tail=tail), "other.py": other})
+    return found(tmp_path, ["RL606"], "train.py", settings=_always(tmp_path, "RL606"))
+
+
+def test_rl606_a_plain_class_read_only_by_its_attributes_is_not_read_by_another_file_s_class(tmp_path):
+    assert namespace(tmp_path) == [("train.py", 6, "RL606")]
+    assert namespace(tmp_path, tail="print(vars(Settings))") == []  # the class is handed over whole
+    assert namespace(tmp_path, tail="cfg = Settings()\nlaunch(cfg)") == []  # an instance leaves the file
+    assert namespace(tmp_path, other="from train import Settings\n\ndef use():\n    return Settings.beta\n") == []
+    assert namespace(tmp_path, other="import train\n\ndef use():\n    return train.Settings.beta\n") == []
+
+
+# ---- RL110: the k1 estimator of another module's helper added to this file's loss ------------------------
+
+KL_HELPERS = """\
+    import torch
+
+
+    def token_logps(model, ids):
+        return torch.log_softmax(model(ids).logits, dim=-1).gather(-1, ids.unsqueeze(-1)).squeeze(-1)
+
+
+    def k1_penalty(logp, anchor, mask):
+        return ((logp - anchor) * mask).sum() / mask.sum()
+
+
+    def k3_penalty(logp, anchor, mask):
+        gap = anchor - logp
+        return ((torch.exp(gap) - gap - 1) * mask).sum() / mask.sum()
+"""
+
+KL_STEP = """\
+    import copy
+
+    import torch
+    from lib.kl import k1_penalty, k3_penalty, token_logps
+
+
+    def step(policy, frozen, opt, prompts, adv):
+        ids = policy.generate(prompts, do_sample=True)
+        mask = (ids != 0).float()
+        cur = token_logps(policy, ids)
+        with torch.no_grad():
+            base = token_logps(frozen, ids)
+        loss = -(cur * adv).mean() + 0.1 * {penalty}
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+    def train(policy, batches):
+        frozen = copy.deepcopy(policy).eval()
+        opt = torch.optim.AdamW(policy.parameters(), lr=1e-6)
+        for prompts, adv in batches:
+            step(policy, frozen, opt, prompts, adv)
+"""
+
+
+def kl_step(tmp_path, penalty):
+    build(tmp_path, {"lib/__init__.py": "", "lib/kl.py": KL_HELPERS, "step.py": KL_STEP.format(penalty=penalty)})
+    return found(tmp_path, ["RL110"], "step.py", "lib/kl.py")
+
+
+def test_rl110_k1_of_another_module_s_helper_in_the_loss_is_reported_at_the_call(tmp_path):
+    assert kl_step(tmp_path, "k1_penalty(cur, base, mask)") == [("step.py", 13, "RL110")]
+    assert kl_step(tmp_path, "k1_penalty(mask=mask, anchor=base, logp=cur)") == [("step.py", 13, "RL110")]
+
+
+def test_rl110_look_alikes_of_the_k1_in_the_loss(tmp_path):
+    assert kl_step(tmp_path, "k3_penalty(cur, base, mask)") == []  # k3: the right estimator for a loss
+    assert kl_step(tmp_path, "k1_penalty(base, base, mask)") == []  # no policy gradient in it
+    assert kl_step(tmp_path, "k1_penalty(cur, cur.detach(), mask)") == []  # its own detached copy: no reference
+    assert kl_step(tmp_path, "(k1_penalty(cur, base, mask) * adv).mean()") == []  # weighted: a policy gradient
+    assert kl_step(tmp_path, "k1_penalty(cur, base, mask).item()") == []  # a number: no gradient reaches it

@@ -256,3 +256,24 @@ def test_gae_over_padding_names_the_leaking_row():
     found = findings(source, select=("RL208",))
     assert [(line, code) for line, code, _ in found] == [(6, "RL208")]
     assert "`values` is not zeroed after the response ends" in found[0][2]
+
+
+def test_k3_whose_log_ratio_is_masked_first_keeps_its_direction():
+    source = """
+        import torch
+        def approx_kl3(log_probs, log_probs_ref, action_mask):
+            log_ratio = log_probs - log_probs_ref
+            if action_mask is not None:
+                log_ratio = log_ratio * action_mask
+            return torch.expm1(log_ratio) - log_ratio
+
+        def masked_k3(logp, ref_logp, mask):
+            log_ratio = (ref_logp - logp) * mask
+            return torch.exp(log_ratio) - log_ratio - 1
+
+        def weighted(logp, ref_logp, weights):
+            log_ratio = (logp - ref_logp) * weights
+            return torch.exp(log_ratio) - log_ratio - 1
+    """
+    found = findings(source, select=("RL110",))
+    assert [(line, code) for line, code, _ in found] == [(7, "RL110")]

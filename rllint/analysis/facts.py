@@ -24,6 +24,8 @@ Facts (absent = unknown):
 - models: `model` (the node that built the object, its identity), `arch` (CAUSAL_LM, SEQ_CLS, VALUE_HEAD).
 - containers: `items` (dict: key -> Value; tuple/list: position -> Value) and `element` (what any element
   of a list or a tensor's first axis holds).
+- `lp` / `lp_at`: a linear combination of log-probs, (graph, fixed) signed counts, on some path
+  (`rllint.analysis.domains.torch_ops.settle`); where a difference of the two kinds was written.
 - `sources`: nodes of interest whose result flows into this value (`.item()` calls, string slices):
   a value that reaches `backward()` carries the stoppers that cut its gradient in its sources.
 - `obj`: the node that made this tensor object (aliases and views share it).
@@ -56,7 +58,8 @@ CAUSAL_LM, SEQ_CLS, VALUE_HEAD, SEQ2SEQ = "causal_lm", "seq_cls", "value_head", 
 NO_SOURCES: FrozenSet[cst.CSTNode] = frozenset()
 
 # Facts that describe one object (its identity, what it is) and do not survive arithmetic.
-_IDENTITY = ("model", "arch", "obj", "function", "cls", "bound", "qual", "items", "element", "origin", "fields")
+_IDENTITY = ("model", "arch", "obj", "function", "cls", "bound", "qual", "items", "element", "origin", "fields",
+             "trains")
 
 
 class Value:
@@ -131,6 +134,16 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
         return b if b is not None else UNKNOWN
     if b is None:
         return a
+    if (a.facts.get("type") == NONE) != (b.facts.get("type") == NONE) and TENSOR in (a.facts.get("type"),
+                                                                                   b.facts.get("type")):
+        # an optional tensor (`ref = model(x) if beta else None`): wherever it is used as a tensor, it is the
+        # tensor path's value
+        tensor, other = (a, b) if a.facts.get("type") == TENSOR else (b, a)
+        return with_sources(tensor, other.sources)
+    if _empty_list(a) or _empty_list(b):  # no element: the other path's elements are all there can be
+        empty, full = (a, b) if _empty_list(a) else (b, a)
+        if full.facts.get("type") == "list" and "element" in full.facts:
+            return with_sources(Value({"type": "list", "element": full.facts["element"]}), a.sources | b.sources)
     facts: Dict[str, Any] = {}
     why: Dict[str, Tuple[cst.CSTNode, ...]] = {}
     for key, left in a.facts.items():
@@ -150,12 +163,19 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
             reasons = a.why.get(key, ()) + tuple(n for n in b.why.get(key, ()) if n not in a.why.get(key, ()))
             if reasons:
                 why[key] = reasons
+    if "lp" not in facts and ("lp" in a.facts) != ("lp" in b.facts):  # a path that adds log-probs linearly
+        holder = a if "lp" in a.facts else b
+        facts.update((k, holder.facts[k]) for k in ("lp", "lp_at") if k in holder.facts)
     if facts.get("type") in _NAMED_BY and _NAMED_BY[facts["type"]] not in facts:
         del facts["type"]  # two different functions (classes, imported names): which one is unknown
     sources = a.sources | b.sources
     if sources:
         facts["sources"] = sources
     return Value(facts, why)
+
+
+def _empty_list(v: Value) -> bool:
+    return v.facts.get("type") == "list" and v.facts.get("items") == () and "element" not in v.facts
 
 
 def join_all(values: Iterable[Value]) -> Value:

@@ -28,7 +28,7 @@ import libcst as cst
 from rllint.analysis import summaries
 from rllint.analysis.domains import domains
 from rllint.analysis.domains.models import OPTIMIZERS, output_item
-from rllint.analysis.domains.torch_ops import STOPPERS
+from rllint.analysis.domains.torch_ops import STOPPERS, negated
 from rllint.analysis.facts import (BOOL, CAUSAL_LM, CLASS, DICT, FUNCTION, GRAPH, INSTANCE, LIST, MODEL, NONE, NUMBER, REF,
                                    TENSOR, TEXT, TEXTS, TUPLE, UNKNOWN, Value, item_of, join, join_all,
                                    set_item, signature, value, with_sources)
@@ -43,6 +43,10 @@ NN_MODULE_BASES = frozenset({"torch.nn.Module", "nn.Module", "torch.nn.modules.m
 _TRAINER_PACKAGES = ("transformers.", "trl.")
 _TRAINER_ENTRY_METHODS = frozenset({"compute_loss", "training_step"})
 _CONVERSIONS = frozenset({"float", "int"})
+_VERL_POLICY_LOSS = "verl.trainer.ppo.core_algos.register_policy_loss"
+GRAPH_NONE = "fixed"
+_VERL_LOSS_LOGPS = {"log_prob": GRAPH, "old_log_prob": GRAPH_NONE}  # verl passes them by these keywords
+_TRL_GRPO_INPUT_LOGPS = ("old_per_token_logps", "ref_per_token_logps", "sampling_per_token_logps")
 # Calls that take a model and neither train nor freeze it (copies are new objects; wrappers keep the same one,
 # whose own parameters the file's optimizer and freeze sites name).
 _LEAVES_MODELS = frozenset({"deepcopy", "print", "isinstance", "len", "type", "id", "repr", "str", "getattr",
@@ -156,6 +160,23 @@ class Flow:
                 loops.append(found)
         return loops
 
+    def losses(self) -> List[Value]:
+        """What the file hands to autograd as a loss: the operand of each backward, and what a function returns
+        whose result a trainer framework backpropagates (`compute_loss` / `training_step` of a transformers or
+        TRL trainer subclass; a verl policy loss registered with `register_policy_loss`, the first item of the
+        tuple it returns)."""
+        self.analyze_all()
+        found = [event.target for event in self.backwards]
+        for function in self.ir.all_functions():
+            if self.framework_entry(function) or _VERL_POLICY_LOSS in function.decorators:
+                returned = self.returned.get(function, UNKNOWN)
+                found.append(item_of(returned, 0) or UNKNOWN if returned.facts.get("type") == TUPLE else returned)
+        return found
+
+    def owns(self, node: cst.CSTNode) -> bool:
+        """Whether an expression is written in this file (not in another module's helper)."""
+        return node in self._locate()
+
     @property
     def forwards(self) -> List[Event]:
         return list(self._events["forward"].values())
@@ -211,7 +232,7 @@ class Flow:
         if sites:
             modes = {self.mode_at(site) for site in sites}
             return modes.pop() if len(modes) == 1 else None
-        return True if self.framework_entry(function) else None
+        return True if self.framework_entry(function) or _VERL_POLICY_LOSS in function.decorators else None
 
     def _trainer_model(self, cls: ClassIR) -> Value:
         """The model a trainer framework hands its `compute_loss` / `training_step`: the `model` its
@@ -334,6 +355,8 @@ class Flow:
         if model.facts.get("frozen") or any(self._holds(expr, function, identity)
                                             for expr, function in self._freeze_sites()):
             return True
+        if model.facts.get("trains"):  # its caller's file trains it
+            return False
         if isinstance(identity, tuple):  # from out of sight: frozen where it was built, unless it trains here
             return False if self.trained_place(identity) or identity[0] == "param" and \
                 identity[1].endswith(tuple("." + m for m in _TRAINER_ENTRY_METHODS)) else None
@@ -503,6 +526,10 @@ class Flow:
             if method and param.index == 0:
                 params[param.name] = value(type=INSTANCE, cls=function.cls)
                 continue
+            given = self._framework_argument(function, param) if not sites else None
+            if given is not None:
+                params[param.name] = given
+                continue
             if not sites:
                 if param.name == "model" and self.framework_entry(function):
                     found = self._trainer_model(function.cls)
@@ -525,8 +552,30 @@ class Flow:
                     seen.append(UNKNOWN)
                 else:
                     seen.append(self.default(param, function))
-            params[param.name] = join_all(seen)
+            joined = join_all(seen)
+            key = ("param", function.qualname, param.name)
+            if not joined.facts.get("type") and not joined.facts.get("place"):
+                joined = joined.but(place=key)  # what the callers pass is unknown: known by its place
+            elif joined.facts.get("type") == MODEL and joined.facts.get("model") is None:
+                joined = joined.but(model=key)  # models of different callers: this parameter's one
+            params[param.name] = joined
         return params
+
+    def _framework_argument(self, function: FunctionIR, param: Param) -> Optional[Value]:
+        """What a framework passes a function it calls, by its documented contract: the batch a TRL GRPO
+        trainer hands its `compute_loss` (its rollout log-probs under their documented keys, computed without
+        gradient), and the log-probs verl hands a registered policy loss (`log_prob`, the policy's, with
+        gradient; `old_log_prob`, the rollout policy's, without)."""
+        node = param.node or function.node
+        if _VERL_POLICY_LOSS in function.decorators:
+            if param.name == "response_mask":
+                return _token_mask(node)
+            return _token_logps(node, _VERL_LOSS_LOGPS[param.name]) if param.name in _VERL_LOSS_LOGPS else None
+        if self.framework_entry(function) and function.name == "compute_loss" and param.index == 2 and \
+                any(base.startswith("trl.") and base.endswith("GRPOTrainer") for base in self._bases(function.cls)):
+            items = tuple((key, _token_logps(node, GRAPH_NONE)) for key in _TRL_GRPO_INPUT_LOGPS)
+            return Value({"type": DICT, "items": items + (("completion_mask", _token_mask(node)),)})
+        return None
 
     def default(self, param: Param, function: FunctionIR) -> Value:
         """A parameter nobody is seen passing holds its default, with where it is written."""
@@ -650,6 +699,7 @@ class Frame:
         self.collected: List[Tuple[str, Event]] = []  # a summary's events, for its caller to record
         self.returns: List[Value] = []
         self.statement: cst.CSTNode = function.node
+        self.ended = False  # the current path has returned or raised: what follows in its block does not run
 
     def returned(self) -> Value:
         if not self.returns:
@@ -707,6 +757,8 @@ class Frame:
 
     def block(self, body: Sequence[cst.CSTNode]) -> None:
         for stmt in body:
+            if self.ended:
+                break
             self.stmt(stmt)
 
     def _enter(self, stmt: cst.CSTNode) -> None:
@@ -734,20 +786,28 @@ class Frame:
 
     def _compound(self, stmt: cst.CSTNode) -> None:
         if isinstance(stmt, cst.If):
-            self.expr(stmt.test)
+            truth = self._truth(self.expr(stmt.test))
+            if truth is None:
+                truth = self._none_test(stmt.test)
             before = dict(self.env)
-            outcome = self._none_test(stmt.test)
-            if outcome is not False:
+            if truth is not False:
                 self.block(stmt.body.body)
-            taken, self.env = self.env, before
-            if outcome is True:  # `if x is not None:` of a value that is never None: the other branch is not taken
-                self.env = taken
-                return
-            if isinstance(stmt.orelse, cst.If):
-                self.stmt(stmt.orelse)
-            elif stmt.orelse is not None:
-                self.block(stmt.orelse.body.body)
-            self.env = join_env(taken, self.env)
+            taken, taken_ended = self.env, self.ended or truth is False
+            self.env, self.ended = before, False
+            if truth is not True:
+                if isinstance(stmt.orelse, cst.If):
+                    self.stmt(stmt.orelse)
+                elif stmt.orelse is not None:
+                    self.block(stmt.orelse.body.body)
+            other_ended = self.ended or truth is True
+            if taken_ended and other_ended:
+                self.ended = True
+            elif taken_ended:
+                self.ended = False
+            elif other_ended:
+                self.env, self.ended = taken, False
+            else:
+                self.env = join_env(taken, self.env)
         elif isinstance(stmt, cst.For):
             self._loop(stmt, lambda: self.assign(stmt.target, element_of(self.expr(stmt.iter)), stmt))
         elif isinstance(stmt, cst.While):
@@ -773,6 +833,7 @@ class Frame:
             self.env = paths[0]
             for other in paths[1:]:
                 self.env = join_env(self.env, other)
+            self.ended = False
             for extra in (stmt.orelse, stmt.finalbody):
                 if extra is not None:
                     self.block(extra.body.body)
@@ -784,6 +845,7 @@ class Frame:
                 self.env = dict(before)
                 self.block(case.body.body)
                 paths.append(self.env)
+                self.ended = False
             self.env = before
             for other in paths:
                 self.env = join_env(self.env, other)
@@ -805,6 +867,19 @@ class Frame:
             return False
         return True if isinstance(target.operator, cst.IsNot) else None
 
+    def _truth(self, test: Value) -> Optional[bool]:
+        """Whether a branch's test is known true or false in a call interpreted with its arguments (a flag the
+        caller passes, a parameter's default): only that branch runs. A function's own context, which stands
+        for every caller, runs both."""
+        if self.recording:
+            return None
+        kind = test.facts.get("type")
+        if kind == NONE:
+            return False
+        if kind in (BOOL, NUMBER) and "number" in test.facts:
+            return bool(test.facts["number"])
+        return None
+
     def _loop(self, stmt: cst.CSTNode, head: Callable[[], Any]) -> None:
         """A loop body runs twice: the second pass sees what the first left (loop-carried values)."""
         before = dict(self.env)
@@ -813,6 +888,7 @@ class Frame:
             head()
             self.block(stmt.body.body)
             self.env = join_env(before, self.env)
+            self.ended = False  # a pass that returns is one path; the loop may also run out
         if stmt.orelse is not None:
             self.block(stmt.orelse.body.body)
 
@@ -834,8 +910,11 @@ class Frame:
             self.expr(small.value)
         elif isinstance(small, cst.Return):
             self.returns.append(self.expr(small.value) if small.value is not None else value(type=NONE))
-        elif isinstance(small, cst.Raise) and small.exc is not None:
-            self.expr(small.exc)
+            self.ended = True
+        elif isinstance(small, cst.Raise):
+            if small.exc is not None:
+                self.expr(small.exc)
+            self.ended = True
         elif isinstance(small, cst.Assert):
             self.expr(small.test)
 
@@ -1030,12 +1109,16 @@ class Frame:
     def _unary(self, node: cst.UnaryOperation) -> Value:
         operand = self.expr(node.expression)
         if isinstance(node.operator, cst.Not):
-            return with_sources(value((node,), type=BOOL), operand.sources)
+            truth = {NONE: False}.get(operand.facts.get("type")) if "number" not in operand.facts else \
+                bool(operand.facts["number"]) if operand.facts.get("type") in (BOOL, NUMBER) else None
+            return with_sources(value((node,), type=BOOL, number=None if truth is None else float(not truth)),
+                                operand.sources)
         if isinstance(node.operator, cst.Minus) and operand.facts.get("type") == NUMBER and \
                 "number" in operand.facts:
             return operand.but(number=-operand.facts["number"], why={"number": operand.reason("number") + (node,)})
         if operand.facts.get("type") == TENSOR:
-            return operand.derived().but(obj=node)
+            result = operand.derived().but(obj=node)
+            return negated(result) if isinstance(node.operator, cst.Minus) else result
         return operand
 
     def _comparison(self, node: cst.Comparison) -> Value:
@@ -1159,6 +1242,10 @@ class Frame:
                 receiver if receiver is not None else UNKNOWN)
             self.emit("backward", node, loss, "backward")
             return value(type=NONE)
+        if name in ("append", "extend") and receiver is not None and receiver.facts.get("type") == LIST and args \
+                and isinstance(node.func, cst.Attribute):
+            self._grow(node.func.value, receiver, args[0] if name == "append" else element_of(args[0]))
+            return value(type=NONE)
         stopped = self._stopper(node, name, callee, args)
         if stopped is not None:
             return with_sources(stopped, sources | {node})
@@ -1177,6 +1264,23 @@ class Frame:
             name = place(expr)
             if name is not None and self.env.get(name, UNKNOWN).facts.get("complete"):
                 self.env[name] = self.env[name].but(complete=None, items=None)
+
+    def _grow(self, target: cst.CSTNode, current: Value, added: Value) -> None:
+        """`xs.append(x)` / `xs.extend(ys)`: from here on `xs` holds elements like `x` too (a list known to be
+        empty holds only those; one whose elements are unknown stays so)."""
+        name = place(target)
+        if name is None:
+            return
+        if "element" in current.facts:
+            element: Optional[Value] = join(current.facts["element"], added)
+        elif current.facts.get("items") == ():
+            element = added
+        else:
+            element = None
+        facts: Dict[str, Any] = {"type": LIST}
+        if element is not None:
+            facts["element"] = element
+        self.env[name] = with_sources(Value(facts), current.sources | added.sources)
 
     def _stopper(self, node: cst.Call, name: str, callee: Value, args: List[Value]) -> Optional[Value]:
         """`.item()`, `.tolist()`, `.numpy()`, `float(t)`, `int(t)`: a Python value, cut from the graph."""
@@ -1269,6 +1373,8 @@ class Frame:
                 receiver: Optional[Value]) -> Value:
         bound = function.bind(node, method=receiver is not None)
         values = {param: self._argument(expr, node, args, kwargs) for param, expr in bound.items()}
+        if function.module is not self.ir:  # another module cannot see which of this file's objects train
+            values = {param: self._training(v) for param, v in values.items()}
         if receiver is not None and function.params and function.params[0].index == 0:
             values[function.params[0].name] = receiver
         owner: Flow = function.module.flow
@@ -1282,12 +1388,22 @@ class Frame:
         given = {v.facts.get("obj") for v in [receiver, *args, *kwargs.values()] if v is not None}
         if result.facts.get("obj") is not None and result.facts["obj"] not in given:
             result = result.but(obj=node)  # a tensor the call made: each call makes its own
+        if result.facts.get("lp_at") is not None and function.module is not self.ir:
+            result = result.but(lp_at=node)  # a difference written in another module: this call returns it
         for kind, event in events:
             if self.recording:
                 self.flow.record(kind, replace(event, via=node, via_statement=self.statement, via_module=self.ir))
             else:
                 self.collected.append((kind, event))
         return result
+
+    def _training(self, v: Value) -> Value:
+        """An object from out of sight whose parameters an optimizer of this file receives: a model that
+        trains, for a helper of another module it is handed to."""
+        key = v.facts.get("model") if v.facts.get("type") == MODEL else v.facts.get("place")
+        if not isinstance(key, tuple) or v.facts.get("type") not in (None, MODEL) or not self.flow.trained_place(key):
+            return v
+        return v.but(type=MODEL, model=key, trains=True)
 
     def _construct(self, cls: ClassIR, node: cst.Call, args: List[Value], kwargs: Dict[str, Value]) -> Value:
         owner: Flow = cls.module.flow
@@ -1322,6 +1438,19 @@ class Frame:
 
 NO_KEY = object()
 _READS = frozenset({"get", "keys", "items", "values", "copy", "__getitem__", "__contains__"})
+
+
+def _token_mask(node: cst.CSTNode) -> Value:
+    """The `[batch, time]` mask of completion tokens a framework hands over."""
+    return Value({"type": TENSOR, "rank": 2, "content": "mask", "grad": "no_grad", "obj": node}, {"grad": (node,)})
+
+
+def _token_logps(node: cst.CSTNode, grad: str) -> Value:
+    """Per-token log-probs `[batch, time]` that a framework hands over, with the policy's gradient or none."""
+    graph = grad == GRAPH
+    facts = {"type": TENSOR, "rank": 2, "content": "token_logprobs", "logp": True, "grad": GRAPH if graph else
+             "no_grad", "lp": (1, 0) if graph else (0, 1), "obj": node}
+    return Value(facts, {"grad": (node,)})
 
 
 def join_env(a: Dict[str, Value], b: Dict[str, Value]) -> Dict[str, Value]:

@@ -28,8 +28,9 @@ _REVERSE_WORDS = re.compile(r"revers|\brkl\b|(^|_)rkl(_|$)|(^|_)rev_kl|kl\s*\(\s
 
 def log_ratio(tensors: Tensors, expr: cst.BaseExpression) -> Optional[Roles]:
     """The signed roles of `expr` when it is a sum of per-token log-probs of known roles (negative
-    log-probs count with the opposite sign), else None."""
-    terms = tensors.terms(expr)
+    log-probs count with the opposite sign), read through the masks, reductions and positive scales that keep
+    each term's sign (`(logp - ref) * mask`), else None."""
+    terms = linear_terms(tensors, expr)
     if not terms or len(terms) < 2:
         return None
     signs = {"new": 0, "old": 0, "ref": 0}

@@ -1097,6 +1097,9 @@ class UnusedHyperparameter(CSTRule):
         self._instance_forwarded = False  # `asdict(x)`, `vars(x)`: some object's fields read as a whole
         self._extends: Dict[str, bool] = {}  # class name -> whether it extends another class
         self._overwrites: List[Tuple[cst.CSTNode, str, str]] = []  # (literal, local name, attribute read)
+        self._mentions: Dict[str, int] = {}  # name -> how often the file names it (not where a class is defined)
+        self._attribute_bases: Dict[str, int] = {}  # name -> how often it is named as `name.attr`
+        self._class_names: Set[int] = set()  # the Name nodes of class definitions
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._functions.append(node.name.value)
@@ -1105,6 +1108,7 @@ class UnusedHyperparameter(CSTRule):
         self._functions.pop()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._class_names.add(id(node.name))
         self._extends[node.name.value] = any(
             not (isinstance(b.value, cst.Name) and b.value.value in ("object", "ABC")) for b in node.bases
             if b.keyword is None)
@@ -1142,6 +1146,8 @@ class UnusedHyperparameter(CSTRule):
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self._targets.add(id(node.attr))  # the attribute's name is read, or written, as the attribute
+        if isinstance(node.value, cst.Name):
+            self._attribute_bases[node.value.value] = self._attribute_bases.get(node.value.value, 0) + 1
         if node.attr.value == "__dict__":
             self._forward(node.value)
         elif id(node) not in self._targets:
@@ -1149,6 +1155,8 @@ class UnusedHyperparameter(CSTRule):
 
     def visit_Name(self, node: cst.Name) -> None:
         """Plain names read: click and typer hand options to the function as parameters of that name."""
+        if id(node) not in self._class_names:
+            self._mentions[node.value] = self._mentions.get(node.value, 0) + 1
         if id(node) not in self._targets:
             self._attributes.add(node.value)
 
@@ -1195,7 +1203,8 @@ class UnusedHyperparameter(CSTRule):
         if consumed_elsewhere and _escapes(index, {n for group in consumed_elsewhere.values() for n in group}):
             unread = [d for d in unread if d not in consumed_elsewhere]
         # `self.args.beta` in a trainer handed `args` whole, `cfg.training.lr` in another module: read there.
-        elsewhere = index.read_elsewhere({_read_name(d) for d in unread}) if unread else set()
+        elsewhere = index.read_elsewhere({_read_name(d) for d in unread if not self._closed(d, index)}) \
+            if unread else set()
         # Consumed elsewhere: a module this one imports, or that imports it, reads some of the group.
         nearby = {n for _, summary in index.neighbours() for n in summary.reads} if consumed_elsewhere else set()
         for declaration in unread:
@@ -1217,7 +1226,18 @@ class UnusedHyperparameter(CSTRule):
         return other.kind == "argparse" and self._declared_in.get(id(other.node)) == \
             self._declared_in.get(id(declaration.node))
 
+    def _closed(self, declaration: Declaration, index: ProjectIndex) -> bool:
+        """A field of a plain class that never leaves this file: the file names the class only to read or set
+        its attributes (`Config.lr`: never built, passed or stored), and no project file imports this one.
+        Another file's read of a field of that name reads something else."""
+        owner = declaration.owner
+        return declaration.kind == "field" and owner is not None and self._extends.get(owner) is False and \
+            self._mentions.get(owner, 0) == self._attribute_bases.get(owner, 0) and index.enabled and \
+            not index.importers()
+
     def _exempt(self, declaration: Declaration) -> bool:
+        if self._closed(declaration, self.file.fact(ProjectIndex)):
+            return False  # nothing is handed over whole: the class itself never is
         if self._forwarded_anywhere:
             return True
         if declaration.kind == "field":

@@ -5,6 +5,8 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from rllint.analysis.domains.torch_ops import balanced
+from rllint.analysis.flow import Flow
 from rllint.analysis.clipping import around_one, clamp_of, clip_range, exponent_of, summed_log_ratio, surrogate_sign
 from rllint.analysis.facts import TOKEN_LOGPROBS, VOCAB
 from rllint.analysis.flow import Flow
@@ -889,7 +891,17 @@ class KLEstimatorDirection(TensorRule):
     Whose log-probs each operand holds comes from the tensor roles (policy, old policy,
     reference); an operand of unknown role keeps the rule silent. An estimator that its name
     or its function's docstring declares as the reverse KL (`reverse_kl`, "KL(ref || pi)") is
-    left alone.
+    left alone. A log-ratio keeps its direction through masks and positive scales
+    (`(logp - ref) * mask`).
+
+    The k1 estimator in a loss is also found by following the values: log-probs computed with
+    the policy's gradient minus log-probs computed without any (a reference or rollout forward
+    under `no_grad`, the reference log-probs a TRL GRPO trainer hands `compute_loss`, the
+    rollout log-probs verl hands a registered policy loss), carried through helpers, other
+    modules, lists and returned dicts to what is handed to autograd (a `backward`, the loss a
+    trainer framework backpropagates). It is reported where the difference is written, or at
+    the call of the helper of another module that returns it; the k3 form `exp(d) - d - 1`,
+    a difference weighted by advantages, and the policy against its own detached copy are not.
 
     ## Why is this bad?
     The reversed k3 estimates another quantity, with a variance that explodes where the
@@ -923,7 +935,8 @@ class KLEstimatorDirection(TensorRule):
     severity = Severity.ERROR
     tier = Tier.CORRECTNESS
     message = "`{expr}` {why}"
-    triggers = ("ref", "init_", "sft")
+    # names of roles; and where a loss is handed to autograd (the engine's k1 in the loss)
+    triggers = ("ref", "init_", "sft", "backward", "compute_loss", "register_policy_loss")
 
     _K3 = ("is the k3 KL estimator with the ratio reversed (exp(policy - ref)): it does not estimate "
            "KL(policy || ref) and its variance explodes (use `exp(ref - logp) - (ref - logp) - 1`)")
@@ -1026,6 +1039,13 @@ class KLEstimatorDirection(TensorRule):
     def leave_Module(self, original_node: cst.Module) -> None:
         for written, leaves in self.k1_in_loss:
             if not any(id(leaf) in self.k3_leaves for leaf in leaves):
+                self.report(written, expr=self.file.fact(Tensors).code(written), why=self._K1_LOSS)
+        flow = self.file.fact(Flow)
+        for loss in flow.losses():
+            lp, written = loss.facts.get("lp"), loss.facts.get("lp_at")
+            if balanced(lp) and lp[0] > 0 and written is not None and flow.owns(written) and \
+                    id(written) not in self.reported:
+                self.reported.add(id(written))
                 self.report(written, expr=self.file.fact(Tensors).code(written), why=self._K1_LOSS)
 
 

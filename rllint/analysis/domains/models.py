@@ -18,7 +18,7 @@ from typing import Dict, List, Optional
 import libcst as cst
 
 from rllint.analysis.domains import Domain
-from rllint.analysis.domains.torch_ops import Operands, gradient, tensor_result
+from rllint.analysis.domains.torch_ops import OPS, Operands, gradient, tensor_result
 from rllint.analysis.facts import (BATCH, CAUSAL_LM, GRAPH, IDS, LOGITS, MODEL, NO_GRAD, OPTIMIZER, OUTPUT, PARAMS,
                                    SEQ2SEQ, SEQ_CLS, TENSOR, TIME, TOKENIZER, TUPLE, UNKNOWN, VALUE_HEAD, VOCAB, Value,
                                    value, with_sources)
@@ -104,6 +104,8 @@ class Models(Domain):
         if kind == MODEL and attr in UNWRAP:
             return base
         if kind == OUTPUT:
+            if base.facts.get("arch") is None and attr in OPS:
+                return None  # a tensor method of what a model of unknown class returned (`torch_ops`)
             return output_field(base, attr, node)
         return None
 

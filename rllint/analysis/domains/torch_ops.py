@@ -92,6 +92,95 @@ def tensor_result(operands: Operands, **facts) -> Value:
     return Value(result, reasons)
 
 
+# ---------------------------------------------------------------- log-probs read linearly
+
+# `lp`: the tensor is, elementwise and up to masks, reductions and a common scale, a signed sum of log-probs
+# (`log_softmax` outputs, gathered or not): (graph, fixed), the summed signs of those that carry the policy's
+# gradient and of those that do not (a reference's, the old policy's, detached ones). `lp_at`: where a
+# difference of the two kinds was written (`logp - ref_logp`), for a rule to point at. `lp_exp`: the tensor
+# holds `exp` of such a difference (a ratio), written at that node; `exp(d) - d` is then the k3 estimator, whose
+# linear part `-d` is no k1 estimator of its own.
+LINEAR = frozenset({"sum", "mean", "nanmean", "gather", "take_along_dim", "squeeze", "unsqueeze", "transpose",
+                    "permute", "view", "reshape", "flatten", "float", "double", "half", "bfloat16", "to", "type",
+                    "contiguous", "clone", "cuda", "cpu", "detach"})
+
+
+def settle(result: Value, lp: Optional[Tuple[int, int]], at: Optional[cst.CSTNode] = None) -> Value:
+    """`result` holding the log-probs `lp`: fixed ones are those computed without gradient where they were
+    made (a reference's, a rollout's); the policy's, cut from their graph later, and any whose gradient is
+    unknown, make no known sum."""
+    if lp is None:
+        return result
+    graph, fixed = lp
+    grad = result.facts.get("grad")
+    if grad is None:
+        return result.but(lp=None, lp_at=None)
+    if grad != GRAPH and graph:  # the policy's log-probs cut from their graph (`logp.detach()`): no role known
+        return result.but(lp=None, lp_at=None)
+    if not graph and not fixed:
+        return result.but(lp=None, lp_at=None)
+    if at is None or graph != -fixed:
+        return result.but(lp=(graph, fixed), lp_at=None)
+    return result.but(lp=(graph, fixed), lp_at=at)
+
+
+def balanced(lp: Optional[Tuple[int, int]]) -> bool:
+    """A difference of the policy's log-probs and fixed ones, with opposite signs (`logp - ref_logp`)."""
+    return lp is not None and lp[0] != 0 and lp[0] == -lp[1]
+
+
+def negated(v: Value) -> Value:
+    lp = v.facts.get("lp")
+    return v if lp is None else v.but(lp=(-lp[0], -lp[1]))
+
+
+def _k3(left: Value, right: Value) -> bool:
+    """`exp(d) - d` (in either order, with constants): the k3 estimator's parts, of one difference `d`."""
+    for ratio, linear in ((left, right), (right, left)):
+        exponent, at = ratio.facts.get("lp_exp"), linear.facts.get("lp_at")
+        if exponent is not None and at is not None and ratio.facts.get("lp") is None and (
+                exponent is at or exponent.deep_equals(at)):
+            return True
+    return False
+
+
+def _linear_arith(operator: cst.CSTNode, left: Value, right: Value, node: cst.CSTNode, result: Value) -> Value:
+    """`lp` of a sum, a difference, a product with a mask or a number, a quotient by a number or a count."""
+    a, b = left.facts.get("lp"), right.facts.get("lp")
+    if a is None and b is None:
+        exponent = left.facts.get("lp_exp") or right.facts.get("lp_exp")
+        if exponent is not None and isinstance(operator, (cst.Add, cst.Subtract)) and \
+                not (left.facts.get("lp_exp") and right.facts.get("lp_exp")):
+            return result.but(lp_exp=exponent)  # `exp(d) - 1`
+        return result
+    if isinstance(operator, (cst.Add, cst.Subtract)) and _k3(left, right):
+        return result.but(lp=None, lp_at=None)
+    if isinstance(operator, (cst.Add, cst.Subtract, cst.AddAssign, cst.SubtractAssign)):
+        sign = -1 if isinstance(operator, (cst.Subtract, cst.SubtractAssign)) else 1
+        a, b = a or (0, 0), b or (0, 0)
+        lp = (a[0] + sign * b[0], a[1] + sign * b[1])
+        at = left.facts.get("lp_at") if balanced(a) else right.facts.get("lp_at") if balanced(b) else node
+        return settle(result, lp, at)
+    if a is not None and b is not None:
+        return result.but(lp=None, lp_at=None)
+    held, other = (left, right) if a is not None else (right, left)
+    lp, at = held.facts["lp"], held.facts.get("lp_at")
+    multiply = isinstance(operator, (cst.Multiply, cst.MultiplyAssign))
+    if not multiply and (held is right or not isinstance(operator, (cst.Divide, cst.DivideAssign))):
+        return result.but(lp=None, lp_at=None)
+    if other.facts.get("type") == NUMBER:
+        number = other.facts.get("number")
+        if number is None:
+            return settle(result, lp, at) if balanced(lp) else result.but(lp=None, lp_at=None)
+        if number == 0:
+            return result.but(lp=None, lp_at=None)
+        return settle(result, lp if number > 0 else (-lp[0], -lp[1]), at)
+    if other.facts.get("type") == TENSOR and other.facts.get("grad") != GRAPH and (
+            (multiply and other.facts.get("content") == MASK) or (not multiply and balanced(lp))):
+        return settle(result, lp, at)  # masked, or divided by a count (`.sum() / mask.sum()`)
+    return result.but(lp=None, lp_at=None)
+
+
 # ---------------------------------------------------------------- shapes
 
 def norm_axis(axis: Optional[int], rank: Optional[int]) -> Optional[int]:
@@ -249,7 +338,10 @@ def _softmax(content: str, saved: str) -> Callable[[Operands, Value], Value]:
         facts = {"rank": rank, "axes": x.facts.get("axes"), "content": content, "saved": saved, "logp": True}
         if axis is not None:
             facts["dist"] = axis
-        return tensor_result(ops, **facts)
+        result = tensor_result(ops, **facts)
+        if content != LOGPROBS or result.facts.get("grad") is None:
+            return result
+        return result.but(lp=(1, 0) if result.facts["grad"] == GRAPH else (0, 1))
     return transfer
 
 
@@ -538,7 +630,14 @@ def apply(name: str, ops: Operands, x: Optional[Value]) -> Optional[Value]:
         if name in CREATION:
             return _creation(ops, x)
         return None
-    return transfer(ops, x if x is not None else UNKNOWN)
+    result = transfer(ops, x if x is not None else UNKNOWN)
+    if x is None or x.facts.get("lp") is None or result.facts.get("type") != TENSOR:
+        return result
+    if name in LINEAR:
+        return settle(result, x.facts["lp"], x.facts.get("lp_at"))
+    if name in ("exp", "expm1") and balanced(x.facts["lp"]) and x.facts.get("lp_at") is not None:
+        return result.but(lp_exp=x.facts["lp_at"])
+    return result
 
 
 def int_reader(node: cst.Call) -> Callable[[int, str], Optional[int]]:
@@ -631,7 +730,7 @@ def index_tensor(base: Value, node: cst.Subscript, is_number: Callable[[cst.CSTN
                 facts["content"] = base.facts["content"]
     result = Value({"type": TENSOR, "obj": base.facts.get("obj", node), "view": node, **facts},
                    {k: (node,) for k in facts})
-    for fact in ("grad", "cut", "sources", "stat", "saved", "sampled", "logp", "forwards"):
+    for fact in ("grad", "cut", "sources", "stat", "saved", "sampled", "logp", "forwards", "lp", "lp_at"):
         if fact in base.facts:
             result.facts[fact] = base.facts[fact]
             if fact in base.why:
@@ -658,6 +757,10 @@ class Torch(Domain):
         return tensor_result(ops) if tail[:1].islower() else None
 
     def method(self, frame, receiver, name, node, args, kwargs):
+        if receiver.facts.get("type") == "output" and receiver.facts.get("arch") is None and name in OPS:
+            # the forward of a model of unknown class, used as a tensor: what it returned is one
+            receiver = Value({"type": TENSOR, **{k: receiver.facts[k] for k in ("grad", "cut", "forwards", "sources")
+                                                 if k in receiver.facts}}, {"grad": receiver.reason("grad")})
         if receiver.facts.get("type") != TENSOR:
             return None
         if name in INPLACE:
@@ -734,7 +837,7 @@ class Torch(Domain):
                 result = result.but(sources=result.sources | {node})
         if isinstance(operator, cst.Power):
             result = result.but(saved="pow")
-        return result
+        return _linear_arith(operator, left, right, node, result)
 
 
 def _policy_gradient(left: Value, right: Value) -> bool:
@@ -762,11 +865,14 @@ def _graph_weight(left: Value, right: Value) -> Optional[Value]:
 def _concat(name: str, ops: Operands, args: List[Value]) -> Value:
     parts = args[0] if args else UNKNOWN
     element = parts.facts.get("element")
-    inputs = [element] if element is not None else []
+    if element is None:  # what the parts are is not known: nor is the result's gradient
+        return with_sources(Value({"type": TENSOR, "obj": ops.node}), parts.sources)
+    inputs = [element]
     facts: Dict = {}
     if element is not None and element.facts.get("rank") is not None:
         facts["rank"] = element.facts["rank"] + (1 if name == "stack" else 0)
     result = tensor_result(Operands(None, inputs, {}, ops.node, ops.grad_mode, ops.ints), **facts)
+    result = settle(result, element.facts.get("lp"), element.facts.get("lp_at"))
     return with_sources(result, parts.sources)
 
 
