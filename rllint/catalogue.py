@@ -126,9 +126,10 @@ def _specificity(selector: str, rule: Entry) -> int:
 
 
 def names_rule(selectors: Iterable[str], code: str) -> bool:
-    """Whether a selector names the rule `code` by its code, its name or a prefix of its family (`RL5`)."""
+    """Whether a selector names the rule `code` by its code, its name or a prefix of its family (`RL5`, `RL`:
+    all of rllint); `ALL` turns rules on without naming them."""
     entry = entries().get(code)
-    return entry is not None and any(_specificity(s, entry) >= 3 for s in selectors)
+    return entry is not None and any(_specificity(s, entry) >= 2 for s in selectors)
 
 
 def validate_selectors(selectors: Iterable[str]) -> None:

@@ -79,9 +79,9 @@ class Settings:
         return select(self.select, self.extend_select, self.ignore)
 
     def names(self, code: str) -> bool:
-        """Whether `select` or `extend-select` names the rule itself (its code, its name, or its family's prefix
-        such as `RL5`), not only every rule (`ALL`, `RL`): a rule whose default form is narrow then reports its
-        broad form too, as its page says."""
+        """Whether `select` or `extend-select` names the rule (its code, its name, its family's prefix such as
+        `RL5`, or `RL`: all of rllint), not only turns every rule on (`ALL`): a rule whose default form is narrow
+        then reports its broad form too, as its page says."""
         return names_rule(list(self.select or []) + list(self.extend_select), code)
 
     def linted_kinds(self) -> Set[str]:

@@ -104,3 +104,13 @@ def test_a_config_option_imports_its_module_when_a_file_sets_it(tmp_path):
         assert settings.option(OPTIONS["max-epsilon"]) == 0.001
         """)
     assert imported == ["libcst", "rllint.rules.advantages"]
+
+
+def test_a_rule_is_named_by_its_code_name_family_or_rl_and_only_turned_on_by_all():
+    """Naming a rule widens it to its broad form: `RL` is all of rllint, the bench's and users' "everything"."""
+    from rllint.catalogue import names_rule
+
+    for selector in ("RL601", "sft-scale-learning-rate", "RL6", "RL60", "RL"):
+        assert names_rule([selector], "RL601"), selector
+    for selector in ("ALL", "RL5", "RL602"):
+        assert not names_rule([selector], "RL601"), selector

@@ -122,7 +122,7 @@ def test_framework_defaults_follow_a_class_through_its_bases():
     assert framework_default(None, "transformers", "TrainingArguments", "learning_rate").facts["number"] == 5e-5
 
 
-def _lint(tmp_path, files, select=("RL",)):
+def _lint(tmp_path, files, select=("ALL",)):
     (tmp_path / "pyproject.toml").write_text("")
     for name, text in files.items():
         (tmp_path / name).write_text(textwrap.dedent(text))

@@ -34,7 +34,7 @@ def test_there_are_fixtures():
 def test_fixture_findings_match_labels(path):
     named = NAMED.search("\n".join(path.read_text(encoding="utf-8").splitlines()[:5]))
     broad = re.findall(r"RL\d{3}", named.group(1)) if named else []
-    result = lint_files([str(path)], Settings(select=["RL"] + broad))
+    result = lint_files([str(path)], Settings(select=["ALL"] + broad))  # every rule, default forms
     assert result.errors == []
     found = {(d.line, d.code) for d in result.diagnostics}
     assert found == labelled(path)

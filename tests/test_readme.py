@@ -74,7 +74,7 @@ def test_the_example_output_matches_a_real_run(tmp_path, monkeypatch):
                 Path(name).write_text(sources[name])
             assert run(*args).stdout.splitlines() == expected
             checked += 1
-    assert checked == 1
+    assert checked == 2  # grpo_step.py and train_grpo.py
 
 
 def test_the_notebook_example_is_the_real_format(tmp_path, monkeypatch):
