@@ -1,6 +1,8 @@
 """The fact engine's interpreter: facts follow the code across assignments, calls, containers and callers."""
 from rllint.analysis.facts import BATCH, CAUSAL_LM, COMPLETION, GRAPH, NO_GRAD, TIME, TOKEN_LOGPROBS, VOCAB
 
+import rllint.analysis.flow as flow_module
+
 from engine import Engine
 
 CAUSAL = """
@@ -450,3 +452,20 @@ def test_linear_log_probs_stop_at_weights_and_at_the_k3_form():
     assert engine.facts("weighted", "lp") == {"lp": None}
     assert engine.facts("k3", "lp") == {"lp": None}
     assert engine.facts("own", "lp") == {"lp": (1, 0)}  # its detached copy is no fixed log-prob
+
+
+def _caller_chain(length: int) -> str:
+    """`f0` is called only by `f1`, `f1` only by `f2`, ...: what `f0` gets is known only through every caller."""
+    helpers = "\n".join(f"def f{k}(r{k}):\n    return f{k - 1}(r{k}) + 1\n" for k in range(1, length))
+    return f"def f0(r0):\n    return r0 * 2\n\n{helpers}\nf{length - 1}(1e-6)\n"
+
+
+def test_parameters_are_known_through_a_chain_of_callers():
+    engine = Engine(_caller_chain(6))
+    assert engine.facts("r0", "number", occurrence=0) == {"number": 1e-6}
+
+
+def test_a_chain_of_callers_deeper_than_the_bound_leaves_parameters_unknown_not_defaulted(monkeypatch):
+    monkeypatch.setattr(flow_module, "MAX_NESTED_ANALYSES", 3)
+    engine = Engine(_caller_chain(6))
+    assert engine.facts("r0", "number", occurrence=0) == {"number": None}

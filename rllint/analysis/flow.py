@@ -20,6 +20,7 @@ Rules ask `Flow`: `value(expr)`, `grad_mode(statement)`, `callers(function)`, `f
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
@@ -37,9 +38,14 @@ from rllint.analysis.syntax import children
 
 MAX_DEPTH = 4  # nested calls interpreted with their arguments; deeper calls return an unknown value
 MAX_SUMMARIES = 2000  # interpretations of callees per file: a bound for pathological files
+# Functions analysed on demand inside one another's analysis (a caller's, to learn what it passes; a method's,
+# to learn what it stores on `self`): deeper, a function is analysed as if its callers were out of sight, so a
+# long chain of files and methods ends in unknown facts instead of Python's recursion limit.
+MAX_NESTED_ANALYSES = 24
 MAX_REMOTE_IMPORTERS = 4  # project files read to find the callers of a function no caller in its file calls
 
 NN_MODULE_BASES = frozenset({"torch.nn.Module", "nn.Module", "torch.nn.modules.module.Module"})
+_ANALYSES = threading.local()  # how deep `Flow._analyze` calls nest in this thread, across the project's files
 _TRAINER_PACKAGES = ("transformers.", "trl.")
 _TRAINER_ENTRY_METHODS = frozenset({"compute_loss", "training_step"})
 _CONVERSIONS = frozenset({"float", "int"})
@@ -507,18 +513,27 @@ class Flow:
         if function in self._state:
             return
         self._state[function] = "running"
-        params = {} if function.is_module else self._entry_params(function)
-        frame = Frame(self, function, params, self.entry_mode(function), depth=0, record=True)
-        if function.is_module:
-            frame.env = self.globals
-        frame.run()
+        nesting = getattr(_ANALYSES, "nesting", 0)
+        callers_in_reach = nesting < MAX_NESTED_ANALYSES
+        _ANALYSES.nesting = nesting + 1
+        try:
+            params = {} if function.is_module else self._entry_params(function, callers_in_reach)
+            mode = self.entry_mode(function) if callers_in_reach or function in self._modes else None
+            frame = Frame(self, function, params, mode, depth=0, record=True)
+            if function.is_module:
+                frame.env = self.globals
+            frame.run()
+        finally:
+            _ANALYSES.nesting = nesting
         self.returned[function] = frame.returned()
         self._state[function] = "done"
 
-    def _entry_params(self, function: FunctionIR) -> Dict[str, Value]:
-        """What every caller passes each parameter (joined); the default where no caller passes one."""
+    def _entry_params(self, function: FunctionIR, callers_in_reach: bool = True) -> Dict[str, Value]:
+        """What every caller passes each parameter (joined); the default where no caller passes one. Callers out
+        of reach (see MAX_NESTED_ANALYSES) pass unknown values, as those of a function that escapes."""
         params: Dict[str, Value] = {}
-        sites = self.callers(function)
+        sites = self.callers(function) if callers_in_reach else []
+        escapes = self.ir.escapes(function) or not callers_in_reach
         method = function.cls is not None and not _is_static(function)
         for param in function.params:
             if param.star:
@@ -539,7 +554,7 @@ class Flow:
                     elif not found.facts.get("type"):  # the trainer's policy, built out of sight
                         found = found.but(type=MODEL, model=place_key)
                 else:
-                    found = self.default(param, function) if not self.ir.escapes(function) else UNKNOWN
+                    found = self.default(param, function) if not escapes else UNKNOWN
                 params[param.name] = found if found.facts.get("type") else found.but(
                     place=("param", function.qualname, param.name))
                 continue
