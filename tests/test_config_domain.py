@@ -204,3 +204,16 @@ def test_a_flag_declared_in_a_helper_and_read_in_main_is_its_default(tmp_path):
         main()
     """
     assert _lint(tmp_path, {"train.py": script}) == [("train.py", 7, "RL601")]
+
+
+def test_configs_of_two_framework_classes_joined_are_unknown_not_a_crash():
+    """A helper handed a GRPOConfig by one caller and a DPOConfig by another reads settings of neither
+    (the primer crashed on such a helper)."""
+    engine = Engine("""
+    from trl import DPOConfig, GRPOConfig
+    def wrap(args):
+        return args.gradient_checkpointing
+    wrap(GRPOConfig(output_dir="a"))
+    wrap(DPOConfig(output_dir="b"))
+    """)
+    assert engine.facts("args.gradient_checkpointing", "type", occurrence=0) == {"type": None}

@@ -378,13 +378,14 @@ class LogprobsIgnoreTemperature(FunctionRule):
             return
         flow = self.file.fact(Flow)
         config = flow.value(call)
-        if config.facts.get("type") != CONFIG or config.facts["framework"][0] != "trl":
+        if config.facts.get("type") != CONFIG or (config.facts.get("framework") or ("",))[0] != "trl":
             return
         sampled = item_of(flow.value(given.value), "temperature")
         divided = setting(flow, config, "temperature")
-        if sampled is None or sampled.facts.get("type") != NUMBER or divided.facts.get("type") != NUMBER \
-                or sampled.facts["number"] in (0, divided.facts["number"]):
+        if sampled is None or sampled.facts.get("type") != NUMBER or divided.facts.get("type") != NUMBER:
             return
+        if sampled.facts.get("number") in (None, 0, divided.facts.get("number")) or "number" not in divided.facts:
+            return  # a value that differs by path is not known
         written = sampled.reason("number")
         self.report(written[0] if written else given.value, what=(
             f"`generation_kwargs` sample at temperature {sampled.facts['number']:g} while TRL's loss divides the "

@@ -97,6 +97,8 @@ class ConfigDomain(Domain):
             given = dict(base.facts.get("items") or ())
             if attr in given:
                 return given[attr]
+            if base.facts.get("framework") is None:  # configs of two classes joined (`A() if x else B()`)
+                return UNKNOWN
             package, name = base.facts["framework"]
             return framework_default(flow, package, name, attr, base.facts.get("releases"))
         if kind == INSTANCE and base.facts.get("cls") is not None:
