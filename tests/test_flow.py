@@ -445,12 +445,14 @@ def test_linear_log_probs_stop_at_weights_and_at_the_k3_form():
         weighted = (logp - ref) * adv
         gap = ref - logp
         k3 = torch.exp(gap) - gap - 1
+        written_twice = torch.exp(ref - logp) - (ref-logp) - 1
         own = logp - logp.detach()
-        (masked + weighted.mean() + k3.mean() + own.mean()).backward()
+        (masked + weighted.mean() + k3.mean() + written_twice.mean() + own.mean()).backward()
     """)
     assert engine.facts("masked", "lp") == {"lp": (1, -1)}
     assert engine.facts("weighted", "lp") == {"lp": None}
     assert engine.facts("k3", "lp") == {"lp": None}
+    assert engine.facts("written_twice", "lp") == {"lp": None}  # one difference, in other parentheses and spacing
     assert engine.facts("own", "lp") == {"lp": (1, 0)}  # its detached copy is no fixed log-prob
 
 

@@ -6,6 +6,7 @@ order of magnitude faster, so every analysis walks with `children` / `walk` from
 """
 from __future__ import annotations
 
+import ast
 import operator
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
@@ -90,6 +91,23 @@ def dotted(expr: cst.CSTNode) -> Optional[str]:
         return None
     parts.append(expr.value)
     return ".".join(reversed(parts))
+
+
+def same_expression(a: cst.CSTNode, b: cst.CSTNode) -> bool:
+    """`rl - new` and `(rl-new)`: one expression written twice, whatever its parentheses and spacing."""
+    if a is b or a.deep_equals(b):
+        return True
+    try:
+        return ast.dump(_expression_tree(a)) == ast.dump(_expression_tree(b))
+    except SyntaxError:  # not an expression of its own (a slice, a keyword)
+        return False
+
+
+def _expression_tree(node: cst.CSTNode) -> ast.AST:
+    return ast.parse(_EMPTY_MODULE.code_for_node(node).strip(), mode="eval")
+
+
+_EMPTY_MODULE = cst.Module(body=[])
 
 
 def bound_names(target: cst.CSTNode) -> Iterator[str]:

@@ -14,6 +14,7 @@ import libcst as cst
 from rllint.analysis.domains import Domain
 from rllint.analysis.facts import (BOOL, DETACHED, GRAPH, IDS, LOGPROBS, MASK, NO_GRAD, NORM, NUMBER, PROBS, SHAPE,
                                    STD, TENSOR, TOKEN_LOGPROBS, TUPLE, UNKNOWN, VAR, Value, value, with_sources)
+from rllint.analysis.syntax import same_expression
 
 
 class Operands:
@@ -138,8 +139,8 @@ def _k3(left: Value, right: Value) -> bool:
     """`exp(d) - d` (in either order, with constants): the k3 estimator's parts, of one difference `d`."""
     for ratio, linear in ((left, right), (right, left)):
         exponent, at = ratio.facts.get("lp_exp"), linear.facts.get("lp_at")
-        if exponent is not None and at is not None and ratio.facts.get("lp") is None and (
-                exponent is at or exponent.deep_equals(at)):
+        if exponent is not None and at is not None and ratio.facts.get("lp") is None and \
+                same_expression(exponent, at):
             return True
     return False
 
