@@ -125,6 +125,21 @@ def test_rl504_an_operand_of_a_product_and_a_slice_of_the_logits():
     """, "RL504") == [6, 8]
 
 
+def test_rl504_rows_of_a_tensor_used_whole_afterwards_keep_nothing_alive_that_is_not_needed():
+    source = """
+        def constrained(ids, keep):
+            logits = policy(ids).logits[0].clone()
+            for row, allowed in enumerate(keep):
+                logits[row].masked_fill_(~allowed, float("-inf"))
+            return logits.log_softmax(-1)
+
+        def step(ids, keep):
+            constrained(ids, keep).sum().backward()
+    """
+    assert lines(source, "RL504", select=["ALL"]) == []
+    assert lines(source, "RL504", select=["RL504"]) == [5]
+
+
 def test_rl504_an_alias_read_later_sees_the_masked_values():
     assert lines("""
         def step(ids, mask):

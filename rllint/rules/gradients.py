@@ -467,14 +467,24 @@ def _harm(flow: Flow, event) -> Optional[str]:
     for statement, op in flow.saved.get(obj, ()):
         if order.get(statement, len(order)) < here:
             return f"a `{op}` before it saved this tensor for its backward, which raises once the values change"
-    if target.facts.get("view") is not None and isinstance(event.node, cst.Call):
+    if target.facts.get("view") is not None and isinstance(event.node, cst.Call) and \
+            not _whole_read_later(flow, event, obj, order, here):
         return "it is a slice of a larger tensor with a graph, whose whole storage stays alive through backward"
-    mutated = _place_code(_receiver(event.node))
+    mutated = _written_place(_receiver(event.node))
+    if mutated is None:  # written through an expression that names no place: which reader is another is unknown
+        return None
     for read, statement in flow.reads.get(obj, ()):
         if order.get(statement, -1) > here and flow.ir.function_at(statement) is event.function and \
                 _place_code(read) not in (mutated, None) and not _place_code(read).startswith(mutated + "["):
             return f"`{_place_code(read)}` holds the same tensor and reads the masked values later"
     return None
+
+
+def _whole_read_later(flow: Flow, event, obj, order: dict, here: int) -> bool:
+    """The whole tensor that a slice views is read after the in-place op (`return logits` after masking its
+    rows): its storage is needed anyway, so keeping it alive costs nothing."""
+    return any(order.get(statement, -1) > here and flow.ir.function_at(statement) is event.function and
+               flow.value(read).facts.get("view") is None for read, statement in flow.reads.get(obj, ()))
 
 
 def _order(function) -> dict:
@@ -490,6 +500,13 @@ def _receiver(node: cst.CSTNode) -> cst.CSTNode:
     elif isinstance(node, cst.AugAssign):
         node = node.target
     return node.value if isinstance(node, cst.Subscript) else node
+
+
+def _written_place(node: cst.CSTNode) -> Optional[str]:
+    """The place an in-place op writes through: `logits` for `logits[row]` (a key that is not constant)."""
+    while isinstance(node, cst.Subscript) and _place_code(node) is None:
+        node = node.value
+    return _place_code(node)
 
 
 def _place_code(node: cst.CSTNode) -> Optional[str]:
