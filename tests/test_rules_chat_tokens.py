@@ -41,6 +41,15 @@ def test_hand_written_template_outside_rl_code_is_not():
     assert lines(CHATML, "RL307", "pipeline_image.py") == []
 
 
+def test_a_prompt_module_of_a_language_model_is_reported_when_the_rule_is_named():
+    """Named, RL307 reads modules that import a tokenizer or sampler library too (a trainer imports them);
+    `ALL` keeps the default form, RL code only."""
+    module = "from vllm import SamplingParams\n" + CHATML
+    assert lines(module, "RL307", "prompts.py") == [4]
+    found = lint_text(textwrap.dedent(module), "prompts.py", Settings(select=["ALL"]))
+    assert [d.code for d in found.diagnostics] == []
+
+
 def test_hand_written_template_in_tests_is_a_fixture():
     assert lines(RL + CHATML, "RL307", "tests/test_prompts.py") == []
 

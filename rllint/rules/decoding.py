@@ -640,13 +640,18 @@ def _defines_template(node: cst.ClassDef) -> bool:
     return any("render" in n.lower() or "template" in n.lower() for n in names if isinstance(n, str))
 
 
+# Libraries whose import makes a module language-model code (RL307's named form).
+_LANGUAGE_MODEL_LIBRARIES = ("transformers", "vllm", "sglang", "tokenizers", "trl")
+
+
 class HandWrittenChatTemplate(CSTRule):
     """
     ## What it does
     Reports string literals that write chat-template control tokens (`<|im_start|>`,
     `<|im_end|>`, `<|start_header_id|>`, `<|eot_id|>`, `[INST]`, `<start_of_turn>`,
     `<|user|>`, `<|assistant|>`, an empty `<think>\\n\\n</think>`) into prompt text,
-    in RL code outside tests. Token names in tokenizer set-up (`add_special_tokens`,
+    in RL code outside tests (named by `--select RL307`: also in a module that imports a language-model
+    library, such as the prompt module a trainer imports). Token names in tokenizer set-up (`add_special_tokens`,
     `convert_tokens_to_ids`), stop strings, `split`/`replace` on model output and
     markers read only by such parsing calls, the content of assistant messages (a
     reply, not a prompt), messages of `assert`, `raise` and logging, Jinja
@@ -821,12 +826,20 @@ class HandWrittenChatTemplate(CSTRule):
         if not text or "{%" in text or "{{" in text:
             return  # a Jinja chat template is the right place for these tokens
         tokens = _chat_tokens(text)
-        if not tokens or not self.file.fact(Purpose).rl_source:
+        if not tokens or not self._in_scope():
             return
         if _only_tokens(text) and not assembling:
             return  # a token name on its own, not prompt text
         self._reported_statement = self._statement
         self.report(node, tokens=", ".join(dict.fromkeys(tokens)))
+
+
+    def _in_scope(self) -> bool:
+        """RL code outside tests; named (`--select RL307`), also a module outside tests that works with a
+        language model's tokenizer or sampler (the prompt module a trainer imports says no RL on its own)."""
+        purpose = self.file.fact(Purpose)
+        return purpose.rl_source or (self.file.settings.names(self.code) and not purpose.is_test and
+                                     self.file.fact(Imports).imports_from(*_LANGUAGE_MODEL_LIBRARIES))
 
 
 class DoubleThinkPrefill(FunctionRule):
