@@ -32,6 +32,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from rllint import workers
+from rllint.analysis.launches import CONFIG_FILES
 from rllint.analysis.nodes import AstNodes
 from rllint.cache import ResultCache, content_hash
 from rllint.catalogue import Entry, UnknownSelector, entries, find, import_option
@@ -392,8 +393,12 @@ def _remote_filtered(diagnostics: List[Diagnostic],
 
 
 def _suppressions_of(path: str) -> Optional[Suppressions]:
-    """The suppression comments of a file that is not the one being linted; None if it cannot be read."""
+    """The suppression comments of a file that is not the one being linted (a module, or a settings file it
+    reads); None if it cannot be read."""
     try:
+        if path.endswith(CONFIG_FILES):
+            text = decode_config(read_source(path))
+            return None if text is None else Suppressions.parse(text, None)
         text = decode_source(read_source(path))
         return Suppressions.parse(text, ast.parse(text))
     except (OSError, SourceError, SyntaxError, ValueError, RecursionError, MemoryError):

@@ -406,3 +406,73 @@ def test_rl606_the_fields_of_an_sft_or_reward_model_config_beside_an_rl_one_are_
     found = [(d.line, d.message) for d in lint_text(module, "config.py", Settings(select=["RL606"])).diagnostics]
     assert found == [(18, "`kl_coef` (default of PPOConfig.kl_coef) is declared but never read: the run silently "
                           "uses another value")]
+
+
+SETTINGS_FILE_SCRIPT = """
+import torch
+import wandb
+import yaml
+from transformers import AutoModelForCausalLM
+
+
+def read_settings(path):
+    with open(path) as handle:
+        return yaml.safe_load(handle)
+
+
+def grpo_step(policy, optimizer, logps, old_logps, advantages):
+    ratio = torch.exp(logps - old_logps)
+    loss = -torch.min(ratio * advantages, torch.clamp(ratio, 0.8, 1.2) * advantages).mean()
+    loss.backward()
+    optimizer.step()
+
+
+if __name__ == "__main__":
+    settings = read_settings("{path}")
+    print("settings:", settings)
+    wandb.init(project="grpo", config=settings)
+    {change}
+    optim = settings["optim"]
+    policy = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-1.5B")
+    optimizer = torch.optim.AdamW(policy.parameters(), lr=float(optim["lr"]))
+"""
+
+
+def _settings_project(tmp_path, path="configs/grpo.yaml", change="", rate="2e-5", comment=""):
+    (tmp_path / "configs").mkdir(parents=True)
+    (tmp_path / "configs" / "grpo.yaml").write_text(f"seed: 1\noptim:\n  lr: {rate}{comment}\n  betas: [0.9, 0.95]\n")
+    script = tmp_path / "train_grpo.py"
+    script.write_text(textwrap.dedent(SETTINGS_FILE_SCRIPT.format(path=path, change=change)))
+    return script
+
+
+def _settings_findings(script, select=("ALL",)):
+    from rllint.runner import lint_files
+    result = lint_files([str(script)], Settings(select=list(select)))
+    assert result.errors == []
+    return [(d.path.rsplit("/", 1)[-1], d.line, d.code) for d in result.diagnostics]
+
+
+def test_rl601_a_rate_in_a_settings_file_the_script_reads_is_reported_in_that_file(tmp_path):
+    """The YAML says `lr: 2e-5` (a string to YAML, which `float()` reads) two levels down; printing and
+    logging the settings change nothing; the path is the author's absolute one, whose tail is the project's."""
+    assert _settings_findings(_settings_project(tmp_path)) == [("grpo.yaml", 3, "RL601")]
+    absolute = _settings_project(tmp_path / "other", path="/home/author/work/repo/configs/grpo.yaml")
+    assert _settings_findings(absolute) == [("grpo.yaml", 3, "RL601")]
+
+
+def test_rl601_look_alikes_of_a_settings_file_rate(tmp_path):
+    # a helper out of sight that is handed the settings may change them
+    assert _settings_findings(_settings_project(tmp_path / "a", change="apply_overrides(settings)")) == []
+    assert _settings_findings(_settings_project(tmp_path / "b", rate="1e-6")) == []
+    assert _settings_findings(_settings_project(tmp_path / "c", path="configs/missing.yaml")) == []
+    assert _settings_findings(_settings_project(tmp_path / "d", comment="  # noqa: RL601")) == []
+
+
+def test_rl601_named_reports_a_settings_file_rate_once(tmp_path):
+    """Named, RL601 also judges the YAML file itself (its broad form): one finding for the one place."""
+    from rllint.runner import lint_files
+    script = _settings_project(tmp_path)
+    (tmp_path / "configs" / "grpo.yaml").write_text("num_generations: 8\noptim:\n  lr: 2e-5\n")
+    result = lint_files([str(script), str(tmp_path / "configs" / "grpo.yaml")], Settings(select=["RL601"]))
+    assert [(d.path.rsplit("/", 1)[-1], d.line) for d in result.diagnostics] == [("grpo.yaml", 3)]

@@ -34,6 +34,7 @@ from rllint.analysis.facts import (BOOL, CAUSAL_LM, CLASS, DICT, FUNCTION, GRAPH
                                    TENSOR, TEXT, TEXTS, TUPLE, UNKNOWN, Value, item_of, join, join_all,
                                    set_item, signature, value, with_sources)
 from rllint.analysis.ir import CallSite, ClassIR, FunctionIR, ModuleIR, Param
+from rllint.analysis.launches import written_settings_file
 from rllint.analysis.syntax import children
 
 MAX_DEPTH = 4  # nested calls interpreted with their arguments; deeper calls return an unknown value
@@ -1008,7 +1009,9 @@ class Frame:
                 return UNKNOWN
             return value((node,), type=NUMBER, number=number, origin="literal")
         if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
-            return value((node,), type=TEXT)
+            written = node.evaluated_value
+            named = written_settings_file(self.flow.file, written) if isinstance(written, str) else None
+            return value((node,), type=TEXT, files=(named,)) if named else value((node,), type=TEXT)
         if isinstance(node, cst.FormattedString):
             sources = frozenset()
             for part in node.parts:
@@ -1249,7 +1252,8 @@ class Frame:
                 kwargs[arg.keyword.value] = argument
             else:
                 args.append(argument)
-        self._settings_handed(node)
+        if not _reads_only(node, callee):
+            self._settings_handed(node)
         name = _tail(node.func)
         receiver = callee.facts.get("bound")
         if name == "backward" and isinstance(node.func, cst.Attribute):
@@ -1453,6 +1457,19 @@ class Frame:
 
 NO_KEY = object()
 _READS = frozenset({"get", "keys", "items", "values", "copy", "__getitem__", "__contains__"})
+# Builtins and library calls that read their arguments and change none of them (a dict of settings handed to
+# them keeps its keys).
+_READ_ONLY_BUILTINS = frozenset({"print", "len", "str", "repr", "format", "isinstance", "sorted", "list", "tuple",
+                                 "dict", "set", "iter", "any", "all", "bool", "hash", "id", "type"})
+_READ_ONLY_LIBRARY = frozenset({"json.dump", "json.dumps", "yaml.dump", "yaml.safe_dump", "pprint.pprint",
+                                "copy.copy", "copy.deepcopy", "wandb.init", "wandb.log"})
+
+
+def _reads_only(node: cst.Call, callee: Value) -> bool:
+    if callee.facts.get("type") == REF:
+        return callee.facts.get("qual") in _READ_ONLY_LIBRARY
+    return isinstance(node.func, cst.Name) and node.func.value in _READ_ONLY_BUILTINS and \
+        callee.facts.get("type") not in (FUNCTION, CLASS)
 
 
 def _token_mask(node: cst.CSTNode) -> Value:

@@ -92,10 +92,36 @@ def config_file_entries(file, entry: LaunchEntry) -> Optional[List[LaunchEntry]]
     return None if path is None else settings_file(file, path)
 
 
-def settings_file(file, path: str) -> Optional[List[LaunchEntry]]:
+def written_settings_file(file, written: str) -> Optional[str]:
+    """The project's settings file a string in the code names (`"configs/grpo.yaml"`): from the file's folder
+    or the project root; an absolute path of the author's machine names the project file its longest tail
+    names (`/root/work/repo/configs/grpo.yaml`). None when no such file exists."""
+    from rllint.index import project_root
+
+    if not written.endswith(CONFIG_FILES) or not file.path or "\n" in written:
+        return None
+    here = os.path.dirname(os.path.abspath(file.path))
+    root = project_root(os.path.abspath(file.path))
+    if os.path.isabs(written):
+        if os.path.isfile(written) and os.path.commonpath([written, root]) == root:
+            return written
+        parts = written.strip("/").split("/")
+        tails = ["/".join(parts[start:]) for start in range(len(parts) - 1)]  # longest first, a folder at least
+    else:
+        tails = [written]
+    for tail in tails:
+        for base in (here, root):
+            path = os.path.normpath(os.path.join(base, tail))
+            if os.path.isfile(path):
+                return path
+    return None
+
+
+def settings_file(file, path: str, nested: bool = False) -> Optional[List[LaunchEntry]]:
     """The top-level settings of a YAML (or JSON) file of settings, each where it is written (a nested mapping
-    or a list is one setting of no known value); None when it cannot be read, does not parse, or holds
-    several documents (which one is read is not known). A dependency of the linted file."""
+    or a list is one setting of no known value; with `nested`, each scalar under its dotted key instead);
+    None when it cannot be read, does not parse, or holds several documents (which one is read is not
+    known). A dependency of the linted file."""
     from rllint.analysis.configs import ConfigSyntaxError, ConfigTooLarge, read_yaml
     from rllint.analysis.values import RemoteNode
     from rllint.index import project_root
@@ -113,7 +139,7 @@ def settings_file(file, path: str) -> Optional[List[LaunchEntry]]:
     for item in found:
         if item.invocation not in (None, 0):
             return None
-        key, _, rest = item.key.partition(".")
+        key, _, rest = (item.key, "", "") if nested else item.key.partition(".")
         place = RemoteNode(path, item.line, item.column, item.line, item.column + max(len(item.text), 1))
         settings.setdefault(key, LaunchEntry(key, None if rest else item.value, "yaml", relative, place))
     return list(settings.values())

@@ -19,6 +19,7 @@ from rllint.analysis.domains.config import framework_class, setting
 from rllint.analysis.facts import CAUSAL_LM, NUMBER, VALUE_HEAD, Value as EngineValue
 from rllint.analysis.flow import Flow
 from rllint.analysis.imports import Imports
+from rllint.analysis.launches import CONFIG_FILES
 from rllint.analysis.rates import RateSinks, optimizer_name
 from rllint.analysis.tensors import GroupBaselines
 from rllint.analysis.values import Declaration, Value, Values, format_number
@@ -333,8 +334,11 @@ class SFTScaleLearningRate(CSTRule):
             if rate.facts.get("type") != NUMBER or not written or rate.facts["number"] <= limit * (1 + 1e-9):
                 continue
             place = written[0]
-            if not isinstance(place, cst.CSTNode) or id(place) in self._proven_places:
-                continue  # a launch script's value is judged in that script
+            if not isinstance(place, cst.CSTNode):
+                self._proven_in_settings_file(place, use, how, rate, limit)
+                continue
+            if id(place) in self._proven_places:
+                continue
             if not self.file.fact(Lines).holds(place):  # written in another module of the project: reported there
                 self._proven_remote(use, how, rate, limit)
                 continue
@@ -348,6 +352,17 @@ class SFTScaleLearningRate(CSTRule):
             where = " ({})".format(", ".join(details)) if details else ""
             self.report(place, value=format_number(rate.facts["number"]), where=where, lora="",
                         advice=_advice(limit, False))
+
+    def _proven_in_settings_file(self, place, use: cst.CSTNode, how: str, rate: EngineValue, limit: float) -> None:
+        """A proven rate written in a settings file the script reads (`yaml.safe_load`): reported at its line
+        there, saying where this file uses it. A launch script's flag is judged in that script."""
+        if not place.path.endswith(CONFIG_FILES) or (place.path, place.line) in self._proven_places:
+            return
+        self._proven_places.add((place.path, place.line))
+        where = " ({}, used as {} on line {} of {})".format(rate.facts.get("origin"), how,
+                                                            self.file.fact(Values).line(use), self.file.path)
+        self._report_remote(place, use, dict(value=format_number(rate.facts["number"]), where=where, lora="",
+                                             advice=_advice(limit, False)))
 
     def _proven_remote(self, use: cst.CSTNode, how: str, rate: EngineValue, limit: float) -> None:
         """A proven rate written in another module: reported where it is written (once for every importer, with

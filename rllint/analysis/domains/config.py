@@ -19,7 +19,7 @@ domain gives those reads a `number` (or `text`) fact and an `origin` that says w
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import libcst as cst
 
@@ -157,26 +157,47 @@ def instance_of(flow, cls: Value) -> Value:
 
 def _loaded(flow, files: Tuple[str, ...]) -> Value:
     """The dict a settings file holds, read from each file the run may name: a key every file gives holds
-    what they give (joined), a key only some give is unknown; the dict's keys are `complete`, so that
-    `Config(**loaded)` leaves the other fields at their defaults."""
+    what they give (joined), a key only some give is unknown; nested mappings are dicts of their own. The
+    dict's keys are `complete`, so that `Config(**loaded)` leaves the other fields at their defaults."""
     from rllint.analysis.launches import settings_file
 
-    per_file = [settings_file(flow.file, path) for path in files]
+    per_file = [settings_file(flow.file, path, nested=True) for path in files]
     if not per_file or any(found is None for found in per_file):
         return Value({"type": DICT})
-    keys = {entry.key for found in per_file for entry in found}
+    return _settings_dict([{entry.key: entry for entry in found} for found in per_file], "")
+
+
+def _settings_dict(per_file: List[Dict[str, Any]], prefix: str) -> Value:
+    """The mapping under the dotted key `prefix` of each file's settings (scalars by their dotted keys)."""
+    level = [{key[len(prefix):].split(".", 1)[0] for key in found if key.startswith(prefix)} for found in per_file]
     items = []
-    for key in sorted(keys):
-        values = []
-        for found in per_file:
-            for entry in found:
-                if entry.key == key:
-                    number = entry.value if isinstance(entry.value, (int, float)) and \
-                        not isinstance(entry.value, bool) else None
-                    values.append(Value({"type": NUMBER, "number": float(number), "origin": f"{key} in {entry.path}"},
-                                        {"number": (entry.place,)}) if number is not None else UNKNOWN)
-        items.append((key, join_all(values) if len(values) == len(per_file) else UNKNOWN))
+    for key in sorted(set().union(*level)):
+        if not all(key in keys for keys in level):
+            items.append((key, UNKNOWN))
+            continue
+        leaves = [found.get(prefix + key) for found in per_file]
+        if all(leaf is not None for leaf in leaves):
+            items.append((key, join_all([_setting_value(leaf) for leaf in leaves])))
+        elif not any(leaves):
+            items.append((key, _settings_dict(per_file, prefix + key + ".")))
+        else:
+            items.append((key, UNKNOWN))  # a scalar in one file, a mapping in another
     return Value({"type": DICT, "items": tuple(items), "complete": True})
+
+
+def _setting_value(entry) -> Value:
+    """A number where the file writes one; text that spells a number (YAML reads `2e-5` as a string) keeps it
+    for the `float()` that the code applies."""
+    kind, number = NUMBER, entry.value
+    if isinstance(number, str):
+        try:
+            kind, number = TEXT, float(number)
+        except ValueError:
+            return UNKNOWN
+    if not isinstance(number, (int, float)) or isinstance(number, bool):
+        return UNKNOWN
+    return Value({"type": kind, "number": float(number), "origin": f"{entry.key} in {entry.path}"},
+                 {"number": (entry.place,)})
 
 
 def _environment(node: cst.Call) -> Value:
