@@ -54,7 +54,8 @@ class SFTScaleLearningRate(CSTRule):
     is not reported) that the run provably uses, in a script that trains an RL policy with
     no LoRA adapters in sight. The rate is followed through every layer of configuration
     (literals, constants, `argparse` defaults, dataclass fields and their inherited
-    defaults, `os.environ` defaults, the framework's own defaults per release, and the
+    defaults, `os.environ` defaults, the framework's own defaults per release, YAML or JSON
+    settings files the script loads (reported at their line in that file), and the
     project's launch scripts that run the file with `--flag value`) into the `learning_rate`
     of an RL trainer's config (`GRPOConfig(learning_rate=...)`, or the config object handed
     to `GRPOTrainer(args=...)`), or the `lr` of an Adam-family optimizer over the
