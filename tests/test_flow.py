@@ -471,3 +471,34 @@ def test_a_chain_of_callers_deeper_than_the_bound_leaves_parameters_unknown_not_
     monkeypatch.setattr(flow_module, "MAX_NESTED_ANALYSES", 3)
     engine = Engine(_caller_chain(6))
     assert engine.facts("r0", "number", occurrence=0) == {"number": None}
+
+
+def test_a_helper_met_again_while_it_is_interpreted_is_interpreted_again_not_unknown():
+    """Interpreting `logps_of` asks who trains `model`, which analyses `main`, which calls `logps_of` again
+    (with gradient): that call is interpreted, not answered "unknown" for good (the bench's RL505 false alarm)."""
+    engine = Engine("""
+    import copy
+    import torch
+    import torch.nn.functional as F
+    from transformers import AutoModelForCausalLM
+
+    def logps_of(model, ids):
+        return F.log_softmax(model(ids).logits, -1).gather(-1, ids.unsqueeze(-1)).squeeze(-1)
+
+    def main():
+        policy = AutoModelForCausalLM.from_pretrained("gpt2")
+        reference = copy.deepcopy(policy).eval().requires_grad_(False)
+        optimizer = torch.optim.AdamW(policy.parameters(), lr=1e-6)
+        ids = torch.randint(0, 10, (2, 8))
+        with torch.no_grad():
+            old = logps_of(policy, ids)
+            ref = logps_of(reference, ids)
+        new = logps_of(policy, ids)
+        (torch.exp(new - old) + (new - ref) ** 2).mean().backward()
+        optimizer.step()
+
+    if __name__ == "__main__":
+        main()
+    """)
+    assert engine.facts("new", "grad", occurrence=0) == {"grad": GRAPH}
+    assert engine.facts("old", "grad", occurrence=0) == {"grad": NO_GRAD}

@@ -46,6 +46,7 @@ MAX_NESTED_ANALYSES = 24
 MAX_REMOTE_IMPORTERS = 4  # project files read to find the callers of a function no caller in its file calls
 
 NN_MODULE_BASES = frozenset({"torch.nn.Module", "nn.Module", "torch.nn.modules.module.Module"})
+_IN_PROGRESS = (UNKNOWN, [])  # a summary being interpreted (`Flow.summary`)
 _ANALYSES = threading.local()  # how deep `Flow._analyze` calls nest in this thread, across the project's files
 _TRAINER_PACKAGES = ("transformers.", "trl.")
 _TRAINER_ENTRY_METHODS = frozenset({"compute_loss", "training_step"})
@@ -617,14 +618,19 @@ class Flow:
             return UNKNOWN, []
         key = (id(function), mode, tuple(sorted((k, signature(v)) for k, v in args.items())))
         cached = self._summaries.get(key)
-        if cached is not None:
+        if cached is not None and cached is not _IN_PROGRESS:
             return cached
-        self._summaries[key] = (UNKNOWN, [])  # recursion
+        # Met again while it is being interpreted: a recursive call (which `depth` bounds), or the analysis of
+        # a caller that this interpretation started (a function's callers, who trains a model). Interpreted
+        # again rather than answered "unknown", which would stay in that caller's facts for good.
+        self._summaries[key] = _IN_PROGRESS
         self._summary_count += 1
         params = {p.name: args.get(p.name) or self.default(p, function) for p in function.params if not p.star}
         frame = Frame(self, function, params, mode, depth=depth + 1, record=False)
         frame.run()
-        self._summaries[key] = result = (frame.returned(), frame.collected)
+        result = (frame.returned(), frame.collected)
+        if cached is None:  # the outermost interpretation keeps its answer
+            self._summaries[key] = result
         return result
 
     # ---- what the file does to model objects anywhere ----
