@@ -28,7 +28,7 @@ import libcst as cst
 
 from rllint.analysis import summaries
 from rllint.analysis.domains import domains
-from rllint.analysis.domains.models import OPTIMIZERS, output_item
+from rllint.analysis.domains.models import MODULE_METHODS, OPTIMIZERS, output_item
 from rllint.analysis.domains.torch_ops import STOPPERS, negated
 from rllint.analysis.facts import (BOOL, CAUSAL_LM, CLASS, DICT, FUNCTION, GRAPH, INSTANCE, LIST, MODEL, NONE, NUMBER, REF,
                                    TENSOR, TEXT, TEXTS, TUPLE, UNKNOWN, Value, item_of, join, join_all,
@@ -1091,6 +1091,8 @@ class Frame:
             method = owner.method_of(cls, attr)
             if method is not None:
                 return value(type=FUNCTION, function=method).but(bound=base)
+            if kind == MODEL and attr in MODULE_METHODS:  # `nn.Module.cuda`, inherited: the models domain's
+                return with_sources(UNKNOWN.but(bound=base), base.sources)
             stored = owner.class_attribute(cls, attr)
             if stored is not None:
                 return stored

@@ -549,7 +549,8 @@ class AdvantageNotDetached(RLCodeOnly, CSTRule):
     Reports a weight of the policy's log-probs (or of their ratio) in a backpropagated loss that itself
     carries a graph from a model forward without going through log-probs: advantages or returns
     computed from a value model's prediction (`advantages = returns - critic(ids)`), or rewards from a
-    reward model, that were never detached. Reported at the weight in the product. Gradient is followed
+    reward model, that were never detached. Reported once, where the weight is made (`returns - critic(ids)`, where
+    the `.detach()` goes); at the weight in the product when it is made elsewhere. Gradient is followed
     from the forwards that make it (a model built or trained in sight, run with gradient enabled), so
     values computed under no_grad, detached, or from a model out of sight are not reported; neither is
     the value loss itself (no log-probs in it).
@@ -592,12 +593,16 @@ class AdvantageNotDetached(RLCodeOnly, CSTRule):
             for product in sorted(loss.sources & products.keys(), key=lines.line):
                 event = products[product]
                 factor = event.extra["factor"]
-                if factor in reported:
+                weight = factor
+                while isinstance(weight, cst.UnaryOperation):  # `-advantages`: the tensor is `advantages`'
+                    weight = weight.expression
+                made = flow.value(weight).facts.get("obj")  # one cause, reported once where it is fixed
+                at = made if isinstance(made, cst.CSTNode) and lines.holds(made) else factor
+                if at in reported:
                     continue
-                reported.add(factor)
+                reported.add(at)
                 forward = min(event.target.facts["forwards"], key=lambda n: str(self.file.module.code_for_node(n)))
-                self.report(factor, expr=_code(self, factor, 50), forward=_code(self, forward, 50),
-                            line=lines.line(sink))
+                self.report(at, expr=_code(self, at, 50), forward=_code(self, forward, 50), line=lines.line(sink))
 
 
 # ("1-c" | "1+c" | "number" | "", the number it holds, the code of `c` or of the whole bound)

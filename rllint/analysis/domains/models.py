@@ -25,6 +25,9 @@ from rllint.analysis.facts import (BATCH, CAUSAL_LM, GRAPH, IDS, LOGITS, MODEL, 
 
 # Methods that return the model they are called on (or the same parameters).
 SAME_MODEL = frozenset({"to", "cuda", "cpu", "eval", "train", "half", "float", "bfloat16", "requires_grad_"})
+# Methods every `nn.Module` has, which this domain interprets on a model of a project class that does not
+# define them.
+MODULE_METHODS = SAME_MODEL | {"parameters", "named_parameters"}
 # Attributes that unwrap a wrapper around the same model (DDP's `module`, PEFT's `base_model`).
 UNWRAP = frozenset({"module", "base_model", "pretrained_model", "_orig_mod"})
 OPTIMIZERS = frozenset({"Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "Adafactor", "Lion", "AdamW8bit", "Adam8bit",
