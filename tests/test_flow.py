@@ -502,3 +502,24 @@ def test_a_helper_met_again_while_it_is_interpreted_is_interpreted_again_not_unk
     """)
     assert engine.facts("new", "grad", occurrence=0) == {"grad": GRAPH}
     assert engine.facts("old", "grad", occurrence=0) == {"grad": NO_GRAD}
+
+
+def test_module_methods_a_project_model_class_inherits_keep_the_model():
+    engine = Engine("""
+    import torch
+    class Critic(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.head = torch.nn.Linear(8, 1)
+        def forward(self, x):
+            return self.head(x)
+        def to_device(self, device):
+            return None
+
+    critic = Critic().cuda()
+    moved = critic.to("cuda")
+    own = critic.to_device("cuda")
+    """)
+    assert engine.facts("critic", "type", occurrence=0) == {"type": "model"}
+    assert engine.facts("moved", "type") == {"type": "model"}
+    assert engine.facts("own", "type") == {"type": "none"}  # a method the class defines is its own
