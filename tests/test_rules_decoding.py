@@ -105,6 +105,65 @@ def test_rl305_a_cut_variable_that_reaches_a_scorer_is_reported():
     assert lines("RL305", source) == [5]
 
 
+def test_rl305_a_preview_built_from_two_cuts_that_is_only_shown_is_not_reported():
+    source = """
+        def sample(model, tokenizer, batch, judge):
+            out = model.generate(**batch, do_sample=True)
+            reply = tokenizer.decode(out[0], skip_special_tokens=True)
+            if len(reply) > 600:
+                shown = reply[:300].rstrip() + " [... cut ...] " + reply[-300:]
+            else:
+                shown = reply
+            print("reply:", shown)
+            return judge(reply)
+    """
+    assert lines("RL305", source) == []
+
+
+def test_rl305_the_same_two_cuts_given_to_a_judge_are_reported():
+    source = """
+        def sample(model, tokenizer, batch, judge):
+            out = model.generate(**batch, do_sample=True)
+            reply = tokenizer.decode(out[0], skip_special_tokens=True)
+            kept = reply[:300].rstrip() + " [... cut ...] " + reply[-300:]
+            print("reply:", kept)
+            return judge(kept)
+    """
+    assert lines("RL305", source) == [5, 5]
+
+
+def test_rl305_decoded_training_labels_and_prompts_are_not_completions():
+    source = """
+        def label_spans(tokenizer, example, rows):
+            ids, labels = example["input_ids"], example["labels"]
+            spans, begin = [], 0
+            for j in range(1, len(labels)):
+                if (labels[j] == -100) != (labels[begin] == -100):
+                    spans.append(tokenizer.decode(ids[begin:j])[:60])
+                    begin = j
+            rows.append({"span": tokenizer.decode(ids[begin:])[:60]})
+            return spans
+
+        def cap(tokenizer, question, limit):
+            ids = tokenizer.encode(question)[:limit]
+            text = tokenizer.decode(ids)
+            return text[:4000]
+    """
+    assert lines("RL305", source) == []
+
+
+def test_rl305_decoded_generated_ids_cut_before_saving_are_reported():
+    source = """
+        def rollouts(model, tokenizer, batch, rows):
+            n = batch["input_ids"].shape[1]
+            seqs = model.generate(**batch, do_sample=True)
+            for row in seqs:
+                rows.append({"completion": tokenizer.decode(row[n:])[:1000]})
+            return rows
+    """
+    assert lines("RL305", source) == [6]
+
+
 # ---------------------------------------------------------------- RL310
 
 def test_rl310_the_text_after_the_first_prose_header_is_a_response_not_an_answer():

@@ -20,7 +20,7 @@ from rllint.analysis.syntax import dotted, keyword, positional, walk
 from rllint.analysis.text import (AnswerLookups, GEN_IDS, PROMPT, PROMPTS, RE_FUNCTIONS, TEXT, MarkerChecks, Scope, Scopes,
                                   TextRoles, call_tail, extraction, is_answer_marker, may_extract,
                                   is_reasoning_close, literal_text, words, attr_tail, number, regex_of,
-                                  REASONING_MARKER, unwrap)
+                                  REASONING_MARKER, STR_METHODS, unwrap)
 from rllint.analysis.tokenizer import IdsUse, TokenizerFacts
 from rllint.analysis.values import Values
 from rllint.diagnostic import Severity, Tier
@@ -385,12 +385,13 @@ class CompletionStringSlice(FunctionRule):
     not reported.
 
     On by default in this one form, where the text is proven to be a completion: decoded from
-    the ids `generate` returned, the completions argument of a reward or scoring function, or
-    a helper's parameter that every caller fills with such text (the slice in the helper is
-    reported unless every call only shows its result). A slice reaches a scorer through
-    locals and helpers; one that only reaches `print`, logging or a metrics table, also one
-    assignment later (`preview = text[:200]; logger.info(preview)`), is a preview. No option
-    or selection widens it.
+    the ids `generate` returned (a decoded dataset row, label span or encoded prompt is not),
+    the completions argument of a reward or scoring function, or a helper's parameter that
+    every caller fills with such text (the slice in the helper is reported unless every call
+    only shows its result). A slice reaches a scorer through locals and helpers; one that only
+    reaches `print`, logging or a metrics table, also one assignment later and inside a
+    concatenation (`preview = text[:400] + " ... " + text[-400:]; logger.info(preview)`), is a
+    preview. No option or selection widens it.
 
     ## Why is this bad?
     Reasoning models put the answer at the end. Cutting the completion to its first
@@ -461,7 +462,8 @@ class CompletionStringSlice(FunctionRule):
             if isinstance(target.target, cst.Name) and set(words(target.target.value)) & _DISPLAY_WORDS:
                 self._equality.add(id(node.value))
         if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
-            self._assigned_to[id(node.value)] = node.targets[0].target.value
+            for held in _carried(node.value):  # `preview = text[:400] + " ... " + text[-400:]` holds both cuts
+                self._assigned_to[id(held)] = node.targets[0].target.value
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if self._display or id(node) in self._equality or len(node.slice) != 1:
@@ -537,6 +539,18 @@ class CompletionStringSlice(FunctionRule):
             resolved = self.file.fact(Values).of(expr)
             return None if resolved is None else float(resolved.number)
         return None
+
+
+def _carried(expr: cst.BaseExpression) -> List[cst.BaseExpression]:
+    """`expr` and the parts whose text it holds: both sides of a concatenation, both branches of a conditional,
+    the receiver of a string method that keeps the text (`strip`, `replace`...)."""
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
+        return [expr] + _carried(expr.left) + _carried(expr.right)
+    if isinstance(expr, cst.IfExp):
+        return [expr] + _carried(expr.body) + _carried(expr.orelse)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and call_tail(expr) in STR_METHODS:
+        return [expr] + _carried(expr.func.value)
+    return [expr]
 
 
 def _reads_only_shown(body: cst.CSTNode, name: Optional[str]) -> bool:
