@@ -1,6 +1,7 @@
 """RL3xx: generation and decoding (reasoning markers, decoding, chat templates, sampling settings)."""
 from __future__ import annotations
 
+import os
 import re
 from typing import Dict, List, Optional, Set, Tuple
 
@@ -9,7 +10,7 @@ import libcst as cst
 from rllint.analysis.facts import COMPLETION
 from rllint.analysis.facts import TEXT as TEXT_VALUE
 from rllint.analysis.flow import Flow
-from rllint.analysis.purpose import Purpose
+from rllint.analysis.purpose import EVALUATION, Purpose, is_test_path
 from rllint.analysis.gold import GoldAnswers
 from rllint.analysis.imports import Imports
 from rllint.analysis.rewards import RewardFunctions
@@ -24,7 +25,7 @@ from rllint.analysis.text import (AnswerLookups, GEN_IDS, PROMPT, PROMPTS, RE_FU
 from rllint.analysis.tokenizer import IdsUse, TokenizerFacts
 from rllint.analysis.values import Values
 from rllint.diagnostic import Severity, Tier
-from rllint.index import SAMPLER_CALLS as _SAMPLER_CALLS
+from rllint.index import SAMPLER_CALLS as _SAMPLER_CALLS, ProjectIndex
 from rllint.registry import CSTRule
 
 
@@ -57,6 +58,7 @@ class FunctionRule(CSTRule):
 
 
 _DISPLAY_WORDS = {"log", "logged", "preview", "snippet", "display", "excerpt", "short", "shown", "head", "peek"}
+_RECORD_CALLS = {"append", "insert", "dump", "dumps", "write", "writerow"}  # calls that keep a record
 _DISPLAY_CALLS = {"print", "pprint", "info", "debug", "warning", "warn", "error", "exception", "critical", "log",
                   "add_text", "set_description", "set_postfix", "print_exc", "warn"}
 
@@ -484,6 +486,8 @@ class CompletionStringSlice(FunctionRule):
         bound = self._truncation(key)
         if bound is None or self._only_shown(self._assigned_to.get(id(node))):
             return
+        if self._result_record(node):
+            return
         if passed and self._callers_only_show(node):
             return
         function = self.function
@@ -520,6 +524,26 @@ class CompletionStringSlice(FunctionRule):
         table: the cut text is a preview."""
         return _reads_only_shown(self.function or self.file.module, name)
 
+    def _result_record(self, node: cst.Subscript) -> bool:
+        """A cut kept in a record (directly, or through a name only records and display read) beside the whole
+        text's score, in code that only evaluates: a test, or a script that generates, trains nothing and no
+        project file imports. The record is a result for people to read, not a reward, a judge's input or
+        training data; the score was taken on the whole text. A test that imports the script checks it, it does
+        not consume its records."""
+        body = self.function or self.file.module
+        if not isinstance(node.value, cst.Name) or not _scored_whole(body, node.value.value):
+            return False
+        held = self._assigned_to.get(id(node))
+        if id(node) not in _record_fields(body) and not _reads_only_shown(body, held, records=True):
+            return False
+        purpose = self.file.fact(Purpose)
+        if purpose.is_test:
+            return True
+        index = self.file.fact(ProjectIndex)
+        here = os.path.dirname(os.path.abspath(self.file.path))
+        return purpose.kind == EVALUATION and index.enabled and all(
+            is_test_path(os.path.relpath(path, here)) for path, _ in index.importers())
+
 
     def _truncation(self, key: cst.Slice) -> Optional[int]:
         """N of `[:N]` (N > 1) or `[-N:]` when N is a constant the source shows."""
@@ -553,11 +577,33 @@ def _carried(expr: cst.BaseExpression) -> List[cst.BaseExpression]:
     return [expr]
 
 
-def _reads_only_shown(body: cst.CSTNode, name: Optional[str]) -> bool:
-    """Every read of `name` in `body` is inside a print, a log call, an f-string or a metrics table."""
+def _record_fields(body: cst.CSTNode) -> Set[int]:
+    """Nodes inside the values of dict literals that are records: kept, appended or dumped, not handed to
+    another call (`results.append({"generated": text[:500]})`, not `judge({"response": text[:500]})`)."""
+    handed: Set[int] = set()
+    fields: Set[int] = set()
+    for node in walk(body):
+        if isinstance(node, cst.Call) and call_tail(node) not in _RECORD_CALLS:
+            handed.update(id(n) for arg in node.args for n in walk(arg.value))
+    for node in walk(body):
+        if isinstance(node, cst.Dict) and id(node) not in handed:
+            fields.update(id(n) for element in node.elements if isinstance(element, cst.DictElement)
+                          for n in walk(element.value))
+    return fields - handed
+
+
+def _scored_whole(body: cst.CSTNode, name: str) -> bool:
+    """`name` itself is given to a call that is not display (`grade(text, gold)`, `extract(text)`)."""
+    return any(isinstance(node, cst.Call) and not _shown(node) and any(
+        isinstance(arg.value, cst.Name) and arg.value.value == name for arg in node.args) for node in walk(body))
+
+
+def _reads_only_shown(body: cst.CSTNode, name: Optional[str], records: bool = False) -> bool:
+    """Every read of `name` in `body` is inside a print, a log call, an f-string or a metrics table (or, with
+    `records`, a field of a result record)."""
     if name is None:
         return False
-    shown: Set[int] = set()
+    shown: Set[int] = _record_fields(body) if records else set()
     written: Set[int] = set()
     for node in walk(body):
         if (isinstance(node, cst.Call) and _shown(node)) or isinstance(node, cst.FormattedString):
