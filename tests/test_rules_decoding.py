@@ -203,6 +203,12 @@ def test_rl305_a_result_record_of_a_standalone_evaluation_script_is_not_reported
     assert project_lines(tmp_path, EVALUATION, "eval_math.py", [test]) == [13, 14]
 
 
+def test_rl305_a_record_of_an_evaluation_script_without_the_grade_is_reported(tmp_path):
+    # the text is graded whole, but this record keeps only the cut: it may be data, not a result
+    source = EVALUATION.replace('rows.append(judge({"response": text[:1000]}))', 'rows.append({"text": text[:800]})')
+    assert project_lines(tmp_path, source, "eval_math.py") == [13, 14]
+
+
 def test_rl305_the_same_record_in_a_test_is_not_reported(tmp_path):
     assert project_lines(tmp_path, EVALUATION, "tests/compare_models.py") == [13, 14]
 

@@ -525,25 +525,26 @@ class CompletionStringSlice(FunctionRule):
         return _reads_only_shown(self.function or self.file.module, name)
 
     def _result_record(self, node: cst.Subscript) -> bool:
-        """A cut kept in a record (directly, or through a name only records and display read) beside the whole
-        text's score, in code that only evaluates: a test, or a script that generates, trains nothing and no
-        project file imports. The record is a result for people to read, not a reward, a judge's input or
-        training data; the score was taken on the whole text. A test that imports the script checks it, it does
-        not consume its records."""
+        """A cut of a text that is graded whole, kept as a field of a record (directly, or through a name that
+        only records and display read), in code that only evaluates: a test, or a script that generates,
+        trains nothing and no project file but tests imports, whose record also holds the whole text's grade.
+        The record is a result for people to read, not a reward, a judge's input or training data."""
         body = self.function or self.file.module
-        if not isinstance(node.value, cst.Name) or not _scored_whole(body, node.value.value):
-            return False
-        held = self._assigned_to.get(id(node))
-        if id(node) not in _record_fields(body) and not _reads_only_shown(body, held, records=True):
+        if not isinstance(node.value, cst.Name) or not _grades(body, node.value.value):
             return False
         purpose = self.file.fact(Purpose)
-        if purpose.is_test:
-            return True
+        if not purpose.is_test and not self._standalone_evaluation():
+            return False
+        fields = _record_fields(body, None if purpose.is_test else node.value.value)
+        return id(node) in fields or _reads_only_shown(body, self._assigned_to.get(id(node)), fields)
+
+    def _standalone_evaluation(self) -> bool:
+        """The file generates and trains nothing, and no project file imports it but tests, which check it and
+        do not consume its records."""
         index = self.file.fact(ProjectIndex)
         here = os.path.dirname(os.path.abspath(self.file.path))
-        return purpose.kind == EVALUATION and index.enabled and all(
+        return self.file.fact(Purpose).kind == EVALUATION and index.enabled and all(
             is_test_path(os.path.relpath(path, here)) for path, _ in index.importers())
-
 
     def _truncation(self, key: cst.Slice) -> Optional[int]:
         """N of `[:N]` (N > 1) or `[-N:]` when N is a constant the source shows."""
@@ -577,9 +578,10 @@ def _carried(expr: cst.BaseExpression) -> List[cst.BaseExpression]:
     return [expr]
 
 
-def _record_fields(body: cst.CSTNode) -> Set[int]:
-    """Nodes inside the values of dict literals that are records: kept, appended or dumped, not handed to
-    another call (`results.append({"generated": text[:500]})`, not `judge({"response": text[:500]})`)."""
+def _record_fields(body: cst.CSTNode, graded: Optional[str]) -> Set[int]:
+    """Nodes inside the fields of dict literals that are records: kept, appended, written or dumped, not handed
+    to another call (`results.append({"generated": text[:500]})`, not `judge({"response": text[:500]})`).
+    With `graded`, only records that also hold a value computed from that whole text (its grade)."""
     handed: Set[int] = set()
     fields: Set[int] = set()
     for node in walk(body):
@@ -587,23 +589,37 @@ def _record_fields(body: cst.CSTNode) -> Set[int]:
             handed.update(id(n) for arg in node.args for n in walk(arg.value))
     for node in walk(body):
         if isinstance(node, cst.Dict) and id(node) not in handed:
-            fields.update(id(n) for element in node.elements if isinstance(element, cst.DictElement)
-                          for n in walk(element.value))
+            values = [element.value for element in node.elements if isinstance(element, cst.DictElement)]
+            if graded is None or any(_computed_from(body, value, graded) for value in values):
+                fields.update(id(n) for value in values for n in walk(value))
     return fields - handed
 
 
-def _scored_whole(body: cst.CSTNode, name: str) -> bool:
-    """`name` itself is given to a call that is not display (`grade(text, gold)`, `extract(text)`)."""
+def _grades(expr: cst.CSTNode, name: str) -> bool:
+    """`name` itself is given to a call under `expr` that is not display (`grade(text, gold)`, `extract(text)`)."""
     return any(isinstance(node, cst.Call) and not _shown(node) and any(
-        isinstance(arg.value, cst.Name) and arg.value.value == name for arg in node.args) for node in walk(body))
+        isinstance(arg.value, cst.Name) and arg.value.value == name for arg in node.args) for node in walk(expr))
 
 
-def _reads_only_shown(body: cst.CSTNode, name: Optional[str], records: bool = False) -> bool:
-    """Every read of `name` in `body` is inside a print, a log call, an f-string or a metrics table (or, with
-    `records`, a field of a result record)."""
+def _computed_from(body: cst.CSTNode, expr: cst.BaseExpression, name: str, depth: int = 0) -> bool:
+    """`expr` is computed from the whole text `name`: it grades it, or reads a local assigned from such a value
+    (`pred = extract(text)`, `ok = pred == gold`, a few steps back)."""
+    if _grades(expr, name):
+        return True
+    if depth >= 3:
+        return False
+    locals_read = {n.value for n in walk(expr) if isinstance(n, cst.Name) and n.value != name}
+    return any(isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name)
+               and node.targets[0].target.value in locals_read and _computed_from(body, node.value, name, depth + 1)
+               for node in walk(body))
+
+
+def _reads_only_shown(body: cst.CSTNode, name: Optional[str], records: Set[int] = frozenset()) -> bool:
+    """Every read of `name` in `body` is inside a print, a log call, an f-string or a metrics table (or one of
+    the `records` nodes, the fields of result records)."""
     if name is None:
         return False
-    shown: Set[int] = _record_fields(body) if records else set()
+    shown: Set[int] = set(records)
     written: Set[int] = set()
     for node in walk(body):
         if (isinstance(node, cst.Call) and _shown(node)) or isinstance(node, cst.FormattedString):
