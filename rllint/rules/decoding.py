@@ -393,7 +393,10 @@ class CompletionStringSlice(FunctionRule):
     only shows its result). A slice reaches a scorer through locals and helpers; one that only
     reaches `print`, logging or a metrics table, also one assignment later and inside a
     concatenation (`preview = text[:400] + " ... " + text[-400:]; logger.info(preview)`), is a
-    preview. No option or selection widens it.
+    preview. In a test, or an evaluation script (it generates, trains nothing, and only tests import
+    it), a cut kept in a result record beside the whole text's grade
+    (`results.append({"correct": grade(text), "generated": text[:500]})`) is a result, not data.
+    No option or selection widens it.
 
     ## Why is this bad?
     Reasoning models put the answer at the end. Cutting the completion to its first
