@@ -105,6 +105,133 @@ def test_rl305_a_cut_variable_that_reaches_a_scorer_is_reported():
     assert lines("RL305", source) == [5]
 
 
+def test_rl305_a_preview_built_from_two_cuts_that_is_only_shown_is_not_reported():
+    source = """
+        def sample(model, tokenizer, batch, judge):
+            out = model.generate(**batch, do_sample=True)
+            reply = tokenizer.decode(out[0], skip_special_tokens=True)
+            if len(reply) > 600:
+                shown = reply[:300].rstrip() + " [... cut ...] " + reply[-300:]
+            else:
+                shown = reply
+            print("reply:", shown)
+            return judge(reply)
+    """
+    assert lines("RL305", source) == []
+
+
+def test_rl305_the_same_two_cuts_given_to_a_judge_are_reported():
+    source = """
+        def sample(model, tokenizer, batch, judge):
+            out = model.generate(**batch, do_sample=True)
+            reply = tokenizer.decode(out[0], skip_special_tokens=True)
+            kept = reply[:300].rstrip() + " [... cut ...] " + reply[-300:]
+            print("reply:", kept)
+            return judge(kept)
+    """
+    assert lines("RL305", source) == [5, 5]
+
+
+def test_rl305_decoded_training_labels_and_prompts_are_not_completions():
+    source = """
+        def label_spans(tokenizer, example, rows):
+            ids, labels = example["input_ids"], example["labels"]
+            spans, begin = [], 0
+            for j in range(1, len(labels)):
+                if (labels[j] == -100) != (labels[begin] == -100):
+                    spans.append(tokenizer.decode(ids[begin:j])[:60])
+                    begin = j
+            rows.append({"span": tokenizer.decode(ids[begin:])[:60]})
+            return spans
+
+        def cap(tokenizer, question, limit):
+            ids = tokenizer.encode(question)[:limit]
+            text = tokenizer.decode(ids)
+            return text[:4000]
+    """
+    assert lines("RL305", source) == []
+
+
+def test_rl305_decoded_generated_ids_cut_before_saving_are_reported():
+    source = """
+        def rollouts(model, tokenizer, batch, rows):
+            n = batch["input_ids"].shape[1]
+            seqs = model.generate(**batch, do_sample=True)
+            for row in seqs:
+                rows.append({"completion": tokenizer.decode(row[n:])[:1000]})
+            return rows
+    """
+    assert lines("RL305", source) == [6]
+
+
+EVALUATION = """
+    import json
+
+    def evaluate(model, tokenizer, batches, grade, judge, out_path):
+        rows = []
+        for batch, gold in batches:
+            n = batch["input_ids"].shape[1]
+            seqs = model.generate(**batch, do_sample=False)
+            text = tokenizer.decode(seqs[0][n:], skip_special_tokens=True)
+            ok = grade(text, gold)
+            kept = text[:300]
+            rows.append({"gold": gold, "correct": ok, "head": kept, "tail": text[-200:]})
+            rows.append(judge({"response": text[:1000]}))
+            rows.append(grade(text[-200:], gold))
+        with open(out_path, "w") as f:
+            json.dump(rows, f)
+"""
+
+
+def project_lines(tmp_path, source, path, others=()):
+    """Lines of RL305 findings in `path` of a project in `tmp_path` that also holds `others` (path, text)."""
+    (tmp_path / "pyproject.toml").write_text("")
+    for other, text in others:
+        (tmp_path / other).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / other).write_text(textwrap.dedent(text))
+    text = textwrap.dedent(source)
+    (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / path).write_text(text)
+    result = lint_text(text, str(tmp_path / path), Settings(select=["RL305"]))
+    assert result.errors == []
+    return sorted(d.line for d in result.diagnostics)
+
+
+def test_rl305_a_result_record_of_a_standalone_evaluation_script_is_not_reported(tmp_path):
+    # kept beside the whole text's grade for people to read; the grader's and the judge's cuts are reported
+    test = ("tests/test_eval.py", "from eval_math import evaluate\n")
+    assert project_lines(tmp_path, EVALUATION, "eval_math.py", [test]) == [13, 14]
+
+
+def test_rl305_a_record_of_an_evaluation_script_without_the_grade_is_reported(tmp_path):
+    # the text is graded whole, but this record keeps only the cut: it may be data, not a result
+    source = EVALUATION.replace('rows.append(judge({"response": text[:1000]}))', 'rows.append({"text": text[:800]})')
+    assert project_lines(tmp_path, source, "eval_math.py") == [13, 14]
+
+
+def test_rl305_the_same_record_in_a_test_is_not_reported(tmp_path):
+    assert project_lines(tmp_path, EVALUATION, "tests/compare_models.py") == [13, 14]
+
+
+def test_rl305_records_of_a_rollout_module_that_a_trainer_imports_are_reported(tmp_path):
+    trainer = ("train.py", "from eval_math import evaluate\n\nevaluate(None, None, [], len, len, 'out.json')\n")
+    assert project_lines(tmp_path, EVALUATION, "eval_math.py", [trainer]) == [11, 12, 13, 14]
+
+
+def test_rl305_a_record_of_a_completion_never_scored_whole_is_reported(tmp_path):
+    source = """
+        import json
+
+        def sample(model, tokenizer, prompts, path):
+            with open(path, "w") as f:
+                for batch in prompts:
+                    seqs = model.generate(**batch, do_sample=True)
+                    text = tokenizer.decode(seqs[0], skip_special_tokens=True)
+                    f.write(json.dumps({"completion": text[:2048]}) + "\\n")
+    """
+    assert project_lines(tmp_path, source, "make_data.py") == [9]
+
+
 # ---------------------------------------------------------------- RL310
 
 def test_rl310_the_text_after_the_first_prose_header_is_a_response_not_an_answer():

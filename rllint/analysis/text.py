@@ -334,7 +334,7 @@ _REWARD_TEXT_PARAMS = {**{n: TEXT for n in ("response", "resp", "text", "output"
                                             "sample", "answer_text", "model_output", "solution", "completion_str")},
                        **{n: TEXTS for n in ("resps", "texts", "outputs", "samples", "predictions", "preds",
                                              "solution_strs", "generations")}}
-_STR_METHODS = {"strip", "lstrip", "rstrip", "lower", "upper", "replace", "removeprefix", "removesuffix",
+STR_METHODS = {"strip", "lstrip", "rstrip", "lower", "upper", "replace", "removeprefix", "removesuffix",
                 "casefold", "title", "expandtabs"}
 _GENERATE = {"generate", "generate_sequences", "sample"}
 
@@ -342,7 +342,8 @@ _GENERATE = {"generate", "generate_sequences", "sample"}
 class TextRoles:
     """What a name or expression holds (TEXT, TEXTS, GEN_IDS, IDS, PROMPT, PROMPTS or None).
 
-    Decode calls, generation outputs and reward-function parameters decide first; loops and
+    Decode calls of generated ids (a decoded dataset row, label span or encoded prompt is no
+    completion), generation outputs and reward-function parameters decide first; loops and
     comprehensions carry a list's role to its elements; names that the source binds to
     something else keep no role; unbound names (parameters, globals) fall back to vocabulary.
     """
@@ -441,13 +442,14 @@ class TextRoles:
             arg = argument(call, helper, param) if param is not None else None
             if arg is not None and self.role(arg, scope, depth + 1) == TEXT:
                 return TEXT
-        if tail == "decode":
-            return TEXT
-        if tail == "batch_decode":
-            return TEXTS
+        if tail in ("decode", "batch_decode"):  # a completion is decoded from generated ids
+            ids = call.args[0].value if call.args else None
+            if ids is None or self.role(ids, scope, depth + 1) != GEN_IDS:
+                return None
+            return TEXT if tail == "decode" else TEXTS
         if tail in _GENERATE and isinstance(call.func, cst.Attribute):
             return GEN_IDS
-        if tail in _STR_METHODS and isinstance(call.func, cst.Attribute):
+        if tail in STR_METHODS and isinstance(call.func, cst.Attribute):
             return TEXT if self.role(call.func.value, scope, depth + 1) == TEXT else None
         if tail in ("list", "tuple") and call.args:
             return self.role(call.args[0].value, scope, depth + 1)
@@ -533,7 +535,7 @@ def _constant_return(expr: cst.BaseExpression) -> bool:
 
 Accept = Callable[[cst.Call, Scope], bool]
 # Calls whose result is text built from their receiver (string methods) or from their arguments.
-_FROM_RECEIVER = _STR_METHODS | {"format"}
+_FROM_RECEIVER = STR_METHODS | {"format"}
 _FROM_ARGUMENTS = {"join", "format", "list", "tuple", "sorted", "reversed", "str"}
 _ADDS = {"append": None, "extend": None, "insert": 1}  # container methods and which argument they store
 
@@ -894,7 +896,7 @@ class AnswerLookups:
 def unwrap(expr: cst.BaseExpression) -> cst.BaseExpression:
     """`float(x.strip())` -> `x`: conversions and string methods keep what a value holds."""
     while isinstance(expr, cst.Call):
-        if call_tail(expr) in _STR_METHODS and isinstance(expr.func, cst.Attribute):
+        if call_tail(expr) in STR_METHODS and isinstance(expr.func, cst.Attribute):
             expr = expr.func.value
         elif call_tail(expr) in ("float", "int", "str") and isinstance(expr.func, cst.Name) and len(expr.args) == 1:
             expr = expr.args[0].value

@@ -1,6 +1,7 @@
 """RL3xx: generation and decoding (reasoning markers, decoding, chat templates, sampling settings)."""
 from __future__ import annotations
 
+import os
 import re
 from typing import Dict, List, Optional, Set, Tuple
 
@@ -9,7 +10,7 @@ import libcst as cst
 from rllint.analysis.facts import COMPLETION
 from rllint.analysis.facts import TEXT as TEXT_VALUE
 from rllint.analysis.flow import Flow
-from rllint.analysis.purpose import Purpose
+from rllint.analysis.purpose import EVALUATION, Purpose, is_test_path
 from rllint.analysis.gold import GoldAnswers
 from rllint.analysis.imports import Imports
 from rllint.analysis.rewards import RewardFunctions
@@ -20,11 +21,11 @@ from rllint.analysis.syntax import dotted, keyword, positional, walk
 from rllint.analysis.text import (AnswerLookups, GEN_IDS, PROMPT, PROMPTS, RE_FUNCTIONS, TEXT, MarkerChecks, Scope, Scopes,
                                   TextRoles, call_tail, extraction, is_answer_marker, may_extract,
                                   is_reasoning_close, literal_text, words, attr_tail, number, regex_of,
-                                  REASONING_MARKER, unwrap)
+                                  REASONING_MARKER, STR_METHODS, unwrap)
 from rllint.analysis.tokenizer import IdsUse, TokenizerFacts
 from rllint.analysis.values import Values
 from rllint.diagnostic import Severity, Tier
-from rllint.index import SAMPLER_CALLS as _SAMPLER_CALLS
+from rllint.index import SAMPLER_CALLS as _SAMPLER_CALLS, ProjectIndex
 from rllint.registry import CSTRule
 
 
@@ -57,6 +58,7 @@ class FunctionRule(CSTRule):
 
 
 _DISPLAY_WORDS = {"log", "logged", "preview", "snippet", "display", "excerpt", "short", "shown", "head", "peek"}
+_RECORD_CALLS = {"append", "insert", "dump", "dumps", "write", "writerow"}  # calls that keep a record
 _DISPLAY_CALLS = {"print", "pprint", "info", "debug", "warning", "warn", "error", "exception", "critical", "log",
                   "add_text", "set_description", "set_postfix", "print_exc", "warn"}
 
@@ -385,12 +387,16 @@ class CompletionStringSlice(FunctionRule):
     not reported.
 
     On by default in this one form, where the text is proven to be a completion: decoded from
-    the ids `generate` returned, the completions argument of a reward or scoring function, or
-    a helper's parameter that every caller fills with such text (the slice in the helper is
-    reported unless every call only shows its result). A slice reaches a scorer through
-    locals and helpers; one that only reaches `print`, logging or a metrics table, also one
-    assignment later (`preview = text[:200]; logger.info(preview)`), is a preview. No option
-    or selection widens it.
+    the ids `generate` returned (a decoded dataset row, label span or encoded prompt is not),
+    the completions argument of a reward or scoring function, or a helper's parameter that
+    every caller fills with such text (the slice in the helper is reported unless every call
+    only shows its result). A slice reaches a scorer through locals and helpers; one that only
+    reaches `print`, logging or a metrics table, also one assignment later and inside a
+    concatenation (`preview = text[:400] + " ... " + text[-400:]; logger.info(preview)`), is a
+    preview. In a test, or an evaluation script (it generates, trains nothing, and only tests import
+    it), a cut kept in a result record beside the whole text's grade
+    (`results.append({"correct": grade(text), "generated": text[:500]})`) is a result, not data.
+    No option or selection widens it.
 
     ## Why is this bad?
     Reasoning models put the answer at the end. Cutting the completion to its first
@@ -461,7 +467,8 @@ class CompletionStringSlice(FunctionRule):
             if isinstance(target.target, cst.Name) and set(words(target.target.value)) & _DISPLAY_WORDS:
                 self._equality.add(id(node.value))
         if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
-            self._assigned_to[id(node.value)] = node.targets[0].target.value
+            for held in _carried(node.value):  # `preview = text[:400] + " ... " + text[-400:]` holds both cuts
+                self._assigned_to[id(held)] = node.targets[0].target.value
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if self._display or id(node) in self._equality or len(node.slice) != 1:
@@ -481,6 +488,8 @@ class CompletionStringSlice(FunctionRule):
                 return
         bound = self._truncation(key)
         if bound is None or self._only_shown(self._assigned_to.get(id(node))):
+            return
+        if self._result_record(node):
             return
         if passed and self._callers_only_show(node):
             return
@@ -518,6 +527,27 @@ class CompletionStringSlice(FunctionRule):
         table: the cut text is a preview."""
         return _reads_only_shown(self.function or self.file.module, name)
 
+    def _result_record(self, node: cst.Subscript) -> bool:
+        """A cut of a text that is graded whole, kept as a field of a record (directly, or through a name that
+        only records and display read), in code that only evaluates: a test, or a script that generates,
+        trains nothing and no project file but tests imports, whose record also holds the whole text's grade.
+        The record is a result for people to read, not a reward, a judge's input or training data."""
+        body = self.function or self.file.module
+        if not isinstance(node.value, cst.Name) or not _grades(body, node.value.value):
+            return False
+        purpose = self.file.fact(Purpose)
+        if not purpose.is_test and not self._standalone_evaluation():
+            return False
+        fields = _record_fields(body, None if purpose.is_test else node.value.value)
+        return id(node) in fields or _reads_only_shown(body, self._assigned_to.get(id(node)), fields)
+
+    def _standalone_evaluation(self) -> bool:
+        """The file generates and trains nothing, and no project file imports it but tests, which check it and
+        do not consume its records."""
+        index = self.file.fact(ProjectIndex)
+        here = os.path.dirname(os.path.abspath(self.file.path))
+        return self.file.fact(Purpose).kind == EVALUATION and index.enabled and all(
+            is_test_path(os.path.relpath(path, here)) for path, _ in index.importers())
 
     def _truncation(self, key: cst.Slice) -> Optional[int]:
         """N of `[:N]` (N > 1) or `[-N:]` when N is a constant the source shows."""
@@ -539,11 +569,60 @@ class CompletionStringSlice(FunctionRule):
         return None
 
 
-def _reads_only_shown(body: cst.CSTNode, name: Optional[str]) -> bool:
-    """Every read of `name` in `body` is inside a print, a log call, an f-string or a metrics table."""
+def _carried(expr: cst.BaseExpression) -> List[cst.BaseExpression]:
+    """`expr` and the parts whose text it holds: both sides of a concatenation, both branches of a conditional,
+    the receiver of a string method that keeps the text (`strip`, `replace`...)."""
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
+        return [expr] + _carried(expr.left) + _carried(expr.right)
+    if isinstance(expr, cst.IfExp):
+        return [expr] + _carried(expr.body) + _carried(expr.orelse)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and call_tail(expr) in STR_METHODS:
+        return [expr] + _carried(expr.func.value)
+    return [expr]
+
+
+def _record_fields(body: cst.CSTNode, graded: Optional[str]) -> Set[int]:
+    """Nodes inside the fields of dict literals that are records: kept, appended, written or dumped, not handed
+    to another call (`results.append({"generated": text[:500]})`, not `judge({"response": text[:500]})`).
+    With `graded`, only records that also hold a value computed from that whole text (its grade)."""
+    handed: Set[int] = set()
+    fields: Set[int] = set()
+    for node in walk(body):
+        if isinstance(node, cst.Call) and call_tail(node) not in _RECORD_CALLS:
+            handed.update(id(n) for arg in node.args for n in walk(arg.value))
+    for node in walk(body):
+        if isinstance(node, cst.Dict) and id(node) not in handed:
+            values = [element.value for element in node.elements if isinstance(element, cst.DictElement)]
+            if graded is None or any(_computed_from(body, value, graded) for value in values):
+                fields.update(id(n) for value in values for n in walk(value))
+    return fields - handed
+
+
+def _grades(expr: cst.CSTNode, name: str) -> bool:
+    """`name` itself is given to a call under `expr` that is not display (`grade(text, gold)`, `extract(text)`)."""
+    return any(isinstance(node, cst.Call) and not _shown(node) and any(
+        isinstance(arg.value, cst.Name) and arg.value.value == name for arg in node.args) for node in walk(expr))
+
+
+def _computed_from(body: cst.CSTNode, expr: cst.BaseExpression, name: str, depth: int = 0) -> bool:
+    """`expr` is computed from the whole text `name`: it grades it, or reads a local assigned from such a value
+    (`pred = extract(text)`, `ok = pred == gold`, a few steps back)."""
+    if _grades(expr, name):
+        return True
+    if depth >= 3:
+        return False
+    locals_read = {n.value for n in walk(expr) if isinstance(n, cst.Name) and n.value != name}
+    return any(isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name)
+               and node.targets[0].target.value in locals_read and _computed_from(body, node.value, name, depth + 1)
+               for node in walk(body))
+
+
+def _reads_only_shown(body: cst.CSTNode, name: Optional[str], records: Set[int] = frozenset()) -> bool:
+    """Every read of `name` in `body` is inside a print, a log call, an f-string or a metrics table (or one of
+    the `records` nodes, the fields of result records)."""
     if name is None:
         return False
-    shown: Set[int] = set()
+    shown: Set[int] = set(records)
     written: Set[int] = set()
     for node in walk(body):
         if (isinstance(node, cst.Call) and _shown(node)) or isinstance(node, cst.FormattedString):
