@@ -118,6 +118,7 @@ class Flow:
         self._summaries: Dict[Tuple, Tuple[Value, List[Tuple[str, Event]]]] = {}
         self._summary_count = 0
         self._attributes: Dict[Tuple[str, str], Optional[Value]] = {}
+        self._holding: Dict[str, Optional[bool]] = {}  # class name -> whether its instances hold parameters
         self._located: Optional[Dict[cst.CSTNode, FunctionIR]] = None
         self._freezes: Optional[List[Tuple[cst.CSTNode, FunctionIR]]] = None
         self._optimized: Optional[List[Tuple[cst.CSTNode, FunctionIR]]] = None
@@ -511,7 +512,13 @@ class Flow:
         """Whether an instance of the module class `cls` holds parameters of its own. False when every base is
         `nn.Module` or a class of this module, no method registers a parameter or module, and every value its
         methods store on `self` is known to be neither a module, a parameter nor an object from out of sight (a
-        loss written as a module, built from numbers); None when unknown."""
+        loss written as a module, built from numbers); None when unknown (a value from a parameter or a local)."""
+        if cls.name not in self._holding:
+            self._holding[cls.name] = None  # while it is being found (a class that builds itself): unknown
+            self._holding[cls.name] = self._holds_parameters(cls)
+        return self._holding[cls.name]
+
+    def _holds_parameters(self, cls: ClassIR) -> Optional[bool]:
         chain = list(self._class_chain(cls))
         names = {owner.name for owner in chain}
         if any(base.rsplit(".", 1)[-1] not in names and base not in NN_MODULE_BASES and not base.endswith(".nn.Module")
@@ -524,10 +531,8 @@ class Flow:
                 if isinstance(func, cst.Name) and func.value == "setattr" or isinstance(func, cst.Attribute) and \
                         func.attr.value in _REGISTERS and isinstance(func.value, cst.Name) and func.value.value == "self":
                     return None
-            targets = [t for stmt in method.statements for t in _self_stores(stmt)]
-            if targets:
-                self._analyze(method)
-                stored.extend(self.values.get(t, UNKNOWN) for t in targets)
+            # each stored value as written, its method's locals and parameters unknown: no function is analysed here
+            stored.extend(self.evaluate(stmt.value) for stmt in method.statements if any(_self_stores(stmt)))
         if any(v.facts.get("type") == MODEL for v in stored):
             return True
         return False if all(v.facts.get("type") in _PLAIN for v in stored) else None
