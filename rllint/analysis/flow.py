@@ -1489,8 +1489,6 @@ class Frame:
         init = owner.method_of(cls, "__init__")
         if init is not None:
             self._invoke(init, node, args, kwargs, instance)
-        if instance.facts.get("type") == MODEL and owner.holds_parameters(cls) is False:
-            instance = instance.but(weightless=True, why={"weightless": (cls.node,)})
         elif any(c.fields for c in owner._class_chain(cls)):
             # a dataclass (pydantic, attrs) without an `__init__` of its own: the generated one stores each
             # argument in the field of its name, positional ones in the order the fields are declared
@@ -1499,6 +1497,8 @@ class Frame:
             given.update(kwargs)
             if given:
                 instance = instance.but(fields=tuple(given.items()))
+        if instance.facts.get("type") == MODEL and owner.holds_parameters(cls) is False:
+            instance = instance.but(weightless=True, why={"weightless": (cls.node,)})
         return instance
 
     def _argument(self, expr: cst.CSTNode, node: cst.Call, args: List[Value], kwargs: Dict[str, Value]) -> Value:
