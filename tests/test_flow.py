@@ -523,3 +523,38 @@ def test_module_methods_a_project_model_class_inherits_keep_the_model():
     assert engine.facts("critic", "type", occurrence=0) == {"type": "model"}
     assert engine.facts("moved", "type") == {"type": "model"}
     assert engine.facts("own", "type") == {"type": "none"}  # a method the class defines is its own
+
+
+def test_a_module_holds_parameters_when_it_stores_a_layer_or_a_model_and_is_weightless_when_only_numbers():
+    engine = Engine(CAUSAL + """
+    class Loss(torch.nn.Module):
+        def __init__(self, beta=0.1):
+            super().__init__()
+            self.beta, self.log = float(beta), {}
+
+        def forward(self, x):
+            return x.mean() * self.beta
+
+    class Head(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = torch.nn.Parameter(torch.ones(1))
+
+    class Given(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+    class Registered(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_parameter("w", None)
+
+    loss, head, given, registered = Loss(), Head(), Given(make_inner()), Registered()
+    value = loss(policy(ids).logits)
+    """)
+    assert engine.facts("Loss()", "type", "weightless") == {"type": "model", "weightless": True}
+    for built in ("Head()", "Given(make_inner())", "Registered()"):
+        assert engine.facts(built, "type", "weightless") == {"type": "model", "weightless": None}
+    assert engine.facts("loss(policy(ids).logits)", "grad", "forwards") == {
+        "grad": GRAPH, "forwards": frozenset(engine.nodes("policy(ids)"))}

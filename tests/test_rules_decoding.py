@@ -67,6 +67,66 @@ def test_rl303_decoding_completions_for_a_reward_is_reported():
     assert lines("RL303", source, "grpo.py") == [4]
 
 
+def test_rl303_a_project_tokenizer_whose_decode_takes_no_skip_keyword_is_not_hugging_faces():
+    source = """
+        import tiktoken
+
+        class Codec:
+            def __init__(self, name):
+                self.enc = tiktoken.get_encoding(name)
+                self.eos_token_id = self.enc.eot_token
+
+            def decode(self, tokens):
+                return self.enc.decode(tokens)
+
+        class Sampler:
+            def __init__(self, policy):
+                self.policy = policy
+                self.tok = Codec("cl100k_base")
+
+            def rollout(self, batch, reward_fn):
+                sequences = self.policy.generate(**batch, do_sample=True, eos_token_id=self.tok.eos_token_id)
+                return reward_fn([self.tok.decode(row) for row in sequences])
+    """
+    assert lines("RL303", source, "grpo.py") == []
+
+
+def test_rl303_a_project_tokenizer_that_is_hugging_faces_or_takes_the_keyword_is_reported():
+    source = """
+        from transformers import PreTrainedTokenizerFast
+
+        class Chat(PreTrainedTokenizerFast):
+            pass
+
+        class Wrapped:
+            def __init__(self, inner):
+                self.inner = inner
+
+            def decode(self, ids, skip_special_tokens=False):
+                return self.inner.decode(ids, skip_special_tokens=skip_special_tokens)
+
+        def rollout(policy, batch, reward_fn):
+            chat, wrapped = Chat(tokenizer_file="t.json"), Wrapped(None)
+            sequences = policy.generate(**batch, do_sample=True)
+            return reward_fn([chat.decode(row) for row in sequences] + [wrapped.decode(row) for row in sequences])
+    """
+    assert lines("RL303", source, "grpo.py") == [17, 17]
+
+
+def test_rl303_a_tokenizer_out_of_sight_counts_when_it_is_used_as_hugging_faces():
+    source = """
+        def rollout(policy, tokenizer, prompts, reward_fn):
+            batch = tokenizer(prompts, return_tensors="pt", padding=True)
+            sequences = policy.generate(**batch, do_sample=True)
+            return reward_fn([tokenizer.decode(row) for row in sequences])
+
+        def rollout_unknown(policy, codec, batch, reward_fn):
+            sequences = policy.generate(**batch, do_sample=True)
+            return reward_fn([codec.decode(row) for row in sequences])
+    """
+    assert lines("RL303", source, "grpo.py") == [5]
+
+
 # ---------------------------------------------------------------- RL305
 
 def test_rl305_a_cut_chosen_by_a_setting_is_not_reported():

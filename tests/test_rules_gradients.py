@@ -292,6 +292,104 @@ def test_rl502_needs_a_training_step_in_the_file():
     """, "RL502") == []
 
 
+def test_rl502_a_module_with_no_parameters_is_a_loss_not_a_model():
+    assert lines("""
+        class Clipped(torch.nn.Module):
+            def __init__(self, clip=0.2, scale=1):
+                super().__init__()
+                self.low, self.high = 1 - clip, 1 + clip
+                self.scale = float(scale)
+                self.seen = []
+
+            def forward(self, ratio, adv):
+                return -torch.min(ratio * adv, ratio.clamp(self.low, self.high) * adv).mean() * self.scale
+
+        surrogate = Clipped()
+        ref = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+
+        def step(ids, old, adv):
+            with torch.no_grad():
+                ref_logps = ref(ids).logits.log_softmax(-1).sum(-1)
+            penalty = surrogate(torch.exp(ref_logps - old), adv)
+            new = policy(ids).logits.log_softmax(-1).sum(-1)
+            (surrogate(torch.exp(new - old), adv) + penalty).backward()
+            optimizer.step()
+    """, "RL502") == []
+
+
+def test_rl502_a_module_that_holds_a_layer_or_a_given_model_is_a_model():
+    assert lines("""
+        class Scorer(torch.nn.Module):
+            def __init__(self, width):
+                super().__init__()
+                self.head = torch.nn.Linear(width, 1)
+
+            def forward(self, features):
+                return self.head(features).squeeze(-1)
+
+        class Anchored(torch.nn.Module):
+            def __init__(self, anchor):
+                super().__init__()
+                self.anchor = anchor
+
+            def forward(self, ids):
+                return self.anchor(ids).logits.log_softmax(-1).sum(-1)
+
+        scorer = Scorer(16)
+        anchored = Anchored(AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B"))
+
+        def step(ids, features):
+            new = policy(ids).logits.log_softmax(-1).sum(-1)
+            rewards = scorer(features)
+            ref = anchored(ids)
+            (-(new * rewards).mean() + (new - ref).mean()).backward()
+            optimizer.step()
+    """, "RL502") == [23, 24]
+
+
+def test_rl502_a_module_fed_the_policys_graph_is_not_a_reference_forward():
+    assert lines("""
+        class Head(torch.nn.Module):
+            def __init__(self, width):
+                super().__init__()
+                self.proj = torch.nn.Linear(width, 1)
+
+            def forward(self, hidden):
+                return self.proj(hidden).squeeze(-1)
+
+        head = Head(896)
+
+        def step(ids, returns):
+            last = policy(ids).logits[:, -1]
+            values = head(last.float())
+            ((values - returns) ** 2).mean().backward()
+            optimizer.step()
+    """, "RL502") == []
+
+
+def test_rl502_a_model_whose_gradients_are_read_is_the_one_differentiated():
+    assert lines("""
+        probe = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+        clipped = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+        averaged = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+
+        def check(ids):
+            probe(ids).logits.log_softmax(-1).sum().backward()
+            for name, weight in probe.named_parameters():
+                assert weight.grad is None or torch.isfinite(weight.grad).all(), name
+
+        def step(ids):
+            new = policy(ids).logits.log_softmax(-1).sum(-1)
+            other = clipped(ids).logits.log_softmax(-1).sum(-1)
+            anchor = averaged(ids).logits.log_softmax(-1).sum(-1)
+            (new - other - anchor).mean().backward()
+            torch.nn.utils.clip_grad_norm_(clipped.parameters(), 1.0)
+            for p in averaged.parameters():
+                p.data.mul_(0.99)
+            optimizer.step()
+    """, "RL502") == [14]
+
+
 # ---- RL505 policy-forward-under-no-grad ----
 
 def test_rl505_a_loss_built_only_from_no_grad_forwards():

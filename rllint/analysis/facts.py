@@ -21,7 +21,8 @@ Facts (absent = unknown):
 - `number`: the number, and `origin`, how it got here ("literal", "default of parameter `lr`"...).
 - configuration (`rllint.analysis.domains.config`): `fields`, the arguments a dataclass instance was built
   with (field -> Value); `literal`, the text of a string setting.
-- models: `model` (the node that built the object, its identity), `arch` (CAUSAL_LM, SEQ_CLS, VALUE_HEAD).
+- models: `model` (the node that built the object, its identity), `arch` (CAUSAL_LM, SEQ_CLS, VALUE_HEAD),
+  `weightless` (an `nn.Module` of the project that holds no parameters: a loss written as a module).
 - containers: `items` (dict: key -> Value; tuple/list: position -> Value) and `element` (what any element
   of a list or a tensor's first axis holds).
 - `lp` / `lp_at`: a linear combination of log-probs, (graph, fixed) signed counts, on some path
@@ -58,7 +59,7 @@ CAUSAL_LM, SEQ_CLS, VALUE_HEAD, SEQ2SEQ = "causal_lm", "seq_cls", "value_head", 
 NO_SOURCES: FrozenSet[cst.CSTNode] = frozenset()
 
 # Facts that describe one object (its identity, what it is) and do not survive arithmetic.
-_IDENTITY = ("model", "arch", "obj", "function", "cls", "bound", "qual", "items", "element", "origin", "fields",
+_IDENTITY = ("model", "arch", "weightless", "obj", "function", "cls", "bound", "qual", "items", "element", "origin", "fields",
              "trains")
 
 

@@ -47,6 +47,10 @@ MAX_REMOTE_IMPORTERS = 4  # project files read to find the callers of a function
 
 NN_MODULE_BASES = frozenset({"torch.nn.Module", "nn.Module", "torch.nn.modules.module.Module"})
 _IN_PROGRESS = (UNKNOWN, [])  # a summary being interpreted (`Flow.summary`)
+# What a module stores on `self` that holds no parameters: numbers, flags, text, containers and plain tensors
+# (a tensor attribute is not registered as a parameter).
+_PLAIN = frozenset({NUMBER, BOOL, NONE, TEXT, TEXTS, DICT, LIST, TUPLE, TENSOR})
+_REGISTERS = frozenset({"register_parameter", "register_module", "add_module"})
 _ANALYSES = threading.local()  # how deep `Flow._analyze` calls nest in this thread, across the project's files
 _TRAINER_PACKAGES = ("transformers.", "trl.")
 _TRAINER_ENTRY_METHODS = frozenset({"compute_loss", "training_step"})
@@ -114,6 +118,7 @@ class Flow:
         self._summaries: Dict[Tuple, Tuple[Value, List[Tuple[str, Event]]]] = {}
         self._summary_count = 0
         self._attributes: Dict[Tuple[str, str], Optional[Value]] = {}
+        self._holding: Dict[str, Optional[bool]] = {}  # class name -> whether its instances hold parameters
         self._located: Optional[Dict[cst.CSTNode, FunctionIR]] = None
         self._freezes: Optional[List[Tuple[cst.CSTNode, FunctionIR]]] = None
         self._optimized: Optional[List[Tuple[cst.CSTNode, FunctionIR]]] = None
@@ -385,10 +390,10 @@ class Flow:
         return place_key in self._trained_places
 
     def trained_models(self) -> Set[Any]:
-        """The identities of the models whose parameters an optimizer of this file receives (a building node, or
-        the place of a model from out of sight)."""
+        """The identities of the models whose parameters an optimizer of this file receives, or whose gradients it
+        reads (a building node, or the place of a model from out of sight): the gradient is meant to reach them."""
         found = set()
-        for expr, function in self.optimizer_sites():
+        for expr, function in self.optimizer_sites() + self._gradient_reads():
             self._analyze(function)
             identity = (self.values.get(expr) or UNKNOWN).facts.get("model") or place_key_of(expr, function)
             if identity is not None:
@@ -502,6 +507,35 @@ class Flow:
         return any(base in NN_MODULE_BASES or base.endswith(".nn.Module") or
                    (base.startswith(("transformers.", "trl.", "peft.")) and "Model" in base)
                    for base in self._bases(cls))
+
+    def holds_parameters(self, cls: ClassIR) -> Optional[bool]:
+        """Whether an instance of the module class `cls` holds parameters of its own. False when every base is
+        `nn.Module` or a class of this module, no method registers a parameter or module, and every value its
+        methods store on `self` is known to be neither a module, a parameter nor an object from out of sight (a
+        loss written as a module, built from numbers); None when unknown (a value from a parameter or a local)."""
+        if cls.name not in self._holding:
+            self._holding[cls.name] = None  # while it is being found (a class that builds itself): unknown
+            self._holding[cls.name] = self._holds_parameters(cls)
+        return self._holding[cls.name]
+
+    def _holds_parameters(self, cls: ClassIR) -> Optional[bool]:
+        chain = list(self._class_chain(cls))
+        names = {owner.name for owner in chain}
+        if any(base.rsplit(".", 1)[-1] not in names and base not in NN_MODULE_BASES and not base.endswith(".nn.Module")
+               for owner in chain for base in owner.bases):
+            return None  # a base out of sight may build layers
+        stored: List[Value] = []
+        for method in self._methods(cls):
+            for site in method.calls:
+                func = site.node.func
+                if isinstance(func, cst.Name) and func.value == "setattr" or isinstance(func, cst.Attribute) and \
+                        func.attr.value in _REGISTERS and isinstance(func.value, cst.Name) and func.value.value == "self":
+                    return None
+            # each stored value as written, its method's locals and parameters unknown: no function is analysed here
+            stored.extend(self.evaluate(stmt.value) for stmt in method.statements if any(_self_stores(stmt)))
+        if any(v.facts.get("type") == MODEL for v in stored):
+            return True
+        return False if all(v.facts.get("type") in _PLAIN for v in stored) else None
 
     # ---- analysis ----
 
@@ -650,6 +684,21 @@ class Flow:
                         if receiver is not None:
                             self._freezes.append((receiver, function))
         return self._freezes
+
+    def _gradient_reads(self) -> List[Tuple[cst.CSTNode, FunctionIR]]:
+        """The expressions whose parameters' gradients the file reads: `clip_grad_norm_(m.parameters())`, or a
+        loop over `m.parameters()` / `m.named_parameters()` that reads `.grad` of what it iterates."""
+        found = []
+        for function in self.ir.all_functions():
+            for site in function.calls:
+                if _tail(site.node.func) in ("clip_grad_norm_", "clip_grad_value_"):
+                    found.extend((receiver, function) for node in _walk(site.node)
+                                 for receiver in [_parameters_receiver(node)] if receiver is not None)
+            for stmt in function.statements:
+                receiver = _parameters_receiver(stmt.iter) if isinstance(stmt, cst.For) else None
+                if receiver is not None and _loop_reads_grad(stmt):
+                    found.append((receiver, function))
+        return found
 
     def optimizer_sites(self) -> List[Tuple[cst.CSTNode, FunctionIR]]:
         """The expressions whose parameters an optimizer (or `accelerator.prepare`, `deepspeed.initialize`)
@@ -1448,6 +1497,8 @@ class Frame:
             given.update(kwargs)
             if given:
                 instance = instance.but(fields=tuple(given.items()))
+        if instance.facts.get("type") == MODEL and owner.holds_parameters(cls) is False:
+            instance = instance.but(weightless=True, why={"weightless": (cls.node,)})
         return instance
 
     def _argument(self, expr: cst.CSTNode, node: cst.Call, args: List[Value], kwargs: Dict[str, Value]) -> Value:
@@ -1653,6 +1704,13 @@ def _loop_freezes(loop: cst.For) -> bool:
     return False
 
 
+def _loop_reads_grad(loop: cst.For) -> bool:
+    """`for p in m.parameters(): ... p.grad ...` (or `for name, p in m.named_parameters()`)."""
+    held = {node.value for node in _walk(loop.target) if isinstance(node, cst.Name)}
+    return any(isinstance(node, cst.Attribute) and node.attr.value == "grad" and isinstance(node.value, cst.Name)
+               and node.value.value in held for stmt in loop.body.body for node in _walk(stmt))
+
+
 def _parameters_receiver(node: cst.CSTNode) -> Optional[cst.CSTNode]:
     """`m` of `m.parameters()` / `m.named_parameters()`."""
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
@@ -1714,8 +1772,8 @@ def _rebinds(stmt: cst.CSTNode, name: str) -> bool:
     return False
 
 
-def _self_stores(stmt: cst.CSTNode, name: str) -> Iterator[cst.CSTNode]:
-    """The targets `self.name` that a statement assigns."""
+def _self_stores(stmt: cst.CSTNode, name: Optional[str] = None) -> Iterator[cst.CSTNode]:
+    """The targets `self.name` (any `self.*` without a name) that a statement assigns."""
     if isinstance(stmt, cst.Assign):
         targets = [t.target for t in stmt.targets]
     elif isinstance(stmt, cst.AnnAssign) and stmt.value is not None:
@@ -1726,7 +1784,7 @@ def _self_stores(stmt: cst.CSTNode, name: str) -> Iterator[cst.CSTNode]:
         target = targets.pop()
         if isinstance(target, (cst.Tuple, cst.List)):
             targets.extend(e.value for e in target.elements)
-        elif isinstance(target, cst.Attribute) and target.attr.value == name and \
+        elif isinstance(target, cst.Attribute) and name in (None, target.attr.value) and \
                 isinstance(target.value, cst.Name) and target.value.value == "self":
             yield target
 

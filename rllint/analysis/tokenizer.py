@@ -14,6 +14,8 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from rllint.analysis.facts import TOKENIZER
+from rllint.analysis.flow import Flow
 from rllint.analysis.imports import Imports
 from rllint.analysis.loss import LossSlice
 from rllint.analysis.nodes import AstNodes
@@ -275,6 +277,37 @@ class TokenizerFacts:
         role = self.file.fact(TextRoles).role(text, scope)
         return {PROMPTS: True, TEXTS: True, PROMPT: False, TEXT: False}.get(role or "")
 
+    def hugging_face(self, call: cst.Call, scope: Scope) -> bool:
+        """Whether the receiver of `decode` / `batch_decode` call `call` is proven a Hugging Face tokenizer or
+        processor, whose decode keeps special tokens unless told to skip them. The engine knows the object: loaded
+        with `from_pretrained` of a tokenizer or processor class, or an instance of a project class whose own
+        method takes `skip_special_tokens` (or that inherits it from a transformers class); a project class whose
+        visible method does not is not one, whatever else the code does with it. Where the engine does not know the
+        object, the code uses it through the API only these have: `batch_decode`, `skip_special_tokens=`, and
+        `apply_chat_template`, `pad_token_id`, `tokenizer(texts, return_tensors=...)`... on the same name in the
+        function (of `self.x`, anywhere in the file)."""
+        receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+        if receiver is None:
+            return False
+        held = self.file.fact(Flow).value(receiver)
+        if held.facts.get("type") == TOKENIZER:
+            return True
+        cls = held.facts.get("cls")
+        if cls is not None:
+            owner = cls.module.flow
+            method = owner.method_of(cls, call_tail(call))
+            if method is None:
+                return any(base.startswith("transformers.") and ("Tokenizer" in base or "Processor" in base)
+                           for base in owner._bases(cls))
+            return any(param.name == "skip_special_tokens" for param in method.params)
+        if call_tail(call) == "batch_decode" or any(keyword(call, name) is not None for name in _DECODE_KEYWORDS):
+            return True
+        name = dotted(receiver)
+        if name is None:
+            return False
+        where = self.file.module if name.startswith("self.") else scope.node
+        return any(_used_as_hugging_face(node, name) for node in walk(where, into_functions=name.startswith("self.")))
+
     def _register(self, tokens: Optional[List[str]]) -> None:
         """Only tokens the source spells out count; chat control and padding tokens do not."""
         for token in tokens or ():
@@ -314,6 +347,26 @@ class TokenizerFacts:
             if call is not None:
                 found[name] = call
         return found
+
+
+# What only a Hugging Face tokenizer or processor has: keywords of its decode, methods, attributes, and keywords
+# of a call of the tokenizer itself.
+_DECODE_KEYWORDS = ("skip_special_tokens", "clean_up_tokenization_spaces")
+_HF_METHODS = frozenset({"batch_decode", "apply_chat_template", "convert_ids_to_tokens", "convert_tokens_to_ids",
+                         "batch_encode_plus", "encode_plus", "add_special_tokens", "save_pretrained"})
+_HF_ATTRIBUTES = frozenset({"pad_token_id", "eos_token_id", "bos_token_id", "pad_token", "eos_token", "padding_side",
+                            "all_special_tokens", "all_special_ids", "chat_template"})
+_HF_CALL_KEYWORDS = ("return_tensors", "padding", "truncation", "add_special_tokens")
+
+
+def _used_as_hugging_face(node: cst.CSTNode, name: str) -> bool:
+    """`node` uses the object `name` holds through the API only a Hugging Face tokenizer or processor has."""
+    if isinstance(node, cst.Attribute) and dotted(node.value) == name:
+        return node.attr.value in _HF_ATTRIBUTES or node.attr.value in _HF_METHODS
+    if isinstance(node, cst.Call) and dotted(node.func) == name:
+        return any(keyword(node, k) is not None for k in _HF_CALL_KEYWORDS)
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and dotted(node.func.value) == name \
+        and call_tail(node) == "decode" and any(keyword(node, k) is not None for k in _DECODE_KEYWORDS)
 
 
 def _renders_text(call: cst.Call, scope: Scope) -> bool:

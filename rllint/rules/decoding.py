@@ -201,12 +201,20 @@ class ThinkRegexWithoutDotall(FunctionRule):
 class DecodeKeepsPadding(FunctionRule):
     """
     ## What it does
-    Reports, in RL code, `decode` / `batch_decode` of generated or completion ids without
-    `skip_special_tokens=True` whose text goes on (returned, appended to a list of
-    completions, passed to a reward or scoring function) and is never stripped of the
-    pad and EOS tokens in the function. Ids cut to their real length or filtered by a
-    mask before decoding are not reported, nor is decoding in other ML code (latents
-    of an autoencoder, samples of an SFT evaluation).
+    Reports, in RL code, `decode` / `batch_decode` of generated or completion ids by a Hugging
+    Face tokenizer or processor without `skip_special_tokens=True` whose text goes on (returned,
+    appended to a list of completions, passed to a reward or scoring function) and is never
+    stripped of the pad and EOS tokens in the function. Ids cut to their real length or filtered
+    by a mask before decoding are not reported, nor is decoding in other ML code (latents of an
+    autoencoder, samples of an SFT evaluation).
+
+    The tokenizer must be proven Hugging Face's: loaded with `from_pretrained` (here, or by a
+    caller that passes it), an instance of a project class whose own `decode` takes
+    `skip_special_tokens` or that inherits a transformers tokenizer's, or an object the code uses
+    through the API only those have (`batch_decode`, `skip_special_tokens=`, `apply_chat_template`,
+    `pad_token_id`, `tokenizer(texts, return_tensors=...)`). A project tokenizer whose visible
+    `decode` takes no such keyword (a tiktoken or SentencePiece wrapper) is not reported, nor is a
+    tokenizer from out of sight that is only decoded with.
 
     ## Why is this bad?
     Batched generation pads every completion to the longest one, and a finished
@@ -249,7 +257,7 @@ class DecodeKeepsPadding(FunctionRule):
         if self.file.fact(TextRoles).role(ids, scope) != GEN_IDS or _trimmed(ids, scope):
             return
         where = _onward_use(node, scope)
-        if where is None or _strips_special_tokens(scope):
+        if where is None or _strips_special_tokens(scope) or not self.file.fact(TokenizerFacts).hugging_face(node, scope):
             return
         self.report(node, expr=self.source(node), where=where)
 

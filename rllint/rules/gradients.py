@@ -153,7 +153,10 @@ class ReferenceForwardWithGrad(RLCodeOnly, CSTRule):
     the policy with gradient is reported at its own forward of the untrained model.
 
     Not reported: forwards under no_grad, or detached at once; models that an optimizer of this file
-    trains (a reward model being trained, a critic); models this file only receives (a parameter with no
+    trains (a reward model being trained, a critic) or whose gradients it reads (`p.grad` of their
+    parameters, `clip_grad_norm_`); modules fed the graph of a trained model's forward (a head on the
+    policy's output: no_grad would cut the policy's gradient); modules that hold no parameters (a loss
+    written as an `nn.Module`, storing only numbers); models this file only receives (a parameter with no
     caller here: who built it is out of sight); MLX and JAX code, where gradients are taken only of named
     parameters; files that are not RL post-training code.
 
@@ -195,12 +198,15 @@ class ReferenceForwardWithGrad(RLCodeOnly, CSTRule):
         if not _losses(flow) or not trained:  # which model is the policy is out of sight
             return
         broad = self.file.settings.names(self.code)
+        runs = {event.node: event.target.facts.get("model") for event in flow.forwards}
         reported = set()
         for event in flow.forwards:
             model = event.target
             identity = model.facts.get("model")
             if event.grad_mode is not True or not isinstance(identity, cst.CSTNode) or identity in trained:
                 continue  # a model from out of sight (a parameter, an attribute) may be frozen where it is built
+            if _fed_by_policy(event, runs, trained):
+                continue  # the policy's gradient flows through it: no_grad would cut the policy's own
             if event.via is None and flow.callers(event.function):
                 continue  # judged at each call, in the caller's context
             callee = flow.value(event.via.func).facts.get("function") if event.via is not None else None
@@ -219,6 +225,13 @@ class ReferenceForwardWithGrad(RLCodeOnly, CSTRule):
             reported.add(at)
             self.report(at, call=_code(self, at), model=_code(self, _model_expr(flow, event, direct), 40),
                         frozen=" (its weights are frozen, but the ops after it are recorded)" if frozen else "")
+
+
+def _fed_by_policy(event, runs, trained) -> bool:
+    """Whether an input of a forward carries the graph of a trained model's forward (`runs`: forward node ->
+    model identity): a head or a loss module applied to the policy's output, not a reference's forward."""
+    return any(held.facts.get("grad") == GRAPH and any(runs.get(node) in trained for node in held.facts.get("forwards", ()))
+               for held in [*event.extra.get("args", ()), *event.extra.get("kwargs", {}).values()])
 
 
 def _model_expr(flow: Flow, event, direct: bool) -> cst.CSTNode:

@@ -9,7 +9,9 @@ apply to every name that holds it. The class a pretrained model is loaded with g
 `[batch, time, vocab]`.
 
 A forward runs with gradient when gradient is enabled there and the model is not frozen; under
-`no_grad` its output has none; a frozen model's output has what its inputs have.
+`no_grad` its output has none; a frozen model's output has what its inputs have. A module that holds no
+parameters (`weightless`: a loss written as an `nn.Module`) is not a model's forward: its call computes
+what its `forward` does, like a function's.
 """
 from __future__ import annotations
 
@@ -142,6 +144,8 @@ class Models(Domain):
         if model.facts.get("layer"):
             return self._layer(frame, model, node, args, kwargs)
         result = frame.run_method(model, "forward", node, args, kwargs)
+        if result is not None and model.facts.get("weightless"):
+            return result  # no parameters of its own (a loss written as a module): what its forward computes
         if result is not None and not result.facts.get("type"):
             result = result.but(type=TENSOR)  # what a module's forward returns is a tensor, its shape unknown
         if result is None:
