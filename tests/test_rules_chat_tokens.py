@@ -191,6 +191,20 @@ def test_adds_bos_from_the_models_the_file_names():
     assert adds_bos('m = "a llama and a qwen walk into a bar"') is None  # prose names no model
 
 
+@pytest.mark.parametrize("source", ['prompt = TEMPLATES["llama3"]', 'style = styles.get("mistral-instruct", "plain")',
+                                    'cfg.pop("gemma_chat")'])
+def test_a_key_that_looks_up_an_entry_names_no_model(source):
+    """A string that indexes a mapping names the entry; the run loads its value."""
+    assert adds_bos(source) is None
+    assert adds_bos(source + '\nm = "Qwen/Qwen3-1.7B"') is False
+
+
+@pytest.mark.parametrize("source", ['MODELS = {"small": "meta-llama/Llama-3.2-1B"}\nm = MODELS["small"]',
+                                    'm = os.environ.get("MODEL", "google/gemma-2-2b-it")'])
+def test_the_value_a_lookup_finds_or_defaults_to_names_a_model(source):
+    assert adds_bos(source) is True
+
+
 # ---- RL313 --------------------------------------------------------------------------------------
 
 FIXED_LENGTH = '''

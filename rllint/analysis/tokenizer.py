@@ -115,6 +115,15 @@ def _loads_tokenizer(node: ast.expr) -> bool:
     return func is not None and func.endswith(".from_pretrained") and "Tokenizer" in func
 
 
+def _lookup_keys(nodes: AstNodes) -> Set[int]:
+    """The string constants that index a mapping (`PROMPTS["DeepSeekZero"]`, `table.get("llama")`): the name of an
+    entry, not a model the run loads (what it loads is the entry's value)."""
+    keys = [n.slice for n in nodes.of(ast.Subscript)]
+    keys += [n.args[0] for n in nodes.of(ast.Call)
+             if isinstance(n.func, ast.Attribute) and n.func.attr in ("get", "pop", "setdefault") and n.args]
+    return {id(k) for k in keys if isinstance(k, ast.Constant)}
+
+
 def _mentions_attr(node: ast.expr, attrs: Tuple[str, ...]) -> bool:
     return any(isinstance(n, ast.Attribute) and n.attr in attrs for n in ast.walk(node))
 
@@ -140,7 +149,8 @@ class TokenizerFacts:
         nodes = file.fact(AstNodes)
         # The file's tokenizer adds a BOS: every model it names (hub ids, paths) is of a family whose tokenizer
         # does; None when it names none or families of both kinds.
-        names = [n.value for n in nodes.of(ast.Constant) if isinstance(n.value, str)]
+        keys = _lookup_keys(nodes)
+        names = [n.value for n in nodes.of(ast.Constant) if isinstance(n.value, str) and id(n) not in keys]
         self.adds_bos: Optional[bool] = _one({_adds_bos(n) for n in names})
         # The file's tokenizer pads on the left by default: every model it names is of a family whose tokenizer does
         # (False: every one pads on the right; None: it names none, or families of both kinds).

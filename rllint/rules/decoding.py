@@ -1176,7 +1176,8 @@ class DoubleBos(FunctionRule):
     tokenized again with the default `add_special_tokens=True`: `tokenizer(text)`,
     `tokenizer.encode(text)`, or vLLM's `LLM.generate(prompts)` given the text (the
     engine tokenizes it with special tokens), where the file names its model (a hub id
-    or a path in a literal) and it is of a family whose tokenizer adds a BOS (Llama,
+    or a path in a literal, not a key that looks an entry up) and it is of a family
+    whose tokenizer adds a BOS (Llama,
     Mistral, Gemma, DeepSeek). The text is followed through names, lists it is
     appended to and the file's own helpers. Files that name no model, models of
     several kinds, or models whose tokenizer adds none (Qwen, GPT-2) are not
