@@ -184,6 +184,37 @@ def encode(messages):
 ''', "RL312") == [9]
 
 
+STRIPPED = RL + '''
+tokenizer = AutoTokenizer.from_pretrained("meta-llama/Llama-3.1-8B-Instruct")
+
+
+def encode(batch):
+    texts = [tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in batch]
+    {strip}
+    return tokenizer({text}, return_tensors="pt", padding=True)
+'''
+
+
+@pytest.mark.parametrize("strip, text", [
+    ("", "[t.replace('<|begin_of_text|>', '') for t in texts]"),
+    ("texts = [t[len(tokenizer.bos_token):] if t.startswith(tokenizer.bos_token) else t for t in texts]", "texts"),
+    ("bos = tokenizer.bos_token\n    texts = list(t.lstrip(bos) for t in texts)", "texts"),
+])
+def test_text_whose_bos_was_stripped_is_not_reported(strip, text):
+    """One BOS is left: the one the tokenizer adds."""
+    assert lines(STRIPPED.format(strip=strip, text=text), "RL312") == []
+
+
+@pytest.mark.parametrize("strip, text", [
+    ("", "[t.removeprefix('<|start_header_id|>') for t in texts]"),
+    ("texts = [t.replace(tokenizer.eos_token, '') for t in texts]", "texts"),
+    ("clean = [t.removeprefix(tokenizer.bos_token) for t in texts]", "texts"),
+    ("texts = [t.strip() for t in texts]", "texts"),
+])
+def test_a_strip_of_something_else_or_of_another_copy_is_still_reported(strip, text):
+    assert lines(STRIPPED.format(strip=strip, text=text), "RL312") == [10]
+
+
 def test_adds_bos_from_the_models_the_file_names():
     assert adds_bos('m = "meta-llama/Llama-3.2-1B"') is True
     assert adds_bos('m = "Qwen/Qwen3-8B"') is False

@@ -297,6 +297,11 @@ class TokenizerFacts:
         """The `apply_chat_template(..., tokenize=False)` call whose text `expr` holds, if any."""
         return self.sources.find(expr, scope, _renders_text)
 
+    def rendered_with_bos(self, expr: cst.BaseExpression, scope: Scope) -> Optional[cst.Call]:
+        """The render whose text `expr` holds with the template's BOS still at its head: not through a strip of
+        the BOS (`text.removeprefix(tokenizer.bos_token)`, `text[len(bos):]`)."""
+        return self.sources.find(expr, scope, _renders_text, _strips_bos)
+
     def engine_prompts(self, call: cst.Call) -> Optional[cst.BaseExpression]:
         """The prompts of `engine.generate(prompts, ...)` when `engine` is one of the file's vLLM engines."""
         if call_tail(call) != "generate" or not isinstance(call.func, cst.Attribute) or \
@@ -324,6 +329,39 @@ class TokenizerFacts:
             if call is not None:
                 found[name] = call
         return found
+
+
+_BOS_TOKENS = ("<s>", "<bos>", "<|begin_of_text|>", "<｜begin▁of▁sentence｜>")
+_STRIPS = {"removeprefix", "lstrip", "replace", "strip"}
+
+
+def _is_bos(expr: cst.CSTNode, scope: Scope, depth: int = 0) -> bool:
+    """`tokenizer.bos_token`, `len(tok.bos_token)`, a BOS token spelt out, or a name bound to one of those."""
+    for node in walk(expr):
+        if isinstance(node, cst.Attribute) and node.attr.value == "bos_token" or literal_text(node) in _BOS_TOKENS:
+            return True
+        if isinstance(node, cst.Name) and depth < 4 and any(
+                _is_bos(v, scope, depth + 1) for v in scope.assigned.get(node.value, ())):
+            return True
+    return False
+
+
+def _strips_bos(expr: cst.BaseExpression, scope: Scope) -> bool:
+    """Text with its BOS removed: `t.removeprefix(bos)`, `t.replace(bos, "")`, `t[len(bos):]`, a comprehension or a
+    list of those, `t[len(bos):] if t.startswith(bos) else t`."""
+    if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+        return _strips_bos(expr.elt, scope)
+    if isinstance(expr, cst.IfExp):
+        return (_strips_bos(expr.body, scope) or _strips_bos(expr.orelse, scope)) and _is_bos(expr.test, scope)
+    if isinstance(expr, cst.Call) and expr.args:
+        tail = call_tail(expr)
+        if tail in ("list", "tuple"):
+            return _strips_bos(expr.args[0].value, scope)
+        return tail in _STRIPS and _is_bos(expr.args[0].value, scope)
+    if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Slice):
+        lower = expr.slice[0].slice.lower
+        return lower is not None and _is_bos(lower, scope)
+    return False
 
 
 def _renders_text(call: cst.Call, scope: Scope) -> bool:

@@ -1177,9 +1177,10 @@ class DoubleBos(FunctionRule):
     `tokenizer.encode(text)`, or vLLM's `LLM.generate(prompts)` given the text (the
     engine tokenizes it with special tokens), where the file names its model (a hub id
     or a path in a literal, not a key that looks an entry up) and it is of a family
-    whose tokenizer adds a BOS (Llama,
-    Mistral, Gemma, DeepSeek). The text is followed through names, lists it is
-    appended to and the file's own helpers. Files that name no model, models of
+    whose tokenizer adds a BOS (Llama, Mistral, Gemma, DeepSeek). The text is
+    followed through names, lists it is appended to and the file's own helpers; text
+    whose BOS was stripped first (`text.removeprefix(tokenizer.bos_token)`,
+    `text[len(bos):]`) keeps one. Files that name no model, models of
     several kinds, or models whose tokenizer adds none (Qwen, GPT-2) are not
     reported, nor are tests. Each rendered text is reported once, where it is first
     tokenized.
@@ -1227,7 +1228,7 @@ class DoubleBos(FunctionRule):
         special = keyword(node, "add_special_tokens")
         if (special is not None and number(special.value) != 1.0) or any(a.star == "**" for a in node.args):
             return
-        render = None if text is None else facts.rendered(text, self.scope)
+        render = None if text is None else facts.rendered_with_bos(text, self.scope)
         if render is None or id(render) in self._rendered or not facts.adds_bos or self.file.fact(Purpose).is_test:
             return
         self._rendered.add(id(render))
