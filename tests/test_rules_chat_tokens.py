@@ -105,6 +105,31 @@ def logps_inline(model, full_ids):
 ''', "RL311") == []
 
 
+def test_pad_mask_put_under_the_attention_key_of_a_batch_is_not_reported():
+    assert lines(PAD_IS_EOS + '''
+def collate(rows):
+    ids = torch.nn.utils.rnn.pad_sequence(rows, batch_first=True, padding_value=tokenizer.pad_token_id)
+    keep = ids.ne(tokenizer.pad_token_id)
+    return {"input_ids": ids, "attention_mask": keep}
+
+
+def collate_inline(ids, labels):
+    return dict(input_ids=ids, labels=labels), {"attention_mask": (ids != tokenizer.pad_token_id).int()}
+''', "RL311", "train_sft.py") == []
+
+
+def test_pad_mask_under_another_key_of_a_batch_is_reported():
+    assert lines(PAD_IS_EOS + '''
+def collate(ids):
+    keep = ids.ne(tokenizer.pad_token_id)
+    return {"input_ids": ids, "attention_mask": keep, "loss_mask": keep}
+
+
+def collate_inline(ids, mask):
+    return {"attention_mask": mask, "completion_mask": (ids != tokenizer.pad_token_id).int()}
+''', "RL311", "train_sft.py") == [5, 10]
+
+
 def test_pad_mask_that_also_masks_the_loss_is_reported():
     assert lines(RL + PAD_IS_EOS + '''
 def loss(model, full_ids, advantages):

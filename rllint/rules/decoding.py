@@ -1037,8 +1037,9 @@ class PadEqualsEosMask(FunctionRule):
     `labels == pad_id`) in a file (not a test) that sets `tokenizer.pad_token = tokenizer.eos_token`
     (or `pad_token_id = eos_token_id`) unconditionally: a fallback taken only when the
     tokenizer has no pad token (`if tokenizer.pad_token is None`, `pad_token or eos_token`)
-    may never run. A mask that is only given to a forward as `attention_mask=` is not
-    reported: hiding EOS from attention changes nothing before it.
+    may never run. A mask that is only given to a forward as `attention_mask=`, or put
+    under that key of a batch (`{"attention_mask": ids.ne(pad)}`), is not reported:
+    hiding EOS from attention changes nothing before it.
 
     ## Why is this bad?
     With padding equal to EOS, a mask built from the pad id also hides every real
@@ -1100,12 +1101,16 @@ class PadEqualsEosMask(FunctionRule):
             self._check(node, node.func.value, node.args[0].value)
 
     def visit_Arg(self, node: cst.Arg) -> None:
-        if node.keyword is not None and node.keyword.value == "attention_mask":
-            self._attention += 1
+        self._attention += _attention_entry(node)
 
     def leave_Arg(self, original_node: cst.Arg) -> None:
-        if original_node.keyword is not None and original_node.keyword.value == "attention_mask":
-            self._attention -= 1
+        self._attention -= _attention_entry(original_node)
+
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        self._attention += _attention_entry(node)
+
+    def leave_DictElement(self, original_node: cst.DictElement) -> None:
+        self._attention -= _attention_entry(original_node)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self._assigns.append(node)
@@ -1133,9 +1138,8 @@ class PadEqualsEosMask(FunctionRule):
         nodes = list(walk(self.scope.node))
         keywords = {id(a.keyword) for a in nodes if isinstance(a, cst.Arg) and a.keyword is not None}
         reads = [n for n in nodes if isinstance(n, cst.Name) and n.value == target.value and id(n) not in keywords]
-        given = [a for a in nodes if isinstance(a, cst.Arg) and a.keyword is not None
-                 and a.keyword.value == "attention_mask" and isinstance(a.value, cst.Name)
-                 and a.value.value == target.value]
+        given = [a for a in nodes if isinstance(a, (cst.Arg, cst.DictElement)) and _attention_entry(a)
+                 and isinstance(a.value, cst.Name) and a.value.value == target.value]
         return bool(given) and len(reads) == len(given) + 1  # the assignment's own target
 
     def _handles_eos(self) -> bool:
@@ -1167,6 +1171,13 @@ class PadEqualsEosMask(FunctionRule):
         if any(w in words(name.replace(".", "_")) for w in ("prompt", "prompts", "query", "queries")):
             return True
         return self.file.fact(TextRoles).role(expr, self.scope) in (PROMPT, PROMPTS)
+
+
+def _attention_entry(node) -> bool:
+    """`attention_mask=...` given to a call, or `{"attention_mask": ...}`, the batch a forward unpacks."""
+    if isinstance(node, cst.Arg):
+        return node.keyword is not None and node.keyword.value == "attention_mask"
+    return literal_text(node.key) == "attention_mask"
 
 
 class DoubleBos(FunctionRule):
