@@ -11,7 +11,8 @@ from rllint.analysis.facts import TOKEN_LOGPROBS, VOCAB
 from rllint.analysis.flow import Flow
 from rllint.analysis.grad import EMPTY, GradFlow, carries
 from rllint.analysis.imports import Imports
-from rllint.analysis.kl import bound_name, k3_exponents, linear_terms, log_ratio, says_reverse, weighted_by_name
+from rllint.analysis.kl import (bound_name, k3_exponents, linear_terms, log_ratio, reference_use, says_reverse,
+                                weighted_by_name)
 from rllint.analysis.logged import LOG_CALLS
 from rllint.analysis.loss import LossSlice
 from rllint.analysis.purpose import RLCodeOnly
@@ -1094,7 +1095,10 @@ class KLToOldPolicy(TensorRule):
     `batch["ref_logps"] = rollout_logps`).
 
     A KL to the old policy that is meant as a trust-region term (PPO-KL, `approx_kl` between
-    old and new) is not given to a reference slot and is not reported.
+    old and new) is not given to a reference slot and is not reported; nor is a slot of a
+    project function (of this module or another, or a method of the instance it is called on)
+    that never reads it, or that divides the policy by it in a clamped importance ratio
+    (`clamp(exp(logp - ref_logp), ...)`), where the old policy is the right value.
 
     ## Why is this bad?
     The old policy is the policy of a step ago. A KL "to the reference" computed against it
@@ -1133,7 +1137,7 @@ class KLToOldPolicy(TensorRule):
                 if helper is None:
                     helper = self.file.fact(GradFlow).helper_of(node) or False
                 slot = bound_parameter(node, index, helper) if helper else None
-            self._check(slot, arg.value)
+            self._check(slot, arg.value, node)
 
     def visit_DictElement(self, node: cst.DictElement) -> None:
         if isinstance(node.key, cst.SimpleString) and isinstance(node.key.evaluated_value, str):
@@ -1144,12 +1148,19 @@ class KLToOldPolicy(TensorRule):
             if isinstance(target.target, cst.Subscript):
                 self._check(last_part(target.target), node.value)
 
-    def _check(self, slot: Optional[str], value: cst.BaseExpression) -> None:
+    def _check(self, slot: Optional[str], value: cst.BaseExpression, call: Optional[cst.Call] = None) -> None:
         if not slot or not _reference_slot(slot):
             return
         tensors = self.tensors()
-        if _role(tensors, value) == "old":
+        if _role(tensors, value) == "old" and not (call is not None and self._not_a_reference(call, slot)):
             self.report(value, value=tensors.code(value, 60), slot=slot)
+
+    def _not_a_reference(self, call: cst.Call, slot: str) -> bool:
+        """The project function the call runs (here or in another module, a method of the instance it is
+        called on) never reads the slot, or divides the policy by it in a clamped importance ratio: the old
+        policy is the right value there."""
+        callee = self.file.fact(Flow).value(call.func).facts.get("function")
+        return reference_use(callee, slot) is not None
 
 
 def _reference_slot(name: str) -> bool:
