@@ -50,7 +50,9 @@ class ReversedImportanceRatio(TensorRule):
     `exp(logp - logp.detach())` is not a ratio of two policies; neither is reported, and
     neither is the k3 estimator weighted by the importance ratio (`coef * exp(ref - logp) -
     (ref - logp) - 1`). A ratio that is only printed, logged or collected (comparing vLLM's
-    log-probs with the trainer's) weights no loss and is not reported.
+    log-probs with the trainer's) weights no loss and is not reported. Log-probs computed as
+    those of a mixture of policies (`log(a * teacher_lp.exp() + (1 - a) * old_lp.exp())`,
+    MiniLLM's behaviour policy) are the policy's only if every component is.
 
     ## Why is this bad?
     PPO and GRPO clip `pi_new / pi_old`. The inverted ratio `pi_old / pi_new` falls when
