@@ -337,7 +337,8 @@ class CrossEntropyAsLogProb(TensorRule):
     ## What it does
     Reports the result of `cross_entropy` or `nll_loss` with `reduction="none"` stored,
     without a minus sign, under a log-prob name (`logp`, `log_probs`, `logprobs`,
-    `token_logps`, `per_token_logps`...).
+    `token_logps`, `per_token_logps`...), unless the next statement that reads the name
+    negates it (`logprobs = torch.neg(logprobs)`, `logprobs = -logprobs`, `logprobs.neg_()`).
 
     ## Why is this bad?
     Cross-entropy is the *negative* log-likelihood. Used as log-probs, every ratio, KL
@@ -369,6 +370,10 @@ class CrossEntropyAsLogProb(TensorRule):
                "(`-{op}(...)`) or every ratio and KL term built on it has the wrong sign")
     triggers = ("cross_entropy", "nll_loss")
 
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self._after: Dict[int, List[cst.BaseStatement]] = {}  # id(small statement) -> the statements after it
+
     def visit_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
             return
@@ -390,8 +395,60 @@ class CrossEntropyAsLogProb(TensorRule):
         else:
             return
         reduction = argument(value, None, "reduction")
-        if isinstance(reduction, cst.SimpleString) and reduction.evaluated_value == "none":
+        if isinstance(reduction, cst.SimpleString) and reduction.evaluated_value == "none" and \
+                not self._negated_next(node, target):
             self.report(node, target=target, op=op)
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._index(node.body)
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._index(node.body)
+
+    def _index(self, body) -> None:
+        for index, statement in enumerate(body):
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    self._after[id(small)] = list(body[index + 1:])
+
+    def _negated_next(self, assign: cst.Assign, target: str) -> bool:
+        """The next statement that reads `target` negates it in place or rebinds it to its negation
+        (`logprobs = torch.neg(logprobs)`, `logprobs = -logprobs`, `logprobs.neg_()`, `logprobs *= -1`): the name
+        holds log-probs from there on."""
+        for statement in self._after.get(id(assign), ()):
+            if not any(isinstance(n, cst.Name) and n.value == target for n in walk(statement)):
+                continue
+            small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and \
+                len(statement.body) == 1 else None
+            if isinstance(small, cst.Assign) and len(small.targets) == 1 and \
+                    isinstance(small.targets[0].target, cst.Name) and small.targets[0].target.value == target:
+                return _negation_of(small.value, target)
+            if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) and \
+                    small.target.value == target:
+                return isinstance(small.operator, cst.MultiplyAssign) and number_value(small.value) == -1
+            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                call = small.value
+                return isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name) and \
+                    call.func.value.value == target and (callee(call) == "neg_" or (
+                        callee(call) == "mul_" and len(call.args) == 1 and number_value(call.args[0].value) == -1))
+            return False
+        return False
+
+
+def _negation_of(expr: cst.BaseExpression, name: str) -> bool:
+    """`-name`, `torch.neg(name)`, `name.neg()`, `torch.negative(name)`, `-1 * name`, `name * -1`."""
+    def is_name(e: cst.BaseExpression) -> bool:
+        return isinstance(e, cst.Name) and e.value == name
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        return is_name(expr.expression)
+    if isinstance(expr, cst.Call) and callee(expr) in ("neg", "negative"):
+        operand = expr.func.value if isinstance(expr.func, cst.Attribute) and not expr.args else (
+            expr.args[0].value if len(expr.args) == 1 else None)
+        return operand is not None and is_name(operand)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
+        return (is_name(expr.left) and number_value(expr.right) == -1) or (
+            is_name(expr.right) and number_value(expr.left) == -1)
+    return False
 
 
 class ReversedLogSoftmax(TensorRule):
