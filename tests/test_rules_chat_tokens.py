@@ -105,6 +105,31 @@ def logps_inline(model, full_ids):
 ''', "RL311") == []
 
 
+def test_pad_mask_put_under_the_attention_key_of_a_batch_is_not_reported():
+    assert lines(PAD_IS_EOS + '''
+def collate(rows):
+    ids = torch.nn.utils.rnn.pad_sequence(rows, batch_first=True, padding_value=tokenizer.pad_token_id)
+    keep = ids.ne(tokenizer.pad_token_id)
+    return {"input_ids": ids, "attention_mask": keep}
+
+
+def collate_inline(ids, labels):
+    return dict(input_ids=ids, labels=labels), {"attention_mask": (ids != tokenizer.pad_token_id).int()}
+''', "RL311", "train_sft.py") == []
+
+
+def test_pad_mask_under_another_key_of_a_batch_is_reported():
+    assert lines(PAD_IS_EOS + '''
+def collate(ids):
+    keep = ids.ne(tokenizer.pad_token_id)
+    return {"input_ids": ids, "attention_mask": keep, "loss_mask": keep}
+
+
+def collate_inline(ids, mask):
+    return {"attention_mask": mask, "completion_mask": (ids != tokenizer.pad_token_id).int()}
+''', "RL311", "train_sft.py") == [5, 10]
+
+
 def test_pad_mask_that_also_masks_the_loss_is_reported():
     assert lines(RL + PAD_IS_EOS + '''
 def loss(model, full_ids, advantages):
@@ -184,11 +209,56 @@ def encode(messages):
 ''', "RL312") == [9]
 
 
+STRIPPED = RL + '''
+tokenizer = AutoTokenizer.from_pretrained("meta-llama/Llama-3.1-8B-Instruct")
+
+
+def encode(batch):
+    texts = [tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in batch]
+    {strip}
+    return tokenizer({text}, return_tensors="pt", padding=True)
+'''
+
+
+@pytest.mark.parametrize("strip, text", [
+    ("", "[t.replace('<|begin_of_text|>', '') for t in texts]"),
+    ("texts = [t[len(tokenizer.bos_token):] if t.startswith(tokenizer.bos_token) else t for t in texts]", "texts"),
+    ("bos = tokenizer.bos_token\n    texts = list(t.lstrip(bos) for t in texts)", "texts"),
+])
+def test_text_whose_bos_was_stripped_is_not_reported(strip, text):
+    """One BOS is left: the one the tokenizer adds."""
+    assert lines(STRIPPED.format(strip=strip, text=text), "RL312") == []
+
+
+@pytest.mark.parametrize("strip, text", [
+    ("", "[t.removeprefix('<|start_header_id|>') for t in texts]"),
+    ("texts = [t.replace(tokenizer.eos_token, '') for t in texts]", "texts"),
+    ("clean = [t.removeprefix(tokenizer.bos_token) for t in texts]", "texts"),
+    ("texts = [t.strip() for t in texts]", "texts"),
+])
+def test_a_strip_of_something_else_or_of_another_copy_is_still_reported(strip, text):
+    assert lines(STRIPPED.format(strip=strip, text=text), "RL312") == [10]
+
+
 def test_adds_bos_from_the_models_the_file_names():
     assert adds_bos('m = "meta-llama/Llama-3.2-1B"') is True
     assert adds_bos('m = "Qwen/Qwen3-8B"') is False
     assert adds_bos('m = "my-org/policy-7b"') is None
     assert adds_bos('m = "a llama and a qwen walk into a bar"') is None  # prose names no model
+
+
+@pytest.mark.parametrize("source", ['prompt = TEMPLATES["llama3"]', 'style = styles.get("mistral-instruct", "plain")',
+                                    'cfg.pop("gemma_chat")'])
+def test_a_key_that_looks_up_an_entry_names_no_model(source):
+    """A string that indexes a mapping names the entry; the run loads its value."""
+    assert adds_bos(source) is None
+    assert adds_bos(source + '\nm = "Qwen/Qwen3-1.7B"') is False
+
+
+@pytest.mark.parametrize("source", ['MODELS = {"small": "meta-llama/Llama-3.2-1B"}\nm = MODELS["small"]',
+                                    'm = os.environ.get("MODEL", "google/gemma-2-2b-it")'])
+def test_the_value_a_lookup_finds_or_defaults_to_names_a_model(source):
+    assert adds_bos(source) is True
 
 
 # ---- RL313 --------------------------------------------------------------------------------------

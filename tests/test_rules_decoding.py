@@ -126,6 +126,63 @@ def test_rl303_a_tokenizer_out_of_sight_counts_when_it_is_used_as_hugging_faces(
     """
     assert lines("RL303", source, "grpo.py") == [5]
 
+CONSUMERS = """
+    class Rollout:
+        def __init__(self, scorers):
+            self.scorers = scorers
+
+        def run(self, policy, tokenizer, batch):
+            sequences = policy.generate(**batch, do_sample=True)
+            texts = tokenizer.batch_decode(sequences, skip_special_tokens=False)
+            return self.score(texts)
+
+        def score(self, completions):
+            totals = []
+            for i, text in enumerate(completions):
+                totals.append(sum(scorer(text) for scorer in self.scorers))
+            return totals
+
+
+    def answer_reward(text):
+        {body}
+
+
+    rollout = Rollout([answer_reward])
+"""
+
+
+def test_rl303_text_a_scorer_cuts_at_the_end_token_is_not_reported():
+    """The special tokens are kept on purpose: the scorer the text reaches cuts it at the end of the turn."""
+    body = 'reply = text.rpartition("<|im_start|>assistant\\n")[2].partition("<|im_end|>")[0]\n        return float(reply.strip() == "42")'
+    assert lines("RL303", CONSUMERS.replace("{body}", body), "grpo.py") == []
+
+
+def test_rl303_text_no_scorer_cuts_at_an_end_token_is_reported():
+    for body in ('return 1.0 - len(text) / 1000',
+                 'return float(text.split("<|im_start|>assistant")[-1].strip().endswith("42"))'):
+        assert lines("RL303", CONSUMERS.replace("{body}", body), "grpo.py") == [8]
+
+
+def test_rl303_a_reward_function_of_another_module_that_cuts_at_eos(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "rewards.py").write_text(textwrap.dedent("""
+        def exact(completion, answer):
+            if "</s>" in completion:
+                completion = completion[:completion.index("</s>")]
+            return float(completion.strip() == answer)
+    """))
+    source = textwrap.dedent("""
+        from rewards import exact
+
+        def step(policy, tokenizer, batch, answers):
+            out = policy.generate(**batch, do_sample=True)
+            decoded = tokenizer.batch_decode(out)
+            return [exact(c, a) for c, a in zip(decoded, answers)]
+    """)
+    (tmp_path / "train.py").write_text(source)
+    result = lint_text(source, str(tmp_path / "train.py"), Settings(select=["RL303"]))
+    assert [d.line for d in result.diagnostics] == []
+
 
 # ---------------------------------------------------------------- RL305
 

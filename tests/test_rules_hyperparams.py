@@ -168,6 +168,45 @@ def test_on_policy_distillation_kl_to_the_teacher_is_the_objective():
     assert [d.line for d in lint_text(plain, "rl.py", Settings(select=["RL602"])).diagnostics] == [8]
 
 
+KD_AND_GRPO = textwrap.dedent("""
+    import torch
+    import torch.nn.functional as F
+    from trl import GRPOConfig
+
+    args = GRPOConfig(output_dir="o", beta=0.04, num_generations=8, learning_rate=1e-6)
+
+
+    class Steps:
+        def match(self, student, optimizer, ids, labels, soft_logits, kl_coef=2.0, temperature=2.0):
+            logits = student(ids).logits
+            ce = F.cross_entropy(logits.flatten(0, 1), labels.flatten())
+            if kl_coef > 0:
+                kd = F.kl_div((logits / temperature).log_softmax(-1), (soft_logits / temperature).softmax(-1),
+                              reduction="batchmean")
+                total = ce + kl_coef * kd
+            total.backward()
+            optimizer.step()
+
+        def grpo(self, policy, optimizer, ids, ref_logps, advantages, kl_coef=2.0):
+            logps = policy(ids).logits.log_softmax(-1).gather(-1, ids.unsqueeze(-1)).squeeze(-1)
+            penalty = kl_coef * (logps - ref_logps)
+            loss = -(logps * advantages).mean() + penalty.mean()
+            loss.backward()
+            optimizer.step()
+
+
+    def kl_penalty(logps, ref_logps, kl_coef=2.0):
+        return kl_coef * (logps - ref_logps)
+""")
+
+
+def test_a_kl_weight_of_a_loss_without_policy_gradient_is_not_an_rl_penalty():
+    """The matching step's loss (cross-entropy plus a KL to given logits) has no advantage in it; the GRPO
+    step's has, and a weight returned to callers out of sight is unknown, so stays reported."""
+    result = lint_text(KD_AND_GRPO, "train.py", Settings(select=["RL602"]))
+    assert [d.line for d in result.diagnostics] == [20, 28]
+
+
 # ---- RL604 --------------------------------------------------------------------------------
 
 def test_rl604_needs_a_group_estimator_and_says_why():

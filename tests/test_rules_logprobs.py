@@ -1,6 +1,8 @@
 """RL1xx and RL202-RL208: messages name the expression and the consequence; defaults."""
 import textwrap
 
+import pytest
+
 from rllint.registry import load_rules
 from rllint.runner import lint_text
 from rllint.settings import Settings
@@ -277,3 +279,94 @@ def test_k3_whose_log_ratio_is_masked_first_keeps_its_direction():
     """
     found = findings(source, select=("RL110",))
     assert [(line, code) for line, code, _ in found] == [(7, "RL110")]
+
+
+# ---- RL111: what the callee does with the reference slot -----------------------------------------
+
+CALLEES = """
+    import torch
+
+    class Terms:
+        def __init__(self, bound):
+            self.bound = bound
+
+        def unused(self, logp, ref_logp, mask=None):
+            return -(logp * mask).sum() / mask.sum()
+
+        def ratio(self, logp, ref_logp):
+            return torch.exp(logp - ref_logp).clamp(max=self.bound)
+
+        def _sequence_ratio(self, logp, base):
+            r = torch.exp((logp - base).sum(-1))
+            return r
+
+        def sequence_ratio(self, logp, ref_logp=None):
+            if ref_logp is None:
+                return torch.ones_like(logp[:, 0])
+            r = self._sequence_ratio(logp, ref_logp)
+            return torch.clip(r, 0.8, self.bound)
+
+        def abstract(self, logp, ref_logp):
+            'A regularizer term.'
+            raise NotImplementedError
+
+        def k1(self, logp, ref_logp):
+            return logp - ref_logp
+
+        def k3(self, logp, ref_logp):
+            d = ref_logp - logp
+            return torch.clamp(torch.exp(d) - d - 1, -10, 10)
+
+        def clamped_k1(self, logp, ref_logp):
+            return torch.clamp(logp - ref_logp, -10, 10)
+
+        def exp_not_clamped(self, logp, ref_logp):
+            return torch.exp(logp - ref_logp) - 1 - (logp - ref_logp)
+"""
+
+
+@pytest.mark.parametrize("method", ["unused", "ratio", "sequence_ratio"])
+def test_old_log_probs_in_a_reference_slot_the_callee_ignores_or_divides_by_are_not_reported(method):
+    """A slot is the reference's only if the callee uses it as one: never read, or the denominator of a
+    clamped importance ratio pi / pi_old, the old policy is the right value."""
+    source = CALLEES + f"""
+    def step(logp, old_logp):
+        terms = Terms(1.2)
+        return terms.{method}(logp, ref_logp=old_logp)
+    """
+    assert findings(source, select=("RL111",)) == []
+
+
+@pytest.mark.parametrize("method", ["abstract", "k1", "k3", "clamped_k1", "exp_not_clamped"])
+def test_old_log_probs_in_a_reference_slot_the_callee_takes_a_kl_of_are_reported(method):
+    source = CALLEES + f"""
+    def step(logp, old_logp):
+        terms = Terms(1.2)
+        return terms.{method}(logp, ref_logp=old_logp)
+    """
+    assert [(line, code) for line, code, _ in findings(source, select=("RL111",))] == [(43, "RL111")]
+
+
+def test_reference_slot_of_a_helper_in_another_module(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "regularizers.py").write_text(textwrap.dedent("""
+        class Entropy:
+            def compute(self, log_probs, ref_log_probs, mask):
+                return (log_probs * mask).sum() / mask.sum()
+
+        class KL:
+            def compute(self, log_probs, ref_log_probs, mask):
+                return ((log_probs - ref_log_probs) * mask).sum() / mask.sum()
+    """))
+    source = textwrap.dedent("""
+        from regularizers import KL, Entropy
+
+        def regularize(kind, log_prob, old_log_prob, response_mask):
+            if kind == "entropy":
+                return Entropy().compute(log_probs=log_prob, ref_log_probs=old_log_prob, mask=response_mask)
+            reg = KL()
+            return reg.compute(log_probs=log_prob, ref_log_probs=old_log_prob, mask=response_mask)
+    """)
+    (tmp_path / "registry.py").write_text(source)
+    result = lint_text(source, str(tmp_path / "registry.py"), Settings(select=["RL111"]))
+    assert [(d.line, d.code) for d in result.diagnostics] == [(8, "RL111")]

@@ -17,6 +17,7 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from rllint.analysis.syntax import walk
 from rllint.analysis.tensors import LOGPROBS, MASK, NEGLOGP, Tensors, last_part
 
 Roles = Dict[str, int]
@@ -153,3 +154,120 @@ def says_reverse(tensors: Tensors, node: cst.CSTNode, name: Optional[str] = None
 
 def bound_name(target: cst.BaseExpression) -> Optional[str]:
     return last_part(target) if isinstance(target, (cst.Name, cst.Attribute, cst.Subscript)) else None
+
+
+# What a project function does with the log-probs it is given under a reference's name (RL111): a slot is only
+# the reference's if the callee uses it as one.
+UNUSED, RATIO_DENOMINATOR = "unused", "ratio-denominator"
+_EXP = {"exp"}
+_CLIPS = {"clamp", "clip", "clamp_", "clip_"}
+_HELPER_DEPTH = 2
+
+
+def reference_use(function, param: str, depth: int = 0, clipped: Optional[bool] = None) -> Optional[str]:
+    """How `function` (an `ir.FunctionIR`) uses its parameter `param`: UNUSED when its body never reads it;
+    RATIO_DENOMINATOR when every read subtracts it from log-probs (`logp - param`, or hands it to a method of
+    the same class that does) and the exponential of that difference is clamped, as an importance ratio
+    pi / pi_old is (a KL estimator is not clamped as a bare exponential; `clipped`: a caller clamps what this
+    method returns); None otherwise."""
+    if function is None or function.is_module or function.param(param) is None:
+        return None
+    stores = {id(t.target) for n in walk(function.node) if isinstance(n, cst.Assign) for t in n.targets}
+    reads = [n for n in walk(function.node.body) if isinstance(n, cst.Name) and n.value == param
+             and id(n) not in stores]
+    if not reads:  # an abstract method's (`...`, `raise NotImplementedError`) is the overrides' to say
+        return UNUSED if not _abstract(function) else None
+    parents = _parents(function.node.body)
+    clipped = clipped or _clipped_exponentials(function, depth)
+    for read in reads:
+        parent = parents.get(id(read))
+        if isinstance(parent, cst.Comparison) and any(
+                isinstance(c.comparator, cst.Name) and c.comparator.value == "None" for c in parent.comparisons):
+            continue  # `if param is None`
+        if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Subtract) \
+                and parent.right is read and clipped:
+            continue
+        if isinstance(parent, cst.Arg) and clipped and depth < _HELPER_DEPTH and _helper_use(
+                function, parents, parent, depth) == RATIO_DENOMINATOR:
+            continue
+        return None
+    return RATIO_DENOMINATOR
+
+
+def _abstract(function) -> bool:
+    return all(isinstance(stmt, (cst.Pass, cst.Raise)) or isinstance(stmt, cst.Expr) and isinstance(
+        stmt.value, (cst.SimpleString, cst.ConcatenatedString, cst.Ellipsis)) for stmt in function.statements)
+
+
+def _parents(node: cst.CSTNode) -> Dict[int, cst.CSTNode]:
+    found: Dict[int, cst.CSTNode] = {}
+    for parent in walk(node):
+        for child in parent.children:
+            found[id(child)] = parent
+    return found
+
+
+def _method(function, call: cst.Call):
+    """The method of `function`'s class that `self.name(...)` calls."""
+    func = call.func
+    if function.cls is None or not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Name) \
+            or func.value.value != "self":
+        return None
+    return function.module.flow.method_of(function.cls, func.attr.value)
+
+
+def _helper_use(function, parents: Dict[int, cst.CSTNode], arg: cst.Arg, depth: int) -> Optional[str]:
+    """What the method of the class that the argument `arg` is given to does with it."""
+    call = parents.get(id(arg))
+    method = _method(function, call) if isinstance(call, cst.Call) else None
+    if method is None:
+        return None
+    bound = method.bind(call, method=True)
+    name = next((n for n, v in bound.items() if v is arg.value), None)
+    return reference_use(method, name, depth + 1, clipped=True) if name is not None else None
+
+
+def _clipped_exponentials(function, depth: int) -> Optional[bool]:
+    """Whether `function` clamps an exponential: `clamp(exp(d))`, `clamp(r)` with `r = exp(d)` or `r` what a
+    method of the class returns as one. None when it clamps none."""
+    ratios = set()
+    for node in walk(function.node.body):
+        if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            if _exponential(node.value) or (isinstance(node.value, cst.Call) and depth < _HELPER_DEPTH
+                                            and _returns_exponential(_method(function, node.value))):
+                ratios.add(node.targets[0].target.value)
+    for node in walk(function.node.body):
+        if isinstance(node, cst.Call) and _tail(node) in _CLIPS:
+            if isinstance(node.func, cst.Attribute) and not _module_call(node):
+                clamped = node.func.value  # `r.clamp(lo, hi)`
+            else:
+                clamped = node.args[0].value if node.args else None
+            if clamped is not None and (_exponential(clamped) or
+                                        isinstance(clamped, cst.Name) and clamped.value in ratios):
+                return True
+    return None
+
+
+def _tail(call: cst.Call) -> Optional[str]:
+    func = call.func
+    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+
+
+def _module_call(call: cst.Call) -> bool:
+    """`torch.clamp(x, ...)`, `np.clip(x, ...)`: the clamped tensor is the first argument, not the receiver."""
+    func = call.func
+    return isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in (
+        "torch", "np", "numpy", "jnp", "mx")
+
+
+def _exponential(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Call) and _tail(expr) in _EXP
+
+
+def _returns_exponential(method) -> bool:
+    if method is None:
+        return False
+    exps = {t.target.value for n in walk(method.node.body) if isinstance(n, cst.Assign) and _exponential(n.value)
+            for t in n.targets if isinstance(t.target, cst.Name)}
+    return bool(method.returns) and all(r.value is not None and (_exponential(r.value) or isinstance(
+        r.value, cst.Name) and r.value.value in exps) for r in method.returns)

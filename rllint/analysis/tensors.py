@@ -460,10 +460,18 @@ class Tensors:
                     return op
         return None
 
-    def role(self, expr: cst.BaseExpression) -> Optional[str]:
+    def role(self, expr: cst.BaseExpression, depth: int = 4) -> Optional[str]:
         """Whose log-probs these are: "old" (old, behaviour, rollout policy), "ref" (reference)
-        or "new" (the policy being trained), from the first name along the history."""
+        or "new" (the policy being trained), from the first name along the history. A name that says
+        neither holds the policy's, unless the value was computed as the log-prob of a mixture of policies
+        (`log(a * teacher_lp.exp() + (1 - a) * old_lp.exp())`): then whose its components are, if they agree."""
+        named = False
         for step in self.history(expr):
+            if named:
+                mixture = self._mixture(step, depth)
+                if mixture is not None:
+                    return mixture or None
+                continue
             name = last_part(step) if isinstance(step, (cst.Name, cst.Attribute, cst.Subscript)) else None
             if name:
                 lowered = name.lower()
@@ -473,8 +481,33 @@ class Tensors:
                     return "old"
                 if REF_ROLE.search(lowered):
                     return "ref"
-                return "new"
-        return None
+                named = True
+        return "new" if named else None
+
+    def _mixture(self, expr: cst.BaseExpression, depth: int) -> Optional[str]:
+        """The role the components of a mixture's log-prob share ("" when they differ), where `expr` is the
+        sum of probabilities it is the log of (`w * lp.exp() + ...`, `torch.exp(lp) + ...`); None for any other
+        expression."""
+        if depth <= 0 or not isinstance(expr, cst.BinaryOperation) or not isinstance(expr.operator, cst.Add):
+            return None
+        terms: List[cst.BaseExpression] = []
+        work: List[cst.BaseExpression] = [expr]
+        while work:
+            term = work.pop()
+            if isinstance(term, cst.BinaryOperation) and isinstance(term.operator, cst.Add):
+                work.extend((term.left, term.right))
+            else:
+                terms.append(term)
+        roles = set()
+        for term in terms:
+            if isinstance(term, cst.BinaryOperation) and isinstance(term.operator, cst.Multiply):
+                term = next((side for side in (term.left, term.right) if isinstance(side, cst.Call)), term)
+            op, operand = self.call_name(term) if isinstance(term, cst.Call) else (None, None)
+            kind = self.kind(operand) if op == "exp" and operand is not None else None
+            if kind is None or kind.kind != LOGPROBS:
+                return None
+            roles.add(self.role(operand, depth - 1))
+        return roles.pop() or "" if len(roles) == 1 else ""
 
     # ---- kinds ----------------------------------------------------------------------
     def kind(self, expr: cst.BaseExpression, depth: int = 12) -> Optional[Kind]:

@@ -557,7 +557,10 @@ class TextSources:
         self.file = file
         self.scopes: Scopes = file.fact(Scopes)
 
-    def find(self, expr: cst.BaseExpression, scope: Scope, accept: Accept) -> Optional[cst.Call]:
+    def find(self, expr: cst.BaseExpression, scope: Scope, accept: Accept,
+             cut: Optional[Callable[[cst.BaseExpression, Scope], bool]] = None) -> Optional[cst.Call]:
+        """`cut(value)`: the value no longer carries what is looked for (the BOS a strip removed); a name that is
+        once bound to such a value (`text = text.removeprefix(bos)`) is not followed either."""
         seen: Set[Tuple[int, int]] = set()
         work = [(expr, scope, 0)]
         while work:
@@ -566,6 +569,9 @@ class TextSources:
             if key in seen or depth > self._DEPTH:
                 continue
             seen.add(key)
+            if cut is not None and (cut(current, where) or isinstance(current, cst.Name) and any(
+                    cut(v, where) for v in where.assigned.get(current.value, ()))):
+                continue
             if isinstance(current, cst.Call) and accept(current, where):
                 return current
             work.extend((e, s, depth + 1) for e, s in reversed(list(self._sources(current, where))))

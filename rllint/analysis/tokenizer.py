@@ -117,6 +117,15 @@ def _loads_tokenizer(node: ast.expr) -> bool:
     return func is not None and func.endswith(".from_pretrained") and "Tokenizer" in func
 
 
+def _lookup_keys(nodes: AstNodes) -> Set[int]:
+    """The string constants that index a mapping (`PROMPTS["DeepSeekZero"]`, `table.get("llama")`): the name of an
+    entry, not a model the run loads (what it loads is the entry's value)."""
+    keys = [n.slice for n in nodes.of(ast.Subscript)]
+    keys += [n.args[0] for n in nodes.of(ast.Call)
+             if isinstance(n.func, ast.Attribute) and n.func.attr in ("get", "pop", "setdefault") and n.args]
+    return {id(k) for k in keys if isinstance(k, ast.Constant)}
+
+
 def _mentions_attr(node: ast.expr, attrs: Tuple[str, ...]) -> bool:
     return any(isinstance(n, ast.Attribute) and n.attr in attrs for n in ast.walk(node))
 
@@ -142,7 +151,8 @@ class TokenizerFacts:
         nodes = file.fact(AstNodes)
         # The file's tokenizer adds a BOS: every model it names (hub ids, paths) is of a family whose tokenizer
         # does; None when it names none or families of both kinds.
-        names = [n.value for n in nodes.of(ast.Constant) if isinstance(n.value, str)]
+        keys = _lookup_keys(nodes)
+        names = [n.value for n in nodes.of(ast.Constant) if isinstance(n.value, str) and id(n) not in keys]
         self.adds_bos: Optional[bool] = _one({_adds_bos(n) for n in names})
         # The file's tokenizer pads on the left by default: every model it names is of a family whose tokenizer does
         # (False: every one pads on the right; None: it names none, or families of both kinds).
@@ -320,6 +330,11 @@ class TokenizerFacts:
         """The `apply_chat_template(..., tokenize=False)` call whose text `expr` holds, if any."""
         return self.sources.find(expr, scope, _renders_text)
 
+    def rendered_with_bos(self, expr: cst.BaseExpression, scope: Scope) -> Optional[cst.Call]:
+        """The render whose text `expr` holds with the template's BOS still at its head: not through a strip of
+        the BOS (`text.removeprefix(tokenizer.bos_token)`, `text[len(bos):]`)."""
+        return self.sources.find(expr, scope, _renders_text, _strips_bos)
+
     def engine_prompts(self, call: cst.Call) -> Optional[cst.BaseExpression]:
         """The prompts of `engine.generate(prompts, ...)` when `engine` is one of the file's vLLM engines."""
         if call_tail(call) != "generate" or not isinstance(call.func, cst.Attribute) or \
@@ -367,6 +382,38 @@ def _used_as_hugging_face(node: cst.CSTNode, name: str) -> bool:
         return any(keyword(node, k) is not None for k in _HF_CALL_KEYWORDS)
     return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and dotted(node.func.value) == name \
         and call_tail(node) == "decode" and any(keyword(node, k) is not None for k in _DECODE_KEYWORDS)
+
+_BOS_TOKENS = ("<s>", "<bos>", "<|begin_of_text|>", "<｜begin▁of▁sentence｜>")
+_STRIPS = {"removeprefix", "lstrip", "replace", "strip"}
+
+
+def _is_bos(expr: cst.CSTNode, scope: Scope, depth: int = 0) -> bool:
+    """`tokenizer.bos_token`, `len(tok.bos_token)`, a BOS token spelt out, or a name bound to one of those."""
+    for node in walk(expr):
+        if isinstance(node, cst.Attribute) and node.attr.value == "bos_token" or literal_text(node) in _BOS_TOKENS:
+            return True
+        if isinstance(node, cst.Name) and depth < 4 and any(
+                _is_bos(v, scope, depth + 1) for v in scope.assigned.get(node.value, ())):
+            return True
+    return False
+
+
+def _strips_bos(expr: cst.BaseExpression, scope: Scope) -> bool:
+    """Text with its BOS removed: `t.removeprefix(bos)`, `t.replace(bos, "")`, `t[len(bos):]`, a comprehension or a
+    list of those, `t[len(bos):] if t.startswith(bos) else t`."""
+    if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+        return _strips_bos(expr.elt, scope)
+    if isinstance(expr, cst.IfExp):
+        return (_strips_bos(expr.body, scope) or _strips_bos(expr.orelse, scope)) and _is_bos(expr.test, scope)
+    if isinstance(expr, cst.Call) and expr.args:
+        tail = call_tail(expr)
+        if tail in ("list", "tuple"):
+            return _strips_bos(expr.args[0].value, scope)
+        return tail in _STRIPS and _is_bos(expr.args[0].value, scope)
+    if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Slice):
+        lower = expr.slice[0].slice.lower
+        return lower is not None and _is_bos(lower, scope)
+    return False
 
 
 def _renders_text(call: cst.Call, scope: Scope) -> bool:

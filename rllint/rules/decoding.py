@@ -13,6 +13,7 @@ from rllint.analysis.flow import Flow
 from rllint.analysis.purpose import EVALUATION, Purpose, is_test_path
 from rllint.analysis.gold import GoldAnswers
 from rllint.analysis.imports import Imports
+from rllint.analysis.ir import FunctionIR
 from rllint.analysis.rewards import RewardFunctions
 from rllint.analysis.grad import GradFlow
 from rllint.analysis.modes import TRAIN, Dropout, ModelModes
@@ -204,9 +205,11 @@ class DecodeKeepsPadding(FunctionRule):
     Reports, in RL code, `decode` / `batch_decode` of generated or completion ids by a Hugging
     Face tokenizer or processor without `skip_special_tokens=True` whose text goes on (returned,
     appended to a list of completions, passed to a reward or scoring function) and is never
-    stripped of the pad and EOS tokens in the function. Ids cut to their real length or filtered
-    by a mask before decoding are not reported, nor is decoding in other ML code (latents of an
-    autoencoder, samples of an SFT evaluation).
+    stripped of the pad and EOS tokens in the function, nor cut at them (`s.split("<|eot_id|>")[0]`)
+    by a project function it is given to (a scoring method, the reward functions it calls, here or
+    in another module). Ids cut to their real length or filtered by a mask before decoding are not
+    reported, nor is decoding in other ML code (latents of an autoencoder, samples of an SFT
+    evaluation).
 
     The tokenizer must be proven Hugging Face's: loaded with `from_pretrained` (here, or by a
     caller that passes it), an instance of a project class whose own `decode` takes
@@ -257,9 +260,88 @@ class DecodeKeepsPadding(FunctionRule):
         if self.file.fact(TextRoles).role(ids, scope) != GEN_IDS or _trimmed(ids, scope):
             return
         where = _onward_use(node, scope)
-        if where is None or _strips_special_tokens(scope) or not self.file.fact(TokenizerFacts).hugging_face(node, scope):
+        if where is None or _strips_special_tokens(scope) or \
+                not self.file.fact(TokenizerFacts).hugging_face(node, scope) or self._consumers_cut(node, scope):
             return
         self.report(node, expr=self.source(node), where=where)
+
+    def _consumers_cut(self, decode: cst.Call, scope: Scope) -> bool:
+        """A project function the text is given to (a scoring method, the reward functions it calls, here or in
+        another module) cuts it at the EOS or strips the special tokens (`s.split("<|eot_id|>")[0]`,
+        `s.replace(tok.pad_token, "")`): they are kept on purpose and removed where the text is read."""
+        names = _derived(scope.node, {name for name, values in scope.assigned.items()
+                                      if any(any(n is decode for n in walk(v)) for v in values)})
+        flow = self.file.fact(Flow)
+        return any(_function_cuts(flow, call, _reads(call, decode, names), 0) for call in scope.calls
+                   if not is_display_call(call))
+
+
+# Tokens that end a completion or pad it: a cut at one of them removes what skip_special_tokens would.
+_END_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "<|endoftext|>", "<end_of_turn>", "<|end|>", "</s>",
+               "<pad>", "[PAD]", "<|pad|>", "<|padding|>", "<eos>")
+_CUTS = frozenset({"replace", "strip", "rstrip", "removesuffix", "split", "rsplit", "partition", "rpartition", "sub",
+                   "index", "find", "rfind"})
+_CONSUMER_DEPTH = 3
+
+
+def _reads(call: cst.Call, decode: cst.Call, names: Set[str]) -> List[cst.Arg]:
+    """The arguments of `call` that are the decoded text or a name holding it."""
+    return [a for a in call.args if any(n is decode or isinstance(n, cst.Name) and n.value in names
+                                        for n in walk(a.value))]
+
+
+def _function_cuts(flow: Flow, call: cst.Call, given: List[cst.Arg], depth: int) -> bool:
+    """The project function `call` runs is given the text (`given`) and cuts it at an end or pad token, or hands
+    it (a name bound or iterated from its parameter) to a function that does."""
+    if not given or depth > _CONSUMER_DEPTH:
+        return False
+    callee = flow.value(call.func)
+    function = callee.facts.get("function")
+    if function is None and callee.facts.get("qual"):  # `from rewards import exact`: a project module's function
+        function = flow.imported(callee.facts["qual"], callee.facts.get("level", 0))
+    if not isinstance(function, FunctionIR) or function.is_module:
+        return False
+    method = function.cls is not None and isinstance(call.func, cst.Attribute)
+    bound = function.bind(call, method=method)
+    texts = {name for name, value in bound.items() if any(value is a.value for a in given)}
+    if not texts:
+        return False
+    body = function.node.body
+    texts = _derived(body, texts)
+    inner = function.module.flow
+    for node in walk(body):
+        if not isinstance(node, cst.Call):
+            continue
+        if call_tail(node) in _CUTS and isinstance(node.func, cst.Attribute) and any(
+                isinstance(n, cst.Name) and n.value in texts for n in walk(node.func.value)) and any(
+                _end_token(n) for a in node.args for n in walk(a.value)):
+            return True
+        if _function_cuts(inner, node, [a for a in node.args if any(
+                isinstance(n, cst.Name) and n.value in texts for n in walk(a.value))], depth + 1):
+            return True
+    return False
+
+
+def _derived(body: cst.CSTNode, texts: Set[str]) -> Set[str]:
+    """`texts` and the names bound or iterated from them in `body` (`for i, t in enumerate(texts)`)."""
+    texts = set(texts)
+    for _ in range(4):
+        for node in walk(body):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else \
+                [node.target] if isinstance(node, (cst.For, cst.CompFor)) else []
+            source = node.iter if isinstance(node, (cst.For, cst.CompFor)) else getattr(node, "value", None)
+            if targets and source is not None and any(isinstance(n, cst.Name) and n.value in texts
+                                                      for n in walk(source)):
+                texts.update(n.value for t in targets for n in walk(t) if isinstance(n, cst.Name))
+    return texts
+
+
+def _end_token(node: cst.CSTNode) -> bool:
+    """`tokenizer.eos_token`, `tok.pad_token`, or an end or pad token spelt out (`"<|eot_id|>"`)."""
+    if isinstance(node, cst.Attribute):
+        return node.attr.value in ("pad_token", "eos_token", "all_special_tokens")
+    text = literal_text(node) if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)) else None
+    return text is not None and any(token in text for token in _END_TOKENS)
 
 
 def _strips_special_tokens(scope: Scope) -> bool:
@@ -1124,8 +1206,9 @@ class PadEqualsEosMask(FunctionRule):
     `labels == pad_id`) in a file (not a test) that sets `tokenizer.pad_token = tokenizer.eos_token`
     (or `pad_token_id = eos_token_id`) unconditionally: a fallback taken only when the
     tokenizer has no pad token (`if tokenizer.pad_token is None`, `pad_token or eos_token`)
-    may never run. A mask that is only given to a forward as `attention_mask=` is not
-    reported: hiding EOS from attention changes nothing before it.
+    may never run. A mask that is only given to a forward as `attention_mask=`, or put
+    under that key of a batch (`{"attention_mask": ids.ne(pad)}`), is not reported:
+    hiding EOS from attention changes nothing before it.
 
     ## Why is this bad?
     With padding equal to EOS, a mask built from the pad id also hides every real
@@ -1187,12 +1270,16 @@ class PadEqualsEosMask(FunctionRule):
             self._check(node, node.func.value, node.args[0].value)
 
     def visit_Arg(self, node: cst.Arg) -> None:
-        if node.keyword is not None and node.keyword.value == "attention_mask":
-            self._attention += 1
+        self._attention += _attention_entry(node)
 
     def leave_Arg(self, original_node: cst.Arg) -> None:
-        if original_node.keyword is not None and original_node.keyword.value == "attention_mask":
-            self._attention -= 1
+        self._attention -= _attention_entry(original_node)
+
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        self._attention += _attention_entry(node)
+
+    def leave_DictElement(self, original_node: cst.DictElement) -> None:
+        self._attention -= _attention_entry(original_node)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self._assigns.append(node)
@@ -1220,9 +1307,8 @@ class PadEqualsEosMask(FunctionRule):
         nodes = list(walk(self.scope.node))
         keywords = {id(a.keyword) for a in nodes if isinstance(a, cst.Arg) and a.keyword is not None}
         reads = [n for n in nodes if isinstance(n, cst.Name) and n.value == target.value and id(n) not in keywords]
-        given = [a for a in nodes if isinstance(a, cst.Arg) and a.keyword is not None
-                 and a.keyword.value == "attention_mask" and isinstance(a.value, cst.Name)
-                 and a.value.value == target.value]
+        given = [a for a in nodes if isinstance(a, (cst.Arg, cst.DictElement)) and _attention_entry(a)
+                 and isinstance(a.value, cst.Name) and a.value.value == target.value]
         return bool(given) and len(reads) == len(given) + 1  # the assignment's own target
 
     def _handles_eos(self) -> bool:
@@ -1256,6 +1342,13 @@ class PadEqualsEosMask(FunctionRule):
         return self.file.fact(TextRoles).role(expr, self.scope) in (PROMPT, PROMPTS)
 
 
+def _attention_entry(node) -> bool:
+    """`attention_mask=...` given to a call, or `{"attention_mask": ...}`, the batch a forward unpacks."""
+    if isinstance(node, cst.Arg):
+        return node.keyword is not None and node.keyword.value == "attention_mask"
+    return literal_text(node.key) == "attention_mask"
+
+
 class DoubleBos(FunctionRule):
     """
     ## What it does
@@ -1263,9 +1356,11 @@ class DoubleBos(FunctionRule):
     tokenized again with the default `add_special_tokens=True`: `tokenizer(text)`,
     `tokenizer.encode(text)`, or vLLM's `LLM.generate(prompts)` given the text (the
     engine tokenizes it with special tokens), where the file names its model (a hub id
-    or a path in a literal) and it is of a family whose tokenizer adds a BOS (Llama,
-    Mistral, Gemma, DeepSeek). The text is followed through names, lists it is
-    appended to and the file's own helpers. Files that name no model, models of
+    or a path in a literal, not a key that looks an entry up) and it is of a family
+    whose tokenizer adds a BOS (Llama, Mistral, Gemma, DeepSeek). The text is
+    followed through names, lists it is appended to and the file's own helpers; text
+    whose BOS was stripped first (`text.removeprefix(tokenizer.bos_token)`,
+    `text[len(bos):]`) keeps one. Files that name no model, models of
     several kinds, or models whose tokenizer adds none (Qwen, GPT-2) are not
     reported, nor are tests. Each rendered text is reported once, where it is first
     tokenized.
@@ -1313,7 +1408,7 @@ class DoubleBos(FunctionRule):
         special = keyword(node, "add_special_tokens")
         if (special is not None and number(special.value) != 1.0) or any(a.star == "**" for a in node.args):
             return
-        render = None if text is None else facts.rendered(text, self.scope)
+        render = None if text is None else facts.rendered_with_bos(text, self.scope)
         if render is None or id(render) in self._rendered or not facts.adds_bos or self.file.fact(Purpose).is_test:
             return
         self._rendered.add(id(render))

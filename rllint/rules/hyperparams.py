@@ -20,7 +20,10 @@ from rllint.analysis.facts import CAUSAL_LM, NUMBER, VALUE_HEAD, Value as Engine
 from rllint.analysis.flow import Flow
 from rllint.analysis.imports import Imports
 from rllint.analysis.launches import CONFIG_FILES
+from rllint.analysis.loss import LossSlice
 from rllint.analysis.rates import RateSinks, optimizer_name
+from rllint.analysis.roles import ModelRoles, header
+from rllint.analysis.syntax import walk
 from rllint.analysis.tensors import GroupBaselines
 from rllint.analysis.values import Declaration, Value, Values, format_number
 from rllint.index import ProjectIndex
@@ -664,7 +667,9 @@ class KLCoefficientTooLarge(_Threshold):
 
     The `beta` of DPO-family losses (DPO, IPO, CPO, SimPO, ORPO, KTO) is a temperature
     of the preference loss, not a KL weight, and is never reported; nor are KL targets
-    (`target_kl`, `kl_target`) of adaptive controllers.
+    (`target_kl`, `kl_target`) of adaptive controllers, nor a function's parameter that
+    only weighs terms of losses given to backward without a policy gradient (cross-entropy
+    plus a KL to a teacher's logits: knowledge distillation).
 
     ## Why is this bad?
     The KL penalty keeps the policy near the reference model. A weight near 1 or above
@@ -702,6 +707,29 @@ class KLCoefficientTooLarge(_Threshold):
     def _judge(self, number, name, owner, siblings, grouped) -> Optional[dict]:
         limit = self.option(MAX_KL_COEF)
         return {"limit": format_number(limit)} if number > limit and not distills(self.file.text) else None
+
+    def _flag(self, value: Value, how: Optional[str], use: Optional[cst.CSTNode], verdict: dict) -> None:
+        if not self._weighs_other_losses(value):
+            super()._flag(value, how, use, verdict)
+
+    def _weighs_other_losses(self, value: Value) -> bool:
+        """A parameter's default that weighs only terms of losses given to backward without a policy gradient
+        (`loss = ce + kl_coef * kl(student, teacher)`, a distillation step): not a penalty of an RL loss."""
+        function, param = next(((f, p) for f in walk(self.file.module, into_functions=True)
+                                if isinstance(f, cst.FunctionDef)
+                                for p in f.params.params + f.params.kwonly_params if p.default is value.node),
+                               (None, None))
+        if param is None:
+            return False
+        loss = self.file.fact(LossSlice)
+        name = param.name.value
+        # statements that compute with it (a test, `if kl_coef != 0:`, weighs nothing)
+        readers = [stmt for stmt, _ in self.file.fact(ModelRoles).calls.get(function, ())
+                   if not isinstance(stmt, (cst.If, cst.While)) and any(
+                       isinstance(n, cst.Name) and n.value == name for part in header(stmt) for n in walk(part))]
+        steps = [loss.slice.get(stmt) for stmt in readers]
+        weighed = [step for step in steps if step is not None]
+        return bool(weighed) and all(step.sink.backward and not loss.policy_gradient(step.sink) for step in weighed)
 
 
 class ClipRangeTooNarrow(_Threshold):

@@ -11,7 +11,8 @@ from rllint.analysis.facts import TOKEN_LOGPROBS, VOCAB
 from rllint.analysis.flow import Flow
 from rllint.analysis.grad import EMPTY, GradFlow, carries
 from rllint.analysis.imports import Imports
-from rllint.analysis.kl import bound_name, k3_exponents, linear_terms, log_ratio, says_reverse, weighted_by_name
+from rllint.analysis.kl import (bound_name, k3_exponents, linear_terms, log_ratio, reference_use, says_reverse,
+                                weighted_by_name)
 from rllint.analysis.logged import LOG_CALLS
 from rllint.analysis.loss import LossSlice
 from rllint.analysis.purpose import RLCodeOnly
@@ -49,7 +50,9 @@ class ReversedImportanceRatio(TensorRule):
     `exp(logp - logp.detach())` is not a ratio of two policies; neither is reported, and
     neither is the k3 estimator weighted by the importance ratio (`coef * exp(ref - logp) -
     (ref - logp) - 1`). A ratio that is only printed, logged or collected (comparing vLLM's
-    log-probs with the trainer's) weights no loss and is not reported.
+    log-probs with the trainer's) weights no loss and is not reported. Log-probs computed as
+    those of a mixture of policies (`log(a * teacher_lp.exp() + (1 - a) * old_lp.exp())`,
+    MiniLLM's behaviour policy) are the policy's only if every component is.
 
     ## Why is this bad?
     PPO and GRPO clip `pi_new / pi_old`. The inverted ratio `pi_old / pi_new` falls when
@@ -334,7 +337,8 @@ class CrossEntropyAsLogProb(TensorRule):
     ## What it does
     Reports the result of `cross_entropy` or `nll_loss` with `reduction="none"` stored,
     without a minus sign, under a log-prob name (`logp`, `log_probs`, `logprobs`,
-    `token_logps`, `per_token_logps`...).
+    `token_logps`, `per_token_logps`...), unless the next statement that reads the name
+    negates it (`logprobs = torch.neg(logprobs)`, `logprobs = -logprobs`, `logprobs.neg_()`).
 
     ## Why is this bad?
     Cross-entropy is the *negative* log-likelihood. Used as log-probs, every ratio, KL
@@ -366,6 +370,10 @@ class CrossEntropyAsLogProb(TensorRule):
                "(`-{op}(...)`) or every ratio and KL term built on it has the wrong sign")
     triggers = ("cross_entropy", "nll_loss")
 
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self._after: Dict[int, List[cst.BaseStatement]] = {}  # id(small statement) -> the statements after it
+
     def visit_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
             return
@@ -387,8 +395,60 @@ class CrossEntropyAsLogProb(TensorRule):
         else:
             return
         reduction = argument(value, None, "reduction")
-        if isinstance(reduction, cst.SimpleString) and reduction.evaluated_value == "none":
+        if isinstance(reduction, cst.SimpleString) and reduction.evaluated_value == "none" and \
+                not self._negated_next(node, target):
             self.report(node, target=target, op=op)
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._index(node.body)
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._index(node.body)
+
+    def _index(self, body) -> None:
+        for index, statement in enumerate(body):
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    self._after[id(small)] = list(body[index + 1:])
+
+    def _negated_next(self, assign: cst.Assign, target: str) -> bool:
+        """The next statement that reads `target` negates it in place or rebinds it to its negation
+        (`logprobs = torch.neg(logprobs)`, `logprobs = -logprobs`, `logprobs.neg_()`, `logprobs *= -1`): the name
+        holds log-probs from there on."""
+        for statement in self._after.get(id(assign), ()):
+            if not any(isinstance(n, cst.Name) and n.value == target for n in walk(statement)):
+                continue
+            small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and \
+                len(statement.body) == 1 else None
+            if isinstance(small, cst.Assign) and len(small.targets) == 1 and \
+                    isinstance(small.targets[0].target, cst.Name) and small.targets[0].target.value == target:
+                return _negation_of(small.value, target)
+            if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) and \
+                    small.target.value == target:
+                return isinstance(small.operator, cst.MultiplyAssign) and number_value(small.value) == -1
+            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                call = small.value
+                return isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name) and \
+                    call.func.value.value == target and (callee(call) == "neg_" or (
+                        callee(call) == "mul_" and len(call.args) == 1 and number_value(call.args[0].value) == -1))
+            return False
+        return False
+
+
+def _negation_of(expr: cst.BaseExpression, name: str) -> bool:
+    """`-name`, `torch.neg(name)`, `name.neg()`, `torch.negative(name)`, `-1 * name`, `name * -1`."""
+    def is_name(e: cst.BaseExpression) -> bool:
+        return isinstance(e, cst.Name) and e.value == name
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        return is_name(expr.expression)
+    if isinstance(expr, cst.Call) and callee(expr) in ("neg", "negative"):
+        operand = expr.func.value if isinstance(expr.func, cst.Attribute) and not expr.args else (
+            expr.args[0].value if len(expr.args) == 1 else None)
+        return operand is not None and is_name(operand)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
+        return (is_name(expr.left) and number_value(expr.right) == -1) or (
+            is_name(expr.right) and number_value(expr.left) == -1)
+    return False
 
 
 class ReversedLogSoftmax(TensorRule):
@@ -1094,7 +1154,10 @@ class KLToOldPolicy(TensorRule):
     `batch["ref_logps"] = rollout_logps`).
 
     A KL to the old policy that is meant as a trust-region term (PPO-KL, `approx_kl` between
-    old and new) is not given to a reference slot and is not reported.
+    old and new) is not given to a reference slot and is not reported; nor is a slot of a
+    project function (of this module or another, or a method of the instance it is called on)
+    that never reads it, or that divides the policy by it in a clamped importance ratio
+    (`clamp(exp(logp - ref_logp), ...)`), where the old policy is the right value.
 
     ## Why is this bad?
     The old policy is the policy of a step ago. A KL "to the reference" computed against it
@@ -1133,7 +1196,7 @@ class KLToOldPolicy(TensorRule):
                 if helper is None:
                     helper = self.file.fact(GradFlow).helper_of(node) or False
                 slot = bound_parameter(node, index, helper) if helper else None
-            self._check(slot, arg.value)
+            self._check(slot, arg.value, node)
 
     def visit_DictElement(self, node: cst.DictElement) -> None:
         if isinstance(node.key, cst.SimpleString) and isinstance(node.key.evaluated_value, str):
@@ -1144,12 +1207,19 @@ class KLToOldPolicy(TensorRule):
             if isinstance(target.target, cst.Subscript):
                 self._check(last_part(target.target), node.value)
 
-    def _check(self, slot: Optional[str], value: cst.BaseExpression) -> None:
+    def _check(self, slot: Optional[str], value: cst.BaseExpression, call: Optional[cst.Call] = None) -> None:
         if not slot or not _reference_slot(slot):
             return
         tensors = self.tensors()
-        if _role(tensors, value) == "old":
+        if _role(tensors, value) == "old" and not (call is not None and self._not_a_reference(call, slot)):
             self.report(value, value=tensors.code(value, 60), slot=slot)
+
+    def _not_a_reference(self, call: cst.Call, slot: str) -> bool:
+        """The project function the call runs (here or in another module, a method of the instance it is
+        called on) never reads the slot, or divides the policy by it in a clamped importance ratio: the old
+        policy is the right value there."""
+        callee = self.file.fact(Flow).value(call.func).facts.get("function")
+        return reference_use(callee, slot) is not None
 
 
 def _reference_slot(name: str) -> bool:
