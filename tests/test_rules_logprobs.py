@@ -348,3 +348,37 @@ def test_k3_whose_log_ratio_is_masked_first_keeps_its_direction():
     """
     found = findings(source, select=("RL110",))
     assert [(line, code) for line, code, _ in found] == [(7, "RL110")]
+
+
+def test_rl109_labels_a_helper_of_another_module_writes_one_position_early(tmp_path):
+    from rllint.analysis import summaries
+    from rllint.runner import lint_files
+
+    helper = """
+        import torch
+
+        def encode(rows, width, pad):
+            tokens = torch.full((len(rows), width), pad)
+            labels = torch.full((len(rows), width), -100)
+            for i, (prompt, answer) in enumerate(rows):
+                tokens[i, :len(prompt) + len(answer)] = torch.tensor(prompt + answer)
+                labels[i, START:len(prompt) + len(answer) - 1] = torch.tensor(answer)
+            return {"tokens": tokens, "labels": labels}
+    """
+    train = """
+        import torch
+        from data.encoding import encode
+
+        def answer_logps(model, rows, pad):
+            batch = encode(rows, 512, pad)
+            logits = model(batch["tokens"]).logits
+            return torch.gather(logits.log_softmax(-1), -1, batch["labels"].unsqueeze(-1)).squeeze(-1)
+    """
+    for start, expected in (("len(prompt) - 1", []), ("len(prompt)", [8])):
+        (tmp_path / "data").mkdir(exist_ok=True)
+        (tmp_path / "data" / "__init__.py").write_text("")
+        (tmp_path / "data" / "encoding.py").write_text(textwrap.dedent(helper).replace("START", start))
+        (tmp_path / "train.py").write_text(textwrap.dedent(train))
+        summaries.clear_cache()
+        result = lint_files([str(tmp_path / "train.py")], Settings(select=["RL109"]))
+        assert [d.line for d in result.diagnostics] == expected

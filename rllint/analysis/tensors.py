@@ -805,7 +805,7 @@ class Tensors:
         """Whether the file builds a value of this name already shifted (`labels = ids[:, 1:]`,
         `{"labels": ids[:, 1:]}`): ids made by a helper that line up with unshifted logits."""
         if self._shifted_names is None:
-            self._shifted_names = _shifted_names(self.tree)
+            self._shifted_names = shifted_names(self.tree)
         return name in self._shifted_names
 
     def model_logits(self, expr: cst.BaseExpression) -> Optional[cst.Call]:
@@ -1317,7 +1317,7 @@ def _keeps_last_logits(call: cst.Call) -> bool:
                for arg in call.args)
 
 
-def _shifted_names(tree: ast.Module) -> Set[str]:
+def shifted_names(tree: ast.Module) -> Set[str]:
     """Names, attributes and string keys bound to a slice that drops the first position, and tensors written
     shifted in place: `labels[:, :-1] = ids[:, 1:]`, or ids written one position early
     (`labels[i, start - 1:end - 1] = response_ids`)."""

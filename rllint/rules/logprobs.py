@@ -1,6 +1,8 @@
 """RL1xx: log-probabilities and numerics: ratios, preference margins, gathers, casts, shifts."""
 from __future__ import annotations
 
+import ast
+import textwrap
 from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
@@ -9,6 +11,7 @@ from rllint.analysis.domains.torch_ops import balanced
 from rllint.analysis.clipping import around_one, clamp_of, clip_range, exponent_of, summed_log_ratio, surrogate_sign
 from rllint.analysis.facts import TOKEN_LOGPROBS, VOCAB
 from rllint.analysis.flow import Flow
+from rllint.analysis.ir import FunctionIR
 from rllint.analysis.grad import EMPTY, GradFlow, carries
 from rllint.analysis.imports import Imports
 from rllint.analysis.kl import bound_name, k3_exponents, linear_terms, log_ratio, says_reverse, weighted_by_name
@@ -19,7 +22,7 @@ from rllint.analysis.roles import bound_parameter
 from rllint.analysis.syntax import children, updates_in_place, walk
 from rllint.analysis.tensors import (
     ADVANTAGES, CHOSEN, LOGITS, LOGPROBS, OLD_ROLE, PROBS, REF_ROLE, REJECTED, REWARDS, TOKEN_IDS, Kind,
-    TensorRule, Tensors, argument, int_value, last_part, name_kind, number_value,
+    TensorRule, Tensors, argument, int_value, last_part, name_kind, number_value, shifted_names,
 )
 from rllint.analysis.values import Values, format_number
 from rllint.diagnostic import Severity, Tier
@@ -792,9 +795,10 @@ class UnshiftedLogprobGather(TensorRule):
     (`[:, :-1]`, `[:, 1:]`, a shift helper) or cut to the completion window in the function.
     Only logits whose model call is visible in the function are considered; an index holding
     completion, target or action ids is taken as already aligned, and so are labels that the
-    file builds already shifted (`"labels": ids[:, 1:]` in a tokenizing helper, `labels[:, :-1] =
-    ids[:, 1:]`, ids written one position early as in `labels[i, start - 1:end - 1] = answer`) and
-    ids the function hands to an unshifted cross-entropy as the targets of the same logits.
+    file, or a helper it imports from another module of the project, builds already shifted
+    (`"labels": ids[:, 1:]` in a tokenizing helper, `labels[:, :-1] = ids[:, 1:]`, ids written one
+    position early as in `labels[i, start - 1:end - 1] = answer`) and ids the function hands to an
+    unshifted cross-entropy as the targets of the same logits.
 
     By default the index must be the very ids the model was called on, or a copy of them
     (`.to(device)`, `.clone()`) that the function does not rewrite in place. Labels that come
@@ -850,8 +854,7 @@ class UnshiftedLogprobGather(TensorRule):
             return
         self.report(node, expr=tensors.code(node), ids=ids)
 
-    @staticmethod
-    def _full_sequence_ids(tensors: Tensors, index: cst.BaseExpression, model_call: cst.Call, broad: bool
+    def _full_sequence_ids(self, tensors: Tensors, index: cst.BaseExpression, model_call: cst.Call, broad: bool
                            ) -> Optional[str]:
         """The name of the index when it holds whole sequences: the very ids the model was called on (through
         aliases and copies not written in place), or, in the broad form, a full-sequence name."""
@@ -866,11 +869,28 @@ class UnshiftedLogprobGather(TensorRule):
                 return first or name
             if first is None:
                 first = name
-                if broad and name in _FULL_SEQUENCE_IDS and not tensors.built_shifted(name):
+                if broad and name in _FULL_SEQUENCE_IDS and not tensors.built_shifted(name) and \
+                        not self._helper_builds_shifted(name):
                     return name
             if not isinstance(step, cst.Name) or _written_in_place(tensors, step):
                 return None  # a key or attribute of something else, or ids rewritten where they were built
         return None
+
+
+    def _helper_builds_shifted(self, name: str) -> bool:
+        """Whether a function the file imports from another project module builds ids of this name already
+        shifted (`labels[i, start - 1:end - 1] = answer` in a tokenizing helper)."""
+        flow = self.file.fact(Flow)
+        ir = flow.ir
+        imported = [(dotted, 0) for dotted in ir.imports.values()] + [
+            (f"{source}.{name_}" if source else name_, level) for level, source, name_ in ir.relative_imports.values()]
+        for qual, level in imported:
+            helper = flow.imported(qual, level)
+            if isinstance(helper, FunctionIR) and not helper.is_module:
+                code = textwrap.dedent(helper.module.top.node.code_for_node(helper.node))
+                if name in shifted_names(ast.parse(code)):
+                    return True
+        return False
 
 
 def _cross_entropy_targets(tensors: Tensors, gather: cst.Call, index: cst.BaseExpression, model_call: cst.Call
