@@ -317,8 +317,11 @@ def test_rl206_by_default_reports_only_a_time_axis_the_engine_proves():
     # a: per-token losses of generated sequences times their mask; b, c: one loss per sequence (the engine
     # follows the sum over the time axis); d, dpo: shapes out of sight (a helper's result, parameters)
     assert rl206(RL206_SHAPES, named=False) == [15]
-    # named, the broad form judges unknown shapes by their names; a proven per-sequence loss stays silent
-    assert rl206(RL206_SHAPES, named=True) == [15, 19, 24]
+    # named, the broad form judges unknown shapes by their names; a proven per-sequence loss stays silent, and
+    # so does one a helper handed the mask reduced over the time axis (`dim=-1`)
+    assert rl206(RL206_SHAPES, named=True) == [15, 24]
+    assert rl206(RL206_SHAPES.replace("action_mask, dim=-1)", "action_mask)"), named=True) == [15, 19, 24]
+    assert rl206(RL206_SHAPES.replace("agg_loss = chunk(", "agg_loss = 0.5 * chunk("), named=True) == [15, 24]
 
 
 def test_rl206_a_framework_completion_mask_has_a_time_axis():

@@ -435,6 +435,25 @@ def _callee(call: cst.Call) -> Optional[str]:
     return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
 
 
+def _reduced_by_helper(tensors: Tensors, expr: cst.BaseExpression) -> bool:
+    """Whether `expr` was made by a call handed a mask and a time axis (`agg(token_loss, response_mask, axis=1)`,
+    also scaled by a constant): a masked reduction over that axis, one value per sequence."""
+    value = tensors.value_of(expr) if isinstance(expr, cst.Name) else None
+    pending = [value] if value is not None else []
+    while pending:
+        node = pending.pop()
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Multiply, cst.Divide)):
+            pending.extend((node.left, node.right))
+        elif isinstance(node, cst.Call):
+            axis = next((arg.value for arg in node.args if arg.keyword is not None and
+                         arg.keyword.value in ("axis", "dim")), None)
+            masked = any(arg.keyword is None and (tensors.kind(arg.value) or _NO_KIND).kind == MASK
+                         for arg in node.args)
+            if masked and axis is not None and int_value(axis) in (1, -1):
+                return True
+    return False
+
+
 def _is_loss(tensors: Tensors, expr: cst.BaseExpression) -> bool:
     """A per-token loss by its name (`per_token_loss`, `pg_losses`, `loss_mat`)."""
     for step in tensors.history(expr):
@@ -757,7 +776,8 @@ class MeanOverPadding(RLCodeOnly, TensorRule):
     per-token loss) times a per-sequence keep mask is not reported, and nor is a loss or mask of
     unknown shape (a helper's result out of sight, a parameter without callers): a `(B,)` mask of
     kept samples or pairs is not a token mask. When RL206 is selected by name, losses and masks of
-    unknown shape are judged by their names too.
+    unknown shape are judged by their names too, except a loss that a helper handed the mask and
+    the time axis made (`agg(token_loss, response_mask, axis=1)`): it is one value per sequence.
 
     ## Why is this bad?
     `.mean()` divides by every position, padding included. The padding zeros dilute the
@@ -820,7 +840,8 @@ class MeanOverPadding(RLCodeOnly, TensorRule):
             kinds = [tensors.kind(f) for f in factors]
             for (values, mask), kind in zip((factors, factors[::-1]), kinds[::-1]):
                 if kind is not None and kind.kind == MASK and _is_loss(tensors, values):
-                    if self._over_tokens(operand, mask) or broad and not self._per_sequence(operand):
+                    if self._over_tokens(operand, mask) or broad and not self._per_sequence(operand) and \
+                            not _reduced_by_helper(tensors, values):
                         self.report(node, expr=tensors.code(node), why="", mask=tensors.code(mask, 40))
                     return
             # `(loss * weights).mean()`: weights that are not the mask, while the mask goes unused
