@@ -278,3 +278,59 @@ def test_walrus_target_rebound_before_it_is_computed_with_is_not_reported():
                 spread = t.std()
                 return t / spread
     """) == []
+
+
+RL206_SHAPES = """
+    import torch
+    import torch.nn.functional as F
+    from transformers import AutoModelForCausalLM
+
+    policy = AutoModelForCausalLM.from_pretrained("gpt2")
+
+    def step(prompt_ids, pad_id, advantages, rewards, chunk):
+        seqs = policy.generate(prompt_ids, do_sample=True)
+        logps = torch.log_softmax(policy(seqs).logits[:, :-1], dim=-1).gather(-1, seqs[:, 1:, None]).squeeze(-1)
+        action_mask = (seqs[:, 1:] != pad_id).float()
+        token_loss = -logps * advantages
+        per_seq_loss = (token_loss * action_mask).sum(dim=1) / action_mask.sum(dim=1)
+        valid_mask = (rewards > 0).float()
+        a = (token_loss * action_mask).mean()
+        b = (per_seq_loss * valid_mask).mean()
+        c = (per_seq_loss * action_mask[:, 0]).mean()
+        agg_loss = chunk(token_loss, action_mask, dim=-1)
+        d = (agg_loss * valid_mask).mean()
+        return a + b + c + d
+
+    def dpo(pol_chosen, pol_rejected, ref_margin, pair_mask, beta):
+        margin_loss = -F.logsigmoid(beta * (pol_chosen - pol_rejected - ref_margin))
+        return (margin_loss * pair_mask).mean()
+"""
+
+
+def rl206(text, named):
+    settings = Settings(select=["RL206"] if named else ["ALL"], options={"rl-context": "always"})
+    return sorted(d.line for d in lint_text(textwrap.dedent(text), "loss.py", settings).diagnostics
+                  if d.code == "RL206")
+
+
+def test_rl206_by_default_reports_only_a_time_axis_the_engine_proves():
+    # a: per-token losses of generated sequences times their mask; b, c: one loss per sequence (the engine
+    # follows the sum over the time axis); d, dpo: shapes out of sight (a helper's result, parameters)
+    assert rl206(RL206_SHAPES, named=False) == [15]
+    # named, the broad form judges unknown shapes by their names; a proven per-sequence loss stays silent, and
+    # so does one a helper handed the mask reduced over the time axis (`dim=-1`)
+    assert rl206(RL206_SHAPES, named=True) == [15, 24]
+    assert rl206(RL206_SHAPES.replace("action_mask, dim=-1)", "action_mask)"), named=True) == [15, 19, 24]
+    assert rl206(RL206_SHAPES.replace("agg_loss = chunk(", "agg_loss = 0.5 * chunk("), named=True) == [15, 24]
+
+
+def test_rl206_a_framework_completion_mask_has_a_time_axis():
+    source = """
+        from trl import GRPOTrainer
+
+        class Trainer(GRPOTrainer):
+            def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+                seq_loss = self.sequence_losses(model, inputs)
+                return (seq_loss * inputs["completion_mask"]).mean()
+    """
+    assert rl206(source, named=False) == [7]

@@ -107,6 +107,77 @@ def test_labels_are_unshifted_unless_the_file_builds_them_shifted():
     """, select=("RL109",)) == []
 
 
+def rl109(source, named):
+    return [line for line, code, _ in findings(source, select=("RL109",) if named else ("ALL",)) if code == "RL109"]
+
+
+def test_rl109_by_default_needs_the_very_ids_the_model_read():
+    source = """
+        import torch
+
+        def helper_labels(model, batch, encode):
+            enc = encode(batch)
+            logits = model(enc["input_ids"]).logits
+            return logits.log_softmax(-1).gather(-1, enc["labels"].unsqueeze(-1)).squeeze(-1)
+
+        def aliased(model, tokens):
+            seq = tokens.to("cuda")
+            logits = model(tokens).logits
+            return logits.log_softmax(-1).gather(-1, seq.unsqueeze(-1)).squeeze(-1)
+    """
+    assert rl109(source, named=False) == [12]  # a helper's labels are out of sight; `seq` is `tokens` moved
+    assert rl109(source, named=True) == [7, 12]  # the broad form judges `labels` by its name
+    assert rl109(source.replace('tokens.to("cuda")', "align(tokens)"), named=False) == []
+
+
+def test_rl109_ids_shifted_in_place_or_written_one_position_early_are_aligned():
+    copied = """
+        import torch
+
+        def step(model, input_ids, pad_id):
+            labels = input_ids.clone()
+            REWRITE
+            logits = model(input_ids).logits
+            return logits.log_softmax(-1).gather(-1, labels.unsqueeze(-1)).squeeze(-1)
+    """
+    assert rl109(copied.replace("REWRITE", "pass"), named=False) == [8]
+    for rewrite in ("labels[:, :-1] = input_ids[:, 1:]", "labels.copy_(torch.roll(input_ids, -1, 1))"):
+        assert rl109(copied.replace("REWRITE", rewrite), named=False) == []
+    built = """
+        import torch
+
+        def build(rows, width, pad):
+            labels = torch.full((len(rows), width), pad)
+            for i, (start, ids) in enumerate(rows):
+                labels[i, START:start + len(ids)] = torch.tensor(ids)
+            return labels
+
+        def score(model, tokens, rows, width, pad):
+            labels = build(rows, width, pad)
+            return torch.gather(model(tokens).logits.log_softmax(-1), -1, labels.unsqueeze(-1)).squeeze(-1)
+    """
+    assert rl109(built.replace("START", "start - 1"), named=True) == []
+    assert rl109(built.replace("START", "start"), named=True) == [12]
+
+
+def test_rl109_targets_of_an_unshifted_cross_entropy_are_already_shifted():
+    source = """
+        import torch
+
+        def sft_and_logps(model, example):
+            criterion = torch.nn.CrossEntropyLoss()
+            logits = model(example.tokens).logits
+            labels = example.labels.view(-1)
+            loss = criterion(input=CE_LOGITS, target=labels)
+            labels = torch.masked_select(labels, example.masks.view(-1))
+            flat = logits.view(-1, logits.size(-1))[example.masks.view(-1)]
+            return loss, torch.gather(torch.log_softmax(flat, dim=-1), -1, labels.unsqueeze(-1)).squeeze(-1)
+    """
+    assert rl109(source.replace("CE_LOGITS", "logits.view(-1, logits.size(-1))"), named=True) == []
+    # cross-entropy against shifted logits says nothing of how the labels line up with unshifted ones
+    assert rl109(source.replace("CE_LOGITS", "logits[:, :-1].reshape(-1, logits.size(-1))"), named=True) == [11]
+
+
 def test_gather_on_dim_one_of_one_sequence_is_the_vocabulary_axis():
     source = """
         import torch
@@ -370,3 +441,37 @@ def test_reference_slot_of_a_helper_in_another_module(tmp_path):
     (tmp_path / "registry.py").write_text(source)
     result = lint_text(source, str(tmp_path / "registry.py"), Settings(select=["RL111"]))
     assert [(d.line, d.code) for d in result.diagnostics] == [(8, "RL111")]
+
+
+def test_rl109_labels_a_helper_of_another_module_writes_one_position_early(tmp_path):
+    from rllint.analysis import summaries
+    from rllint.runner import lint_files
+
+    helper = """
+        import torch
+
+        def encode(rows, width, pad):
+            tokens = torch.full((len(rows), width), pad)
+            labels = torch.full((len(rows), width), -100)
+            for i, (prompt, answer) in enumerate(rows):
+                tokens[i, :len(prompt) + len(answer)] = torch.tensor(prompt + answer)
+                labels[i, START:len(prompt) + len(answer) - 1] = torch.tensor(answer)
+            return {"tokens": tokens, "labels": labels}
+    """
+    train = """
+        import torch
+        from data.encoding import encode
+
+        def answer_logps(model, rows, pad):
+            batch = encode(rows, 512, pad)
+            logits = model(batch["tokens"]).logits
+            return torch.gather(logits.log_softmax(-1), -1, batch["labels"].unsqueeze(-1)).squeeze(-1)
+    """
+    for start, expected in (("len(prompt) - 1", []), ("len(prompt)", [8])):
+        (tmp_path / "data").mkdir(exist_ok=True)
+        (tmp_path / "data" / "__init__.py").write_text("")
+        (tmp_path / "data" / "encoding.py").write_text(textwrap.dedent(helper).replace("START", start))
+        (tmp_path / "train.py").write_text(textwrap.dedent(train))
+        summaries.clear_cache()
+        result = lint_files([str(tmp_path / "train.py")], Settings(select=["RL109"]))
+        assert [d.line for d in result.diagnostics] == expected

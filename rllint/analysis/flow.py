@@ -30,8 +30,8 @@ from rllint.analysis import summaries
 from rllint.analysis.domains import domains
 from rllint.analysis.domains.models import MODULE_METHODS, OPTIMIZERS, output_item
 from rllint.analysis.domains.torch_ops import STOPPERS, negated
-from rllint.analysis.facts import (BOOL, CAUSAL_LM, CLASS, DICT, FUNCTION, GRAPH, INSTANCE, LIST, MODEL, NONE, NUMBER, REF,
-                                   TENSOR, TEXT, TEXTS, TUPLE, UNKNOWN, Value, item_of, join, join_all,
+from rllint.analysis.facts import (BATCH, BOOL, CAUSAL_LM, CLASS, DICT, FUNCTION, GRAPH, INSTANCE, LIST, MODEL, NONE,
+                                   NUMBER, REF, TENSOR, TEXT, TEXTS, TIME, TUPLE, UNKNOWN, Value, item_of, join, join_all,
                                    set_item, signature, value, with_sources)
 from rllint.analysis.ir import CallSite, ClassIR, FunctionIR, ModuleIR, Param
 from rllint.analysis.launches import written_settings_file
@@ -1533,15 +1533,16 @@ def _reads_only(node: cst.Call, callee: Value) -> bool:
 
 def _token_mask(node: cst.CSTNode) -> Value:
     """The `[batch, time]` mask of completion tokens a framework hands over."""
-    return Value({"type": TENSOR, "rank": 2, "content": "mask", "grad": "no_grad", "obj": node}, {"grad": (node,)})
+    return Value({"type": TENSOR, "rank": 2, "axes": (BATCH, TIME), "content": "mask", "grad": "no_grad", "obj": node},
+                 {"grad": (node,), "rank": (node,), "axes": (node,)})
 
 
 def _token_logps(node: cst.CSTNode, grad: str) -> Value:
     """Per-token log-probs `[batch, time]` that a framework hands over, with the policy's gradient or none."""
     graph = grad == GRAPH
-    facts = {"type": TENSOR, "rank": 2, "content": "token_logprobs", "logp": True, "grad": GRAPH if graph else
-             "no_grad", "lp": (1, 0) if graph else (0, 1), "obj": node}
-    return Value(facts, {"grad": (node,)})
+    facts = {"type": TENSOR, "rank": 2, "axes": (BATCH, TIME), "content": "token_logprobs", "logp": True,
+             "grad": GRAPH if graph else "no_grad", "lp": (1, 0) if graph else (0, 1), "obj": node}
+    return Value(facts, {"grad": (node,), "rank": (node,), "axes": (node,)})
 
 
 def join_env(a: Dict[str, Value], b: Dict[str, Value]) -> Dict[str, Value]:

@@ -838,7 +838,7 @@ class Tensors:
         """Whether the file builds a value of this name already shifted (`labels = ids[:, 1:]`,
         `{"labels": ids[:, 1:]}`): ids made by a helper that line up with unshifted logits."""
         if self._shifted_names is None:
-            self._shifted_names = _shifted_names(self.tree)
+            self._shifted_names = shifted_names(self.tree)
         return name in self._shifted_names
 
     def model_logits(self, expr: cst.BaseExpression) -> Optional[cst.Call]:
@@ -1350,10 +1350,14 @@ def _keeps_last_logits(call: cst.Call) -> bool:
                for arg in call.args)
 
 
-def _shifted_names(tree: ast.Module) -> Set[str]:
-    """Names, attributes and string keys bound to a slice that drops the first position."""
+def shifted_names(tree: ast.Module) -> Set[str]:
+    """Names, attributes and string keys bound to a slice that drops the first position, and tensors written
+    shifted in place: `labels[:, :-1] = ids[:, 1:]`, or ids written one position early
+    (`labels[i, start - 1:end - 1] = response_ids`)."""
     found: Set[str] = set()
     for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(_written_early(t) for t in node.targets):
+            found.update(t.value.id for t in node.targets if _written_early(t))
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _drops_first(node.value):
             for target in (node.targets if isinstance(node, ast.Assign) else [node.target]):
                 if isinstance(target, ast.Name):
@@ -1362,10 +1366,25 @@ def _shifted_names(tree: ast.Module) -> Set[str]:
                     found.add(target.attr)
                 elif isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant):
                     found.add(str(target.slice.value))
+                elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                    found.add(target.value.id)
         elif isinstance(node, ast.Dict):
             found.update(key.value for key, value in zip(node.keys, node.values)
                          if isinstance(key, ast.Constant) and isinstance(key.value, str) and _drops_first(value))
     return found
+
+
+def _written_early(target: ast.expr) -> bool:
+    """`name[..., k - 1:...] = ...` / `name[i, t - 1] = ...`: a store into a tensor one position before `k`."""
+    if not isinstance(target, ast.Subscript) or not isinstance(target.value, ast.Name):
+        return False
+    parts = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+    for part in parts:
+        start = part.lower if isinstance(part, ast.Slice) else part
+        if isinstance(start, ast.BinOp) and isinstance(start.op, ast.Sub) and isinstance(start.right, ast.Constant) \
+                and start.right.value == 1:
+            return True
+    return False
 
 
 def _drops_first(value: ast.expr) -> bool:

@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from rllint.analysis.context import tokens
-from rllint.analysis.facts import FUNCTION, NORM, STD, VAR
+from rllint.analysis.facts import BATCH, FUNCTION, NORM, STD, TIME, VAR
 from rllint.analysis.flow import Flow
 from rllint.analysis.imports import Imports
 from rllint.analysis.numbers import NumberReads
@@ -435,6 +435,25 @@ def _callee(call: cst.Call) -> Optional[str]:
     return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
 
 
+def _reduced_by_helper(tensors: Tensors, expr: cst.BaseExpression) -> bool:
+    """Whether `expr` was made by a call handed a mask and a time axis (`agg(token_loss, response_mask, axis=1)`,
+    also scaled by a constant): a masked reduction over that axis, one value per sequence."""
+    value = tensors.value_of(expr) if isinstance(expr, cst.Name) else None
+    pending = [value] if value is not None else []
+    while pending:
+        node = pending.pop()
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Multiply, cst.Divide)):
+            pending.extend((node.left, node.right))
+        elif isinstance(node, cst.Call):
+            axis = next((arg.value for arg in node.args if arg.keyword is not None and
+                         arg.keyword.value in ("axis", "dim")), None)
+            masked = any(arg.keyword is None and (tensors.kind(arg.value) or _NO_KIND).kind == MASK
+                         for arg in node.args)
+            if masked and axis is not None and int_value(axis) in (1, -1):
+                return True
+    return False
+
+
 def _is_loss(tensors: Tensors, expr: cst.BaseExpression) -> bool:
     """A per-token loss by its name (`per_token_loss`, `pg_losses`, `loss_mat`)."""
     for step in tensors.history(expr):
@@ -750,6 +769,16 @@ class MeanOverPadding(RLCodeOnly, TensorRule):
     mask. A masked sum over `mask.sum()`, a `masked_mean(x, mask)` helper and the mean of values
     already selected with `x[mask]` are fine.
 
+    By default it reports only where the engine proves that what is averaged has a time axis: the
+    loss or the mask comes from a model's forward or generated ids (`policy.generate(...)`,
+    `(ids != pad).float()`, log-probs gathered from `.logits`), or is the completion mask a trainer
+    framework hands its loss. A loss already reduced to one value per sequence (`.sum(-1)` of the
+    per-token loss) times a per-sequence keep mask is not reported, and nor is a loss or mask of
+    unknown shape (a helper's result out of sight, a parameter without callers): a `(B,)` mask of
+    kept samples or pairs is not a token mask. When RL206 is selected by name, losses and masks of
+    unknown shape are judged by their names too, except a loss that a helper handed the mask and
+    the time axis made (`agg(token_loss, response_mask, axis=1)`): it is one value per sequence.
+
     ## Why is this bad?
     `.mean()` divides by every position, padding included. The padding zeros dilute the
     loss and its gradient by the padding fraction, which changes from batch to batch: the
@@ -804,18 +833,25 @@ class MeanOverPadding(RLCodeOnly, TensorRule):
         op, operand = tensors.call_name(node)
         if operand is None or node.args[1 if tensors.is_function(node.func) else 0:]:
             return
+        broad = self.file.settings.names(self.code)
+        reduced: Tuple[cst.BaseExpression, ...] = (operand,)  # what must have a time axis in the default form
         if isinstance(operand, cst.BinaryOperation) and isinstance(operand.operator, cst.Multiply):
             factors = (operand.left, operand.right)
             kinds = [tensors.kind(f) for f in factors]
             for (values, mask), kind in zip((factors, factors[::-1]), kinds[::-1]):
                 if kind is not None and kind.kind == MASK and _is_loss(tensors, values):
-                    self.report(node, expr=tensors.code(node), why="", mask=tensors.code(mask, 40))
+                    if self._over_tokens(operand, mask) or broad and not self._per_sequence(operand) and \
+                            not _reduced_by_helper(tensors, values):
+                        self.report(node, expr=tensors.code(node), why="", mask=tensors.code(mask, 40))
                     return
             # `(loss * weights).mean()`: weights that are not the mask, while the mask goes unused
             if any(k is not None and k.kind == MASK for k in kinds) or \
                     not any(isinstance(f, cst.Name) and _is_loss(tensors, f) for f in factors):
                 return
+            reduced = (operand, *factors)
         elif not isinstance(operand, cst.Name) or not _is_loss(tensors, operand):
+            return
+        if not self._over_tokens(*reduced) and not (broad and not self._per_sequence(operand)):
             return
         scope = tensors.scope(node)
         while scope is not None and not isinstance(scope.node, cst.FunctionDef):
@@ -826,6 +862,18 @@ class MeanOverPadding(RLCodeOnly, TensorRule):
             if _SEQUENCE_MASK.search(name) and scope.unused(name):
                 self.report(node, expr=tensors.code(node), why=f" while `{name}` goes unused", mask=name)
                 return
+
+    def _over_tokens(self, *exprs: cst.BaseExpression) -> bool:
+        """Whether the engine proves that one of `exprs` has a time axis (from a model's forward, generated
+        ids, a framework's completion mask): only then does a `.mean()` of it average padding positions."""
+        flow = self.file.fact(Flow)
+        return any(TIME in (flow.value(expr).facts.get("axes") or ()) for expr in exprs)
+
+    def _per_sequence(self, expr: cst.BaseExpression) -> bool:
+        """Whether the engine proves `expr` holds one value per sequence: its axes are known, with the batch
+        and without time (a per-token loss already reduced over its time axis)."""
+        axes = self.file.fact(Flow).value(expr).facts.get("axes") or ()
+        return BATCH in axes and TIME not in axes
 
 
 class MismatchedMaskNormalizer(RLCodeOnly, TensorRule):

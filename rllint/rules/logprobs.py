@@ -1,6 +1,8 @@
 """RL1xx: log-probabilities and numerics: ratios, preference margins, gathers, casts, shifts."""
 from __future__ import annotations
 
+import ast
+import textwrap
 from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
@@ -9,6 +11,7 @@ from rllint.analysis.domains.torch_ops import balanced
 from rllint.analysis.clipping import around_one, clamp_of, clip_range, exponent_of, summed_log_ratio, surrogate_sign
 from rllint.analysis.facts import TOKEN_LOGPROBS, VOCAB
 from rllint.analysis.flow import Flow
+from rllint.analysis.ir import FunctionIR
 from rllint.analysis.grad import EMPTY, GradFlow, carries
 from rllint.analysis.imports import Imports
 from rllint.analysis.kl import (bound_name, k3_exponents, linear_terms, log_ratio, reference_use, says_reverse,
@@ -17,10 +20,10 @@ from rllint.analysis.logged import LOG_CALLS
 from rllint.analysis.loss import LossSlice
 from rllint.analysis.purpose import RLCodeOnly
 from rllint.analysis.roles import bound_parameter
-from rllint.analysis.syntax import children, walk
+from rllint.analysis.syntax import children, updates_in_place, walk
 from rllint.analysis.tensors import (
     ADVANTAGES, CHOSEN, LOGITS, LOGPROBS, OLD_ROLE, PROBS, REF_ROLE, REJECTED, REWARDS, TOKEN_IDS, Kind,
-    TensorRule, Tensors, argument, int_value, last_part, name_kind, number_value,
+    TensorRule, Tensors, argument, int_value, last_part, name_kind, number_value, shifted_names,
 )
 from rllint.analysis.values import Values, format_number
 from rllint.diagnostic import Severity, Tier
@@ -852,7 +855,16 @@ class UnshiftedLogprobGather(TensorRule):
     (`[:, :-1]`, `[:, 1:]`, a shift helper) or cut to the completion window in the function.
     Only logits whose model call is visible in the function are considered; an index holding
     completion, target or action ids is taken as already aligned, and so are labels that the
-    file builds already shifted (`"labels": ids[:, 1:]` in a tokenizing helper).
+    file, or a helper it imports from another module of the project, builds already shifted
+    (`"labels": ids[:, 1:]` in a tokenizing helper, `labels[:, :-1] = ids[:, 1:]`, ids written one
+    position early as in `labels[i, start - 1:end - 1] = answer`) and ids the function hands to an
+    unshifted cross-entropy as the targets of the same logits.
+
+    By default the index must be the very ids the model was called on, or a copy of them
+    (`.to(device)`, `.clone()`) that the function does not rewrite in place. Labels that come
+    from a helper (its result's `labels`, a parameter) are of unknown alignment and not
+    reported; when RL109 is selected by name, a full-sequence name (`labels`, `sequences`) is
+    judged too.
 
     ## Why is this bad?
     The logits at position t predict token t+1. Gathered at token t, each token is scored by
@@ -896,27 +908,103 @@ class UnshiftedLogprobGather(TensorRule):
         model_call = tensors.model_logits(gather.source)
         if model_call is None:
             return
-        ids = self._full_sequence_ids(tensors, gather.index, model_call)
-        if ids is None or tensors.shifted(gather.index) or tensors.shifted(gather.source):
+        ids = self._full_sequence_ids(tensors, gather.index, model_call, self.file.settings.names(self.code))
+        if ids is None or tensors.shifted(gather.index) or tensors.shifted(gather.source) or \
+                _cross_entropy_targets(tensors, node, gather.index, model_call):
             return
         self.report(node, expr=tensors.code(node), ids=ids)
 
-    @staticmethod
-    def _full_sequence_ids(tensors: Tensors, index: cst.BaseExpression, model_call: cst.Call) -> Optional[str]:
-        """The name of the index when it holds whole sequences: a full-sequence name, or the very
-        ids the model was called on."""
+    def _full_sequence_ids(self, tensors: Tensors, index: cst.BaseExpression, model_call: cst.Call, broad: bool
+                           ) -> Optional[str]:
+        """The name of the index when it holds whole sequences: the very ids the model was called on (through
+        aliases and copies not written in place), or, in the broad form, a full-sequence name."""
         inputs = {tensors.code(arg.value, 1000) for arg in model_call.args
                   if arg.keyword is None or arg.keyword.value == "input_ids"}
+        first: Optional[str] = None
         for step in tensors.history(index):
             name = last_part(step) if isinstance(step, (cst.Name, cst.Attribute, cst.Subscript)) else None
             if not name:
                 continue
             if tensors.code(step, 1000) in inputs:
-                return name
-            if name in _FULL_SEQUENCE_IDS and not tensors.built_shifted(name):
-                return name
-            return None
+                return first or name
+            if first is None:
+                first = name
+                if broad and name in _FULL_SEQUENCE_IDS and not tensors.built_shifted(name) and \
+                        not self._helper_builds_shifted(name):
+                    return name
+            if not isinstance(step, cst.Name) or _written_in_place(tensors, step):
+                return None  # a key or attribute of something else, or ids rewritten where they were built
         return None
+
+
+    def _helper_builds_shifted(self, name: str) -> bool:
+        """Whether a function the file imports from another project module builds ids of this name already
+        shifted (`labels[i, start - 1:end - 1] = answer` in a tokenizing helper)."""
+        flow = self.file.fact(Flow)
+        ir = flow.ir
+        imported = [(dotted, 0) for dotted in ir.imports.values()] + [
+            (f"{source}.{name_}" if source else name_, level) for level, source, name_ in ir.relative_imports.values()]
+        for qual, level in imported:
+            helper = flow.imported(qual, level)
+            if isinstance(helper, FunctionIR) and not helper.is_module:
+                code = textwrap.dedent(helper.module.top.node.code_for_node(helper.node))
+                if name in shifted_names(ast.parse(code)):
+                    return True
+        return False
+
+
+def _cross_entropy_targets(tensors: Tensors, gather: cst.Call, index: cst.BaseExpression, model_call: cst.Call
+                           ) -> bool:
+    """Whether the function hands the ids of `index` to a cross-entropy as the targets of the same model's
+    logits, unshifted (`criterion(logits.view(-1, V), labels.view(-1))` with `criterion = CrossEntropyLoss()`):
+    the ids were built to line up with the logits, so they are already shifted."""
+    names = {step.value for step in tensors.history(index) if isinstance(step, cst.Name)}
+    scope = tensors.scope(gather)
+    while scope is not None and not isinstance(scope.node, cst.FunctionDef):
+        scope = scope.parent
+    if not names or scope is None:
+        return False
+    for call in walk(scope.node):
+        if not isinstance(call, cst.Call) or not _is_cross_entropy(tensors, call):
+            continue
+        logits, targets = argument(call, 0, "input"), argument(call, 1, "target")
+        if logits is None or targets is None or tensors.model_logits(logits) is not model_call or \
+                tensors.shifted(logits) or tensors.shifted(targets):
+            continue
+        if any(isinstance(step, cst.Name) and step.value in names for step in tensors.history(targets)):
+            return True
+    return False
+
+
+def _is_cross_entropy(tensors: Tensors, call: cst.Call) -> bool:
+    """`F.cross_entropy(...)`, `nn.CrossEntropyLoss()(...)`, or a name bound to a `CrossEntropyLoss` called
+    (or its `.forward`)."""
+    op, _ = tensors.call_name(call)
+    if op == "cross_entropy":
+        return True
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+        func = func.value
+    if isinstance(func, cst.Name):
+        func = tensors.value_of(func)
+    return isinstance(func, cst.Call) and tensors.call_name(func)[0] == "CrossEntropyLoss"
+
+
+def _written_in_place(tensors: Tensors, name: cst.Name) -> bool:
+    """Whether the function of `name` changes what it holds without rebinding it (`labels[:, :-1] = ids[:, 1:]`,
+    `labels.copy_(...)`): its positions then are not those of the value it was made from."""
+    scope = tensors.scope(name)
+    while scope is not None and not isinstance(scope.node, cst.FunctionDef):
+        scope = scope.parent
+    if scope is None:
+        return False
+    for node in walk(scope.node):
+        if updates_in_place(node, name.value):
+            return True
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value.endswith("_") \
+                and isinstance(node.func.value, cst.Name) and node.func.value.value == name.value:
+            return True
+    return False
 
 
 def _vocab_gather(rule: TensorRule, node: cst.Call):
