@@ -221,6 +221,20 @@ def test_rl502_an_untrained_unfrozen_model_run_with_gradient_through_a_helper():
                           "in `torch.no_grad()`)")]
 
 
+def test_rl502_a_forward_whose_graph_reaches_no_loss_is_reported_only_when_named():
+    """A model probed with gradient (a notebook cell, a debug print) records nothing the step backpropagates."""
+    source = """
+        probe = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+
+        def step(ids):
+            print(probe(ids).logits.log_softmax(-1).mean())
+            policy(ids).logits.log_softmax(-1).mean().backward()
+            optimizer.step()
+    """
+    assert lines(source, "RL502") == []
+    assert lines(source, "RL502", select=["RL502"]) == [5]
+
+
 def test_rl502_a_copy_on_a_trainer_attribute():
     assert lines("""
         class Trainer:

@@ -144,10 +144,12 @@ class ReferenceForwardWithGrad(RLCodeOnly, CSTRule):
     False` loop over its parameters, not made by TRL's `create_reference_model`), it is not handed to
     code this file does not show (which might freeze or train it), gradient is enabled where the
     forward runs (not under `torch.no_grad()` / `torch.inference_mode()` / a `@torch.no_grad()`
-    function, here or at every caller), and its result is not detached in the same expression.
+    function, here or at every caller), its result is not detached in the same expression, and its graph
+    reaches the loss the step backpropagates.
 
     When RL502 is selected by name (`--select RL502` or `RL5`), a frozen model's forward outside
-    no_grad is reported too (autograd still records the ops that follow it if an input requires grad).
+    no_grad is reported too (autograd still records the ops that follow it if an input requires grad),
+    and so is a forward whose graph reaches no loss (a model probed in a notebook cell).
 
     A helper that runs the model is reported at its call, where `no_grad` goes; one that also runs
     the policy with gradient is reported at its own forward of the untrained model.
@@ -198,6 +200,9 @@ class ReferenceForwardWithGrad(RLCodeOnly, CSTRule):
         if not _losses(flow) or not trained:  # which model is the policy is out of sight
             return
         broad = self.file.settings.names(self.code)
+        # What the step backpropagates: a forward whose graph reaches none of it records nothing the step keeps
+        # (a model probed in a notebook cell); named, RL502 reports those too.
+        in_losses = set().union(*(loss.facts.get("forwards", frozenset()) for _, loss in _losses(flow)))
         runs = {event.node: event.target.facts.get("model") for event in flow.forwards}
         reported = set()
         for event in flow.forwards:
@@ -213,7 +218,7 @@ class ReferenceForwardWithGrad(RLCodeOnly, CSTRule):
             if callee is not None and callee is not event.function and callee.module is flow.ir:
                 continue  # deeper than the called function: its own run reports it at its own call
             frozen = flow.frozen(model)
-            if (frozen and not broad) or flow.escaped(model):
+            if (frozen or event.node not in in_losses) and not broad or flow.escaped(model):
                 continue
             at = event.via or event.node
             if event.via is not None and event.function.module is flow.ir and any(
