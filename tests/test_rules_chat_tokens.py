@@ -158,6 +158,8 @@ def test_pad_mask_in_test_helpers_is_not_reported():
 @pytest.mark.parametrize("fallback", [
     "if tokenizer.pad_token is None:\n    tokenizer.pad_token = tokenizer.eos_token\n",
     "tokenizer.pad_token = tokenizer.pad_token or tokenizer.eos_token\n",
+    "tokenizer.pad_token_id = (\n    tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id\n)\n",
+    "tokenizer.pad_token = tokenizer.eos_token if tokenizer.pad_token is None else tokenizer.pad_token\n",
 ])
 def test_eos_as_a_fallback_pad_is_not_known_to_pad(fallback):
     """Only tokenizers without a pad token of their own (Llama, not Qwen) take the fallback."""

@@ -196,8 +196,8 @@ class TokenizerFacts:
                     self.vllm_engines.update(names)
             if isinstance(node, ast.Assign) and any(
                     isinstance(t, ast.Attribute) and t.attr in ("pad_token", "pad_token_id") for t in node.targets):
-                if _mentions_attr(node.value, ("eos_token", "eos_token_id")) and id(node) not in fallbacks and not (
-                        isinstance(node.value, ast.BoolOp) and _mentions_attr(node.value, ("pad_token", "pad_token_id"))):
+                if _mentions_attr(node.value, ("eos_token", "eos_token_id")) and id(node) not in fallbacks and \
+                        not _fallback_expression(node.value):
                     self.pad_is_eos = True
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 tokens = _resolve(node.args[0], bound) if node.args else None
@@ -523,3 +523,11 @@ def _bound(stmt: cst.CSTNode) -> Iterator[str]:
             key = dotted(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
             if key is not None:
                 yield key
+
+
+def _fallback_expression(value: ast.expr) -> bool:
+    """EOS only where the tokenizer has no pad token: `tok.pad_token or tok.eos_token`,
+    `tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id`."""
+    if isinstance(value, ast.BoolOp):
+        return _mentions_attr(value, ("pad_token", "pad_token_id"))
+    return isinstance(value, ast.IfExp) and _mentions_attr(value.test, ("pad_token", "pad_token_id"))

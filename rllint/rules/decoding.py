@@ -1205,7 +1205,7 @@ class PadEqualsEosMask(FunctionRule):
     Reports a comparison of token ids with the pad id (`ids != tokenizer.pad_token_id`,
     `labels == pad_id`) in a file (not a test) that sets `tokenizer.pad_token = tokenizer.eos_token`
     (or `pad_token_id = eos_token_id`) unconditionally: a fallback taken only when the
-    tokenizer has no pad token (`if tokenizer.pad_token is None`, `pad_token or eos_token`)
+    tokenizer has no pad token (`if tokenizer.pad_token is None`, `pad_token or eos_token`, `pad if pad is not None else eos`)
     may never run. A mask that is only given to a forward as `attention_mask=`, or put
     under that key of a batch (`{"attention_mask": ids.ne(pad)}`), is not reported:
     hiding EOS from attention changes nothing before it.
