@@ -119,6 +119,31 @@ def test_one_sample_per_call_is_not_the_group_size():
     assert codes(source, "RL402") == []
 
 
+def test_a_group_size_default_counts_where_the_file_builds_the_class_or_calls_the_function():
+    """A default declared here and used elsewhere, or never (a logging callback's, a config nobody builds in the
+    file), is of unknown use; built or called here without the argument, it is the run's."""
+    declared = _BINARY + """
+    from dataclasses import dataclass
+
+    def score(completion, target):
+        return equation_reward(completion, target)
+
+    @dataclass
+    class Settings:
+        group_size: int = 4
+
+    class Logger:
+        def __init__(self, group_size=4):
+            self.group_size = group_size
+
+    def rollouts(prompts, num_generations=4):
+        return [p for p in prompts for _ in range(num_generations)]
+    """
+    assert codes(declared, "RL402") == []
+    assert codes(declared + "\n    settings = Settings()\n", "RL402") == [(4, "RL402"), (7, "RL402")]
+    assert codes(declared + "\n    batch = rollouts(['q'])\n", "RL402") == [(4, "RL402"), (7, "RL402")]
+
+
 # ---- reward shapes in other styles ------------------------------------------------------
 
 def test_rl401_one_number_through_max_min_a_scalar_name_or_a_float_annotation():

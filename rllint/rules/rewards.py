@@ -5,6 +5,7 @@ from typing import Callable, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
+from rllint.analysis.flow import IR
 from rllint.analysis.gold import AnswerMatches, contains
 from rllint.analysis.purpose import Purpose
 from rllint.analysis.imports import Imports
@@ -173,7 +174,9 @@ class BinaryRewardSmallGroup(_RewardRule):
     `min-binary-group-size`. A function whose score is added to another one
     (`format_reward + accuracy_reward`) is not reported: the reward is shaped.
     Nor is a group size of 1 taken as the group's: one sample per call says
-    nothing about how many completions a prompt gets.
+    nothing about how many completions a prompt gets, nor the default of a field
+    or parameter whose class the file never builds or whose function it never
+    calls (its use is out of sight).
 
     ## Why is this bad?
     Group-relative advantages are zero when every completion of a prompt gets the
@@ -228,7 +231,11 @@ class BinaryRewardSmallGroup(_RewardRule):
         """The largest group size the file sets (small evaluation counts do not lower it)."""
         if self._group is None:
             values = self.file.fact(Values)
-            found = [values.value_of(d) for d in values.declarations() if is_group_size(d.name, d.owner)]
+            built = self.file.fact(IR).module.calls_named
+            # A field's or a parameter's default is a run's value where the file builds the class or calls the
+            # function; one only declared here (built or called elsewhere, or never) is of unknown use.
+            found = [values.value_of(d) for d in values.declarations() if is_group_size(d.name, d.owner)
+                     and (d.kind not in ("field", "parameter") or built.get(d.owner))]
             for node in walk(self.file.module, into_functions=True):
                 if isinstance(node, cst.Call):
                     for arg in node.args:
