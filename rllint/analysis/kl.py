@@ -17,7 +17,9 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from rllint.analysis.facts import REF
 from rllint.analysis.syntax import walk
+from rllint.analysis.text import call_tail
 from rllint.analysis.tensors import LOGPROBS, MASK, NEGLOGP, Tensors, last_part
 
 Roles = Dict[str, int]
@@ -160,8 +162,8 @@ def bound_name(target: cst.BaseExpression) -> Optional[str]:
 # the reference's if the callee uses it as one.
 UNUSED, RATIO_DENOMINATOR = "unused", "ratio-denominator"
 _EXP = {"exp"}
-_CLIPS = {"clamp", "clip", "clamp_", "clip_"}
 _HELPER_DEPTH = 2
+_CLIPS = {"clamp", "clip", "clamp_", "clip_"}
 
 
 def reference_use(function, param: str, depth: int = 0, clipped: Optional[bool] = None) -> Optional[str]:
@@ -237,31 +239,20 @@ def _clipped_exponentials(function, depth: int) -> Optional[bool]:
                                             and _returns_exponential(_method(function, node.value))):
                 ratios.add(node.targets[0].target.value)
     for node in walk(function.node.body):
-        if isinstance(node, cst.Call) and _tail(node) in _CLIPS:
-            if isinstance(node.func, cst.Attribute) and not _module_call(node):
-                clamped = node.func.value  # `r.clamp(lo, hi)`
-            else:
-                clamped = node.args[0].value if node.args else None
+        if isinstance(node, cst.Call) and call_tail(node) in _CLIPS:
+            # `r.clamp(lo, hi)` clamps its receiver, `torch.clamp(r, lo, hi)` its first argument (another module's
+            # imports are not read here, so a module function is told by the value its receiver holds)
+            held = function.module.flow.value(node.func.value) if isinstance(node.func, cst.Attribute) else None
+            receiver = held is not None and held.facts.get("type") != REF
+            clamped = node.func.value if receiver else (node.args[0].value if node.args else None)
             if clamped is not None and (_exponential(clamped) or
                                         isinstance(clamped, cst.Name) and clamped.value in ratios):
                 return True
     return None
 
 
-def _tail(call: cst.Call) -> Optional[str]:
-    func = call.func
-    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
-
-
-def _module_call(call: cst.Call) -> bool:
-    """`torch.clamp(x, ...)`, `np.clip(x, ...)`: the clamped tensor is the first argument, not the receiver."""
-    func = call.func
-    return isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in (
-        "torch", "np", "numpy", "jnp", "mx")
-
-
 def _exponential(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Call) and _tail(expr) in _EXP
+    return isinstance(expr, cst.Call) and call_tail(expr) in _EXP
 
 
 def _returns_exponential(method) -> bool:

@@ -24,12 +24,16 @@ from rllint.analysis.syntax import dotted, keyword, positional, walk
 from rllint.analysis.text import (GEN_IDS, PROMPT, PROMPTS, TEXT, TEXTS, Scope, Scopes, TextRoles, TextSources,
                                   call_tail, literal_text, number)
 
+# Tokens that begin a sequence, and tokens that end a turn or pad it (a cut at one of them removes what
+# skip_special_tokens would).
+BOS_TOKENS = ("<|begin_of_text|>", "<s>", "<bos>", "<｜begin▁of▁sentence｜>")
+END_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "<|endoftext|>", "<end_of_turn>", "<|end|>", "</s>",
+              "<pad>", "[PAD]", "<|pad|>", "<|padding|>", "<eos>")
 # Chat-template control and padding tokens: registering them is tokenizer set-up, and
 # stripping them from decoded text is what skip_special_tokens is for.
-CONTROL_TOKENS = ("<|im_start|>", "<|im_end|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>",
-                  "<|begin_of_text|>", "<|end_of_text|>", "<|endoftext|>", "<start_of_turn>", "<end_of_turn>",
-                  "<|user|>", "<|assistant|>", "<|system|>", "<|end|>", "[INST]", "[/INST]", "<s>", "</s>",
-                  "<pad>", "[PAD]", "<|pad|>", "<unk>", "<|padding|>", "<bos>", "<eos>")
+CONTROL_TOKENS = BOS_TOKENS + END_TOKENS + ("<|im_start|>", "<|start_header_id|>", "<|end_header_id|>",
+                                            "<start_of_turn>", "<|user|>", "<|assistant|>", "<|system|>", "[INST]",
+                                            "[/INST]", "<unk>")
 
 
 # Model families by whether their tokenizer adds a BOS token with `add_special_tokens=True` and writes one in
@@ -383,14 +387,14 @@ def _used_as_hugging_face(node: cst.CSTNode, name: str) -> bool:
     return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and dotted(node.func.value) == name \
         and call_tail(node) == "decode" and any(keyword(node, k) is not None for k in _DECODE_KEYWORDS)
 
-_BOS_TOKENS = ("<s>", "<bos>", "<|begin_of_text|>", "<｜begin▁of▁sentence｜>")
+
 _STRIPS = {"removeprefix", "lstrip", "replace", "strip"}
 
 
 def _is_bos(expr: cst.CSTNode, scope: Scope, depth: int = 0) -> bool:
     """`tokenizer.bos_token`, `len(tok.bos_token)`, a BOS token spelt out, or a name bound to one of those."""
     for node in walk(expr):
-        if isinstance(node, cst.Attribute) and node.attr.value == "bos_token" or literal_text(node) in _BOS_TOKENS:
+        if isinstance(node, cst.Attribute) and node.attr.value == "bos_token" or literal_text(node) in BOS_TOKENS:
             return True
         if isinstance(node, cst.Name) and depth < 4 and any(
                 _is_bos(v, scope, depth + 1) for v in scope.assigned.get(node.value, ())):

@@ -23,7 +23,7 @@ from rllint.analysis.text import (AnswerLookups, GEN_IDS, PROMPT, PROMPTS, RE_FU
                                   TextRoles, call_tail, extraction, is_answer_marker, may_extract,
                                   is_reasoning_close, literal_text, words, attr_tail, number, regex_of,
                                   REASONING_MARKER, STR_METHODS, unwrap)
-from rllint.analysis.tokenizer import IdsUse, TokenizerFacts
+from rllint.analysis.tokenizer import END_TOKENS, IdsUse, TokenizerFacts
 from rllint.analysis.values import Values
 from rllint.diagnostic import Severity, Tier
 from rllint.index import SAMPLER_CALLS as _SAMPLER_CALLS, ProjectIndex
@@ -276,9 +276,6 @@ class DecodeKeepsPadding(FunctionRule):
                    if not is_display_call(call))
 
 
-# Tokens that end a completion or pad it: a cut at one of them removes what skip_special_tokens would.
-_END_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "<|endoftext|>", "<end_of_turn>", "<|end|>", "</s>",
-               "<pad>", "[PAD]", "<|pad|>", "<|padding|>", "<eos>")
 _CUTS = frozenset({"replace", "strip", "rstrip", "removesuffix", "split", "rsplit", "partition", "rpartition", "sub",
                    "index", "find", "rfind"})
 _CONSUMER_DEPTH = 3
@@ -341,7 +338,7 @@ def _end_token(node: cst.CSTNode) -> bool:
     if isinstance(node, cst.Attribute):
         return node.attr.value in ("pad_token", "eos_token", "all_special_tokens")
     text = literal_text(node) if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)) else None
-    return text is not None and any(token in text for token in _END_TOKENS)
+    return text is not None and any(token in text for token in END_TOKENS)
 
 
 def _strips_special_tokens(scope: Scope) -> bool:
@@ -1001,7 +998,6 @@ class HandWrittenChatTemplate(CSTRule):
             return  # a token name on its own, not prompt text
         self._reported_statement = self._statement
         self.report(node, tokens=", ".join(dict.fromkeys(tokens)))
-
 
     def _in_scope(self) -> bool:
         """RL code outside tests; named (`--select RL307`), also a module outside tests that works with a
