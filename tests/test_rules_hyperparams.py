@@ -473,15 +473,16 @@ if __name__ == "__main__":
     {change}
     optim = settings["optim"]
     policy = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-1.5B")
-    optimizer = torch.optim.AdamW(policy.parameters(), lr=float(optim["lr"]))
+    optimizer = torch.optim.AdamW(policy.parameters(), lr={lr})
 """
 
 
-def _settings_project(tmp_path, path="configs/grpo.yaml", change="", rate="2e-5", comment=""):
+def _settings_project(tmp_path, path="configs/grpo.yaml", change="", rate="2e-5", comment="",
+                      lr='float(optim["lr"])'):
     (tmp_path / "configs").mkdir(parents=True)
     (tmp_path / "configs" / "grpo.yaml").write_text(f"seed: 1\noptim:\n  lr: {rate}{comment}\n  betas: [0.9, 0.95]\n")
     script = tmp_path / "train_grpo.py"
-    script.write_text(textwrap.dedent(SETTINGS_FILE_SCRIPT.format(path=path, change=change)))
+    script.write_text(textwrap.dedent(SETTINGS_FILE_SCRIPT.format(path=path, change=change, lr=lr)))
     return script
 
 
@@ -506,6 +507,9 @@ def test_rl601_look_alikes_of_a_settings_file_rate(tmp_path):
     assert _settings_findings(_settings_project(tmp_path / "b", rate="1e-6")) == []
     assert _settings_findings(_settings_project(tmp_path / "c", path="configs/missing.yaml")) == []
     assert _settings_findings(_settings_project(tmp_path / "d", comment="  # noqa: RL601")) == []
+    # the file's rate is only logged; the optimizer gets another
+    logged = _settings_project(tmp_path / "e", change='print("lr", settings["optim"]["lr"])', lr="1e-6")
+    assert _settings_findings(logged) == []
 
 
 def test_rl601_named_reports_a_settings_file_rate_once(tmp_path):

@@ -197,12 +197,13 @@ class ReferenceForwardWithGrad(RLCodeOnly, CSTRule):
         flow = self.file.fact(Flow)
         flow.analyze_all()
         trained = flow.trained_models()
-        if not _losses(flow) or not trained:  # which model is the policy is out of sight
+        losses = _losses(flow)
+        if not losses or not trained:  # which model is the policy is out of sight
             return
         broad = self.file.settings.names(self.code)
         # What the step backpropagates: a forward whose graph reaches none of it records nothing the step keeps
         # (a model probed in a notebook cell); named, RL502 reports those too.
-        in_losses = set().union(*(loss.facts.get("forwards", frozenset()) for _, loss in _losses(flow)))
+        in_losses = set().union(*(loss.facts.get("forwards", frozenset()) for _, loss in losses))
         runs = {event.node: event.target.facts.get("model") for event in flow.forwards}
         reported = set()
         for event in flow.forwards:
