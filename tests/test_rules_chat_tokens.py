@@ -42,10 +42,11 @@ def test_hand_written_template_outside_rl_code_is_not():
 
 
 def test_a_prompt_module_of_a_language_model_is_reported_when_the_rule_is_named():
-    """Named, RL307 reads modules that import a tokenizer or sampler library too (a trainer imports them);
-    `ALL` keeps the default form, RL code only."""
-    module = "from vllm import SamplingParams\n" + CHATML
-    assert lines(module, "RL307", "prompts.py") == [4]
+    """Named, RL307 reads modules that load a tokenizer or build a generation engine too (a trainer imports
+    them); a module that only imports such a library is not one; `ALL` keeps the default form, RL code only."""
+    module = "from transformers import AutoTokenizer\ntok = AutoTokenizer.from_pretrained('Qwen/Qwen2.5-7B')\n" + CHATML
+    assert lines(module, "RL307", "prompts.py") == [5]
+    assert lines("from vllm import SamplingParams\n" + CHATML, "RL307", "prompts.py") == []
     found = lint_text(textwrap.dedent(module), "prompts.py", Settings(select=["ALL"]))
     assert [d.code for d in found.diagnostics] == []
 

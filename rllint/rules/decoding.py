@@ -806,18 +806,14 @@ def _defines_template(node: cst.ClassDef) -> bool:
     return any("render" in n.lower() or "template" in n.lower() for n in names if isinstance(n, str))
 
 
-# Libraries whose import makes a module language-model code (RL307's named form).
-_LANGUAGE_MODEL_LIBRARIES = ("transformers", "vllm", "sglang", "tokenizers", "trl")
-
-
 class HandWrittenChatTemplate(CSTRule):
     """
     ## What it does
     Reports string literals that write chat-template control tokens (`<|im_start|>`,
     `<|im_end|>`, `<|start_header_id|>`, `<|eot_id|>`, `[INST]`, `<start_of_turn>`,
     `<|user|>`, `<|assistant|>`, an empty `<think>\\n\\n</think>`) into prompt text,
-    in RL code outside tests (named by `--select RL307`: also in a module that imports a language-model
-    library, such as the prompt module a trainer imports). Token names in tokenizer set-up (`add_special_tokens`,
+    in RL code outside tests (named by `--select RL307`: also in a module that loads a tokenizer or builds a
+    generation engine, such as the prompt module a trainer imports). Token names in tokenizer set-up (`add_special_tokens`,
     `convert_tokens_to_ids`), stop strings, `split`/`replace` on model output and
     markers read only by such parsing calls, the content of assistant messages (a
     reply, not a prompt), messages of `assert`, `raise` and logging, Jinja
@@ -1000,11 +996,15 @@ class HandWrittenChatTemplate(CSTRule):
         self.report(node, tokens=", ".join(dict.fromkeys(tokens)))
 
     def _in_scope(self) -> bool:
-        """RL code outside tests; named (`--select RL307`), also a module outside tests that works with a
-        language model's tokenizer or sampler (the prompt module a trainer imports says no RL on its own)."""
+        """RL code outside tests; named (`--select RL307`), also a module outside tests that loads a language
+        model's tokenizer or builds a generation engine (the prompt module a trainer imports says no RL on its
+        own)."""
         purpose = self.file.fact(Purpose)
-        return purpose.rl_source or (self.file.settings.names(self.code) and not purpose.is_test and
-                                     self.file.fact(Imports).imports_from(*_LANGUAGE_MODEL_LIBRARIES))
+        if purpose.rl_source:
+            return True
+        tokenizers = self.file.fact(TokenizerFacts)
+        return self.file.settings.names(self.code) and not purpose.is_test and bool(
+            tokenizers.loads_tokenizer or tokenizers.tokenizers or tokenizers.engines)
 
 
 class DoubleThinkPrefill(FunctionRule):
