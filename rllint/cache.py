@@ -40,6 +40,7 @@ from typing import Any, Dict, List, Optional
 
 import rllint
 from rllint.settings import Settings
+from rllint.source import SourceError, content_hash, read_source, write_beside
 
 _FORMAT = 2
 _PREFIX = "results-"
@@ -80,8 +81,6 @@ def _signing_key(path: Path) -> Optional[bytes]:
     """The key at `path`, made (random, mode 0600, in a folder of mode 0700) when there is none; None when
     it cannot be made or read, or when others could read or change it (not a regular file of this user's,
     or open to the group or others)."""
-    from rllint.source import write_beside
-
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         if not path.exists():
@@ -94,10 +93,6 @@ def _signing_key(path: Path) -> Optional[bytes]:
         return None
     private = os.name != "posix" or (status.st_uid == os.getuid() and not status.st_mode & 0o077)
     return key if stat.S_ISREG(status.st_mode) and private and len(key) >= 32 else None
-
-
-def content_hash(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 def _signature(key: bytes, root: str, entries: bytes) -> str:
@@ -219,8 +214,6 @@ class ResultCache:
         self._load()
 
     def _load(self) -> None:
-        from rllint.source import SourceError, read_source
-
         if self._key is None:
             return
         try:
@@ -248,8 +241,6 @@ class ResultCache:
 
     def stale(self, dependencies: Dict[str, str]) -> bool:
         """Whether a file that a cached result depends on has changed, appeared (recorded as "") or gone."""
-        from rllint.source import SourceError, read_source
-
         for path, digest in dependencies.items():
             if path not in self._digests:
                 try:
@@ -276,8 +267,6 @@ class ResultCache:
             self.problem = (f"the result cache is off: {self.directory} holds files rllint did not make (it has no "
                             "CACHEDIR.TAG of rllint's); give `cache-dir` a new or empty folder")
             return
-        from rllint.source import write_beside
-
         entries = {path: entry for path, entry in self.entries.items() if os.path.isfile(path)}
         try:
             body = json.dumps(entries, separators=(",", ":")).encode()
@@ -322,8 +311,7 @@ def _encoded(result: Any) -> Optional[Dict[str, Any]]:
 
 def _result(data: Any) -> Optional[Any]:
     """The FileResult that `data` describes, or None when any part of it is not what `_encoded` writes."""
-    from rllint.diagnostic import Diagnostic, Severity
-    from rllint.runner import FileResult
+    from rllint.diagnostic import Diagnostic, FileResult, Severity
 
     if not isinstance(data, dict) or set(data) != {"diagnostics", "dependencies", "used_elsewhere"}:
         return None

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import difflib
 import importlib
-import pprint
 import re
-import textwrap
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from rllint.diagnostic import Severity, Tier
 
 TABLE_MODULE = "rllint.catalogue_table"
+
+# Every rule class imported so far, by code (`rllint.registry.Rule` registers its subclasses here).
+RULES: Dict[str, type] = {}
 
 
 class Entry:
@@ -43,9 +44,7 @@ class Entry:
     def rule(self) -> type:
         """The rule class; its family module is imported on first use."""
         if self._rule is None:
-            importlib.import_module(self.module)
-            from rllint.registry import RULES
-
+            importlib.import_module(self.module)  # its classes register themselves in RULES
             self._rule = RULES[self.code]
         return self._rule
 
@@ -62,19 +61,6 @@ class Entry:
                 "kind": self.kind, "module": self.module, "fix": self.fix, "file_kinds": self.file_kinds,
                 "triggers": self.triggers,
                 "ignore_case": self.ignore_case, "options": self.options, "message": self.message}
-
-    @classmethod
-    def of(cls, rule: type) -> "Entry":
-        """The entry of a rule class (for the table, and for rules made outside the catalogue, in tests)."""
-        from rllint.fix import load_builders
-        from rllint.registry import CSTRule, LogRule
-
-        kind = "log" if issubclass(rule, LogRule) else "cst" if issubclass(rule, CSTRule) else "runner"
-        builder = load_builders().get(rule.code)
-        fix = None if builder is None else builder.build.__module__
-        return cls(rule.code, rule.name, getattr(rule.severity, "value", rule.severity), rule.tier.value, kind,
-                   rule.__module__, fix, tuple(rule.file_kinds), tuple(rule.triggers), rule.triggers_ignore_case,
-                   tuple(option.key for option in rule.options), rule.message, rule)
 
 
 _ENTRIES: Optional[Dict[str, Entry]] = None
@@ -164,18 +150,3 @@ def select(select: Optional[Sequence[str]], extend_select: Sequence[str] = (),
         if best_on >= 0 and best_on > best_off:
             chosen.append(rule)
     return chosen
-
-
-def render_table() -> str:
-    """The text of `rllint/catalogue_table.py`, from the rule classes (all of them imported)."""
-    from rllint.registry import OPTIONS, load_rules
-
-    lines = ['"""Generated from the rule classes by `python -m rllint.docs`; do not edit by hand '
-             '(`rllint.catalogue`)."""', "", "RULES = ("]
-    lines += [textwrap.indent(pprint.pformat(Entry.of(rule).row(), width=112, sort_dicts=False), "    ") + ","
-              for rule in load_rules().values()]
-    lines += [")", "", "# Each rule option's key -> the module that defines it (importing it registers the option).",
-              "OPTIONS = {"]
-    lines += [f"    {key!r}: {option.module!r}," for key, option in sorted(OPTIONS.items())]
-    lines += ["}", ""]
-    return "\n".join(lines)

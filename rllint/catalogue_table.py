@@ -1062,7 +1062,7 @@ RULES = (
 
 # Each rule option's key -> the module that defines it (importing it registers the option).
 OPTIONS = {
-    'cross-module-values': 'rllint.analysis.values',
+    'cross-module-values': 'rllint.options',
     'log-metrics': 'rllint.rules.runlogs',
     'log-window': 'rllint.rules.runlogs',
     'lora-lr-multiplier': 'rllint.rules.hyperparams',

@@ -29,7 +29,7 @@ from rllint.report.escape import printable
 # and `rllint clean` need none of it.
 if TYPE_CHECKING:
     from rllint.config import ConfigFiles, ConfigTree
-    from rllint.runner import FileResult
+    from rllint.diagnostic import FileResult
     from rllint.settings import Settings
 
 STDIN = "-"
@@ -657,7 +657,8 @@ def _config_start(paths: Sequence[str], stdin_filename: Optional[str],
 
 def _lint_stdin(data: bytes, name: Optional[str], settings: Settings) -> FileResult:
     """Lint standard input as the file `name`; with --force-exclude, an excluded name has no findings."""
-    from rllint.runner import FileResult, lint_data
+    from rllint.diagnostic import FileResult
+    from rllint.runner import lint_data
 
     if name is not None and _force_excluded(name, settings):
         return FileResult()

@@ -1,9 +1,9 @@
-"""What a rule reports: one finding at one place in one file."""
+"""What a rule reports: one finding at one place in one file, and what linting one file gives."""
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 if TYPE_CHECKING:
     from rllint.fix import Fix
@@ -80,3 +80,18 @@ class FileError:
         return {"path": self.path, "line": None, "column": None, "end_line": None, "end_column": None,
                 "code": None, "name": "file-error", "severity": Severity.ERROR.value, "message": self.message,
                 "fix": None, "cell": None}
+
+
+@dataclass
+class FileResult:
+    """The findings and errors of one linted file (or of a run), and what a cached copy depends on."""
+
+    diagnostics: List[Diagnostic] = field(default_factory=list)
+    errors: List[FileError] = field(default_factory=list)
+    # Other files the result depends on (path -> content hash): a cached result is stale when one changes.
+    dependencies: Dict[str, str] = field(default_factory=dict)
+    # Suppression comments of other files that silenced a finding of this one: (path, line, selector).
+    used_elsewhere: List[Tuple[str, int, str]] = field(default_factory=list)
+    # One line each for the user about what the lint could not see; they change no exit status, and a
+    # cached result does not repeat them.
+    notes: List[str] = field(default_factory=list)

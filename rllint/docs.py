@@ -10,14 +10,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import pprint
 import re
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from rllint.catalogue import render_table
 from rllint.fix import load_builders
-from rllint.registry import LogRule, Option, load_rules
+from rllint.registry import OPTIONS, LogRule, Option, load_rules
 from rllint.rules.meta import SyntaxErrorRule, UnusedSuppression
 
 DEFAULT_FOLDER = Path(__file__).resolve().parent.parent / "rules"
@@ -215,6 +216,19 @@ def render_index() -> str:
         lines.append(f"| {link} | {rule.name} | {severity} | {rule.tier.value} | {default} | {_fix_kind(rule)} "
                      f"| {_cell(summary(rule))} |")
     return "\n".join(lines) + "\n"
+
+
+def render_table() -> str:
+    """The text of `rllint/catalogue_table.py` (`rllint.catalogue`), from the rule classes (all imported)."""
+    lines = ['"""Generated from the rule classes by `python -m rllint.docs`; do not edit by hand '
+             '(`rllint.catalogue`)."""', "", "RULES = ("]
+    lines += [textwrap.indent(pprint.pformat(rule.entry().row(), width=112, sort_dicts=False), "    ") + ","
+              for rule in load_rules().values()]
+    lines += [")", "", "# Each rule option's key -> the module that defines it (importing it registers the option).",
+              "OPTIONS = {"]
+    lines += [f"    {key!r}: {option.module!r}," for key, option in sorted(OPTIONS.items())]
+    lines += ["}", ""]
+    return "\n".join(lines)
 
 
 def expected_files() -> Dict[str, str]:

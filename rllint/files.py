@@ -26,14 +26,16 @@ import fnmatch
 import os
 import re
 import stat
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 
 import pathspec
 
 from rllint.diagnostic import FileError
-from rllint.settings import Settings
 from rllint.source import SourceError, read_source
 from rllint.vendored import released, vendored_framework
+
+if TYPE_CHECKING:  # settings name what to exclude; they import this module's defaults
+    from rllint.settings import Settings
 
 _KINDS = {".py": "python", ".pyi": "python", ".ipynb": "notebook", ".yaml": "yaml", ".yml": "yaml", ".sh": "shell",
           ".bash": "shell"}
@@ -41,6 +43,15 @@ KINDS = ("python", "yaml", "shell")  # the kinds rules judge; a notebook's code 
 
 # A .gitignore's patterns and the real path of the folder they are relative to.
 _Ignore = Tuple[str, pathspec.GitIgnoreSpec]
+
+# As ruff: folders that hold tools' and environments' files, never a project's sources.
+DEFAULT_EXCLUDES: Tuple[str, ...] = (
+    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
+    ".nox", ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".tox", ".venv",
+    ".vscode", "__pypackages__", "__pycache__", "_build", "buck-out", "build", "dist", "node_modules",
+    "site-packages", "venv",
+)
+
 
 
 def file_kind(path: str) -> Optional[str]:

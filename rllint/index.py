@@ -26,8 +26,8 @@ from functools import lru_cache
 from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
 from rllint.analysis.nodes import AstNodes
-from rllint.cache import content_hash
-from rllint.source import SourceError, decode_source, read_source
+from rllint.options import CROSS_MODULE_VALUES
+from rllint.source import SourceError, content_hash, decode_source, read_source
 
 _MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 # Folders whose modules are installed packages, not the project's.
@@ -281,8 +281,6 @@ def importers_outside(paths: Sequence[str], settings) -> List[str]:
     """Project files that import a Python file of the run but are not in it (a pre-commit of `hparams.py`
     alone), at most `_MAX_IMPORTERS` per imported file: linting them places the findings on values written
     in the run's files, as linting the whole project would. None without `cross-module-values`."""
-    from rllint.analysis.values import CROSS_MODULE_VALUES
-
     run = {os.path.abspath(p) for p in paths if p.endswith((".py", ".pyi"))}
     if not run or not settings.option(CROSS_MODULE_VALUES):
         return []
@@ -516,8 +514,6 @@ class ProjectIndex:
     """The index as one linted file sees it (`file.fact(ProjectIndex)`); answers record dependencies."""
 
     def __init__(self, file) -> None:
-        from rllint.analysis.values import CROSS_MODULE_VALUES
-
         self._file = file
         self.path = os.path.abspath(file.path)
         self.enabled = file.settings.option(CROSS_MODULE_VALUES) and os.path.isfile(self.path)

@@ -12,44 +12,19 @@ import importlib
 import inspect
 import pkgutil
 import re
-import sys
-from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import libcst as cst
 
 from rllint import catalogue
-from rllint.catalogue import UnknownSelector, validate_selectors
+from rllint.catalogue import RULES, Entry, UnknownSelector, validate_selectors
+from rllint.analysis.positions import Lines
 from rllint.diagnostic import Severity, Tier
+from rllint.options import OPTIONS, Option
 
 _CODE = re.compile(r"^RL\d{3}$")
 
 
-@dataclass(frozen=True)
-class Option:
-    """A `[tool.rllint]` key that tunes rules. `kind` is the Python type a value must have."""
-
-    key: str
-    kind: Any
-    default: Any
-    doc: str
-    choices: Tuple[Any, ...] = ()  # the allowed values, when only a few are
-    # A further check of a well-typed value: the problem as a phrase, or None when the value is fine.
-    check: Optional[Callable[[Any], Optional[str]]] = None
-    # Name patterns that make a model a reference or a policy: a file that holds one of their words is linted
-    # by every rule, whose own trigger words cannot know these names.
-    names_models: bool = False
-    # The module that defines the option: importing it registers the option (`rllint.catalogue.import_option`).
-    module: str = field(default="", compare=False)
-
-    def __post_init__(self) -> None:
-        if not self.module:  # the caller of the dataclass's __init__
-            object.__setattr__(self, "module", sys._getframe(2).f_globals.get("__name__", ""))
-        OPTIONS[self.key] = self
-
-
-OPTIONS: Dict[str, Option] = {}
-RULES: Dict[str, type] = {}
 
 
 class Rule:
@@ -85,6 +60,18 @@ class Rule:
     @classmethod
     def page(cls) -> str:
         return inspect.cleandoc(cls.__doc__ or "")
+
+    @classmethod
+    def entry(cls) -> Entry:
+        """The rule's row of the catalogue (the generated table; rules made outside it, in tests)."""
+        from rllint.fix import load_builders  # the fix modules import the rule families
+
+        kind = "log" if issubclass(cls, LogRule) else "cst" if issubclass(cls, CSTRule) else "runner"
+        builder = load_builders().get(cls.code)
+        fix = None if builder is None else builder.build.__module__
+        return Entry(cls.code, cls.name, getattr(cls.severity, "value", cls.severity), cls.tier.value, kind,
+                     cls.__module__, fix, tuple(cls.file_kinds), tuple(cls.triggers), cls.triggers_ignore_case,
+                     tuple(option.key for option in cls.options), cls.message, cls)
 
 
 class Finding:
@@ -151,11 +138,9 @@ class CSTRule(Rule, cst.BatchableCSTVisitor):
 
     def _report_remote(self, place: Any, used_at: Optional[cst.CSTNode], values: Dict[str, Any],
                        severity: Optional[Severity] = None) -> None:
-        from rllint.analysis.values import Values  # its position pass, shared with the rules that word lines
-
         message = self.message.format(**values)
         if self.file.path not in message:  # the rule's own wording may already say where the value is used
-            user = self.file.path if used_at is None else f"{self.file.path}:{self.file.fact(Values).line(used_at)}"
+            user = self.file.path if used_at is None else f"{self.file.path}:{self.file.fact(Lines).line(used_at)}"
             message = f"{message} (used in {user})"
         span = (place.line, place.column, place.end_line, place.end_column)
         self.findings.append(Finding(type(self), None, span, message, place.path, severity))

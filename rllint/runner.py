@@ -25,7 +25,7 @@ import threading
 import tokenize
 import io
 from collections import deque
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
@@ -34,17 +34,17 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from rllint import workers
 from rllint.analysis.launches import CONFIG_FILES
 from rllint.analysis.nodes import AstNodes
-from rllint.cache import ResultCache, content_hash
+from rllint.cache import ResultCache
 from rllint.catalogue import Entry, UnknownSelector, entries, find, import_option
-from rllint.diagnostic import Diagnostic, FileError
+from rllint.diagnostic import Diagnostic, FileError, FileResult
 from rllint.files import file_kind
 from rllint.index import importers_outside
 from rllint.notebook import MAX_NOTEBOOK_BYTES, NotebookError, place_all, read_cells
 from rllint.registry import OPTIONS, Finding
 from rllint.rules.meta import SyntaxErrorRule, UnusedSuppression
 from rllint.settings import Settings
-from rllint.source import (MAX_FILE_BYTES, SourceError, Suppressions, decode_config, decode_source, read_source,
-                           token_estimate, too_large)
+from rllint.source import (MAX_FILE_BYTES, SourceError, Suppressions, content_hash, decode_config, decode_source,
+                           read_source, token_estimate, too_large)
 from rllint.traversal import visit_batched
 
 # libcst's visitors recurse once per nesting level: a 500-term `+` chain, which CPython
@@ -115,19 +115,6 @@ class ConfigFile(_Facts):
     def __init__(self, path: str, text: str, kind: str, settings: Settings) -> None:
         super().__init__(path, text, settings)
         self.kind = kind
-
-
-@dataclass
-class FileResult:
-    diagnostics: List[Diagnostic] = field(default_factory=list)
-    errors: List[FileError] = field(default_factory=list)
-    # Other files the result depends on (path -> content hash): a cached result is stale when one changes.
-    dependencies: Dict[str, str] = field(default_factory=dict)
-    # Suppression comments of other files that silenced a finding of this one: (path, line, selector).
-    used_elsewhere: List[Tuple[str, int, str]] = field(default_factory=list)
-    # One line each for the user about what the lint could not see; they change no exit status, and a
-    # cached result does not repeat them.
-    notes: List[str] = field(default_factory=list)
 
 
 def lint_bytes(data: bytes, path: str, settings: Settings) -> FileResult:

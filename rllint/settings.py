@@ -12,20 +12,13 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple
 
 from rllint.catalogue import Entry, names_rule, select
+from rllint.files import DEFAULT_EXCLUDES
 
 if TYPE_CHECKING:
-    from rllint.registry import Option
+    from rllint.options import Option
 
 # The Python running rllint: the target of a project that states none.
 RUNNING_PYTHON: Tuple[int, int] = sys.version_info[:2]
-
-# As ruff: folders that hold tools' and environments' files, never a project's sources.
-DEFAULT_EXCLUDES: Tuple[str, ...] = (
-    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
-    ".nox", ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".tox", ".venv",
-    ".vscode", "__pypackages__", "__pycache__", "_build", "buck-out", "build", "dist", "node_modules",
-    "site-packages", "venv",
-)
 
 
 @dataclass

@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import bisect
 import codecs
+import hashlib
 import io
 import os
 import re
@@ -21,6 +22,11 @@ class SourceError(Exception):
 # The largest file rllint reads, in bytes. libcst needs hundreds of bytes of memory per byte of
 # dense source; the node budget of the runner bounds that, this bounds what is read at all.
 MAX_FILE_BYTES = 8 * 1024 * 1024
+
+
+def content_hash(data: bytes) -> str:
+    """The digest that names a file's content in the cache and in a result's dependencies."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 def read_source(path: str, limit: int = MAX_FILE_BYTES) -> bytes:

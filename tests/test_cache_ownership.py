@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from rllint import cli
 from rllint.cache import _TAG_TEXT, ResultCache, key_path
-from rllint.runner import FileResult
+from rllint.diagnostic import FileResult
 from rllint.settings import Settings
 
 SCRIPT = "import re\nFORMAT = re.compile(r'<think>.*?</think>')\n"

@@ -6,7 +6,8 @@ import textwrap
 import pytest
 
 from rllint import catalogue
-from rllint.catalogue import Entry, UnknownSelector, entries, render_table, select
+from rllint.catalogue import Entry, UnknownSelector, entries, select
+from rllint.docs import render_table
 from rllint.docs import TABLE
 from rllint.registry import OPTIONS, load_rules
 

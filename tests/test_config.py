@@ -3,18 +3,19 @@ from pathlib import Path
 
 import pytest
 
-from rllint import config, registry
+import rllint.options
+from rllint import config
 from rllint.config import ConfigError, find_config, load_settings
 from rllint.registry import Option, load_rules
-from rllint.settings import DEFAULT_EXCLUDES
+from rllint.files import DEFAULT_EXCLUDES
 
 
 @pytest.fixture(autouse=True)
 def options(monkeypatch):
-    """Throwaway rule options in a copy of the registry's table, so that real ones are untouched."""
+    """Throwaway rule options in a copy of the table of options, so that real ones are untouched."""
     load_rules()
-    table = dict(registry.OPTIONS)
-    monkeypatch.setattr(registry, "OPTIONS", table)
+    table = dict(rllint.options.OPTIONS)
+    monkeypatch.setattr(rllint.options, "OPTIONS", table)
     monkeypatch.setattr(config, "OPTIONS", table)
     Option("max-epsilon", float, 1e-4, "largest epsilon")
     Option("min-group-size", int, 3, "smallest group")

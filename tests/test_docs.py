@@ -4,7 +4,8 @@ import sys
 
 import pytest
 
-from rllint import docs, registry
+import rllint.options
+from rllint import docs
 from rllint.diagnostic import Severity, Tier
 from rllint.docs import DEFAULT_FOLDER, render_index, render_page
 from rllint.registry import Option, Rule, load_rules
@@ -74,7 +75,7 @@ def test_page_of_a_rule_that_comments_can_silence():
 
 
 def test_generated_options_section(monkeypatch):
-    monkeypatch.setattr(registry, "OPTIONS", {})  # the probe's options stay out of the real catalogue
+    monkeypatch.setattr(rllint.options, "OPTIONS", {})  # the probe's options stay out of the real catalogue
 
     class Probe(Rule):
         """

@@ -280,7 +280,6 @@ def test_listing_error_is_reported_and_the_walk_goes_on(tmp_path, monkeypatch):
 
 
 def test_launch_configs_are_walked_only_when_a_selected_rule_reads_them(tmp_path, monkeypatch):
-    from rllint.catalogue import Entry
     from rllint.registry import CSTRule
 
     (tmp_path / "train.py").write_text("x = 1\n")
@@ -292,5 +291,5 @@ def test_launch_configs_are_walked_only_when_a_selected_rule_reads_them(tmp_path
     class ReadsYaml(CSTRule):
         file_kinds = ("python", "yaml")
 
-    monkeypatch.setattr(Settings, "selected", lambda self: [Entry.of(ReadsYaml)])
+    monkeypatch.setattr(Settings, "selected", lambda self: [ReadsYaml.entry()])
     assert [os.path.basename(p) for p in discover([str(tmp_path)], settings)[0]] == ["grpo.yaml", "train.py"]

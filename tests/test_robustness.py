@@ -529,7 +529,6 @@ def test_15_a_comment_cannot_hang_the_run(tmp_path):
 def test_15_each_file_is_bounded_in_time(tmp_path, monkeypatch):
     import libcst as cst
 
-    from rllint.catalogue import Entry
     from rllint.registry import CSTRule
     from rllint.runner import lint_files
     from rllint.settings import Settings
@@ -543,7 +542,7 @@ def test_15_each_file_is_bounded_in_time(tmp_path, monkeypatch):
                 time.sleep(3600)
 
     Forever.code = "RL996"
-    forever = [Entry.of(Forever)]
+    forever = [Forever.entry()]
     monkeypatch.setattr(Settings, "selected_for", lambda self, path: forever)  # workers are forked: they see it
     (tmp_path / "slow.py").write_text("sleep = 1\n")
     (tmp_path / "fine.py").write_text("x = 1\n")

@@ -9,7 +9,7 @@ from rllint import cli
 from rllint.cache import _TAG_TEXT, ResultCache, _signature, _signing_key, clean, key_path
 from rllint.config import load_settings
 from rllint.diagnostic import Diagnostic, Severity
-from rllint.runner import FileResult
+from rllint.diagnostic import FileResult
 from rllint.settings import Settings
 
 FINDING = Diagnostic("a.py", 1, 5, 1, 6, "RL601", "sft-scale-learning-rate", Severity.WARNING, "m")

@@ -6,11 +6,10 @@ import os
 import libcst as cst
 import pytest
 
-from rllint.diagnostic import Severity
+from rllint.diagnostic import FileResult, Severity
 from rllint import runner, workers
 from rllint.analysis.configs import LaunchConfig
 from rllint.cache import ResultCache
-from rllint.catalogue import Entry
 from rllint.registry import CSTRule
 from rllint.runner import lint_bytes, lint_files, lint_text
 from rllint.settings import Settings
@@ -33,7 +32,7 @@ Marker.code = "RL999"  # set after class creation so that the probe stays out of
 
 def selecting(monkeypatch, *rules):
     """Every file gets these rules (probes made here, outside the catalogue)."""
-    chosen = [Entry.of(rule) for rule in rules]
+    chosen = [rule.entry() for rule in rules]
     monkeypatch.setattr(Settings, "selected_for", lambda self, path: chosen)
 
 
@@ -236,7 +235,7 @@ def test_cache_skips_unchanged_files_and_notices_changes(probe, tmp_path, monkey
     path.write_text("x = marker\n")
     first = lint_files([str(path)], probe, cache=ResultCache(probe, tmp_path / "cache"))
     calls = []
-    monkeypatch.setattr(runner, "lint_bytes", lambda *args: calls.append(args) or runner.FileResult())
+    monkeypatch.setattr(runner, "lint_bytes", lambda *args: calls.append(args) or FileResult())
     again = lint_files([str(path)], probe, cache=ResultCache(probe, tmp_path / "cache"), isolated=False)
     assert again.diagnostics == first.diagnostics and len(first.diagnostics) == 1 and calls == []
     path.write_text("x = 1\n")

@@ -6,7 +6,6 @@ import textwrap
 import pytest
 
 from rllint import runner
-from rllint.catalogue import Entry
 from rllint.registry import CSTRule, load_rules
 from rllint.runner import lint_text
 from rllint.settings import Settings
@@ -38,7 +37,7 @@ def test_every_positive_fixture_holds_a_trigger_of_its_rule(rule):
     positives = [path for path in _positive(rule.code) if path.suffix == ".py" or rule.file_kinds != ("python",)]
     for path in positives:
         text = LABEL.sub("", path.read_text(encoding="utf-8"))  # the labels name codes, not trigger words
-        assert Entry.of(rule).triggered(text, text.lower()), f"{path.name}: none of {rule.triggers}"
+        assert rule.entry().triggered(text, text.lower()), f"{path.name}: none of {rule.triggers}"
 
 
 @pytest.mark.parametrize("path", CASES, ids=lambda p: p.relative_to(FIXTURES).as_posix())

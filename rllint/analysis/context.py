@@ -15,7 +15,7 @@ from typing import FrozenSet, Iterator, Optional, Set, Tuple
 from rllint.analysis.imports import Imports
 from rllint.analysis.nodes import AstNodes
 from rllint.analysis.values import Values
-from rllint.registry import Option
+from rllint.options import Option
 
 RL_CONTEXT = Option(
     "rl-context", str, "auto",

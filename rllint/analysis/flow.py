@@ -36,6 +36,7 @@ from rllint.analysis.facts import (BATCH, BOOL, CAUSAL_LM, CLASS, DICT, FUNCTION
 from rllint.analysis.ir import CallSite, ClassIR, FunctionIR, ModuleIR, Param
 from rllint.analysis.launches import written_settings_file
 from rllint.analysis.syntax import children
+from rllint.options import CROSS_MODULE_VALUES
 
 MAX_DEPTH = 4  # nested calls interpreted with their arguments; deeper calls return an unknown value
 MAX_SUMMARIES = 2000  # interpretations of callees per file: a bound for pathological files
@@ -489,11 +490,8 @@ class Flow:
         return self._imported[key]
 
     def _cross_module(self) -> bool:
-        from rllint.registry import OPTIONS
-
-        option = OPTIONS.get("cross-module-values")
         settings = getattr(self.file, "settings", None)
-        return bool(self.file.path) and (option is None or settings is None or settings.option(option))
+        return bool(self.file.path) and (settings is None or settings.option(CROSS_MODULE_VALUES))
 
     def method_of(self, cls: ClassIR, name: str) -> Optional[FunctionIR]:
         """A method of `cls` or of its bases in this file."""

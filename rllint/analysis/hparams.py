@@ -27,8 +27,7 @@ from typing import Dict, Iterable, List, Optional, Sequence
 from rllint.analysis.configs import ConfigEntry, LaunchConfig
 from rllint.analysis.context import tokens
 from rllint.analysis.nodes import AstNodes
-from rllint.cache import content_hash
-from rllint.source import SourceError, read_source
+from rllint.source import SourceError, content_hash, read_source
 
 # Words that make a learning-rate name something else: a bound, a schedule, a multiplier.
 NOT_A_RATE = frozenset({

@@ -13,8 +13,8 @@ import os
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Tuple
 
-from rllint.cache import content_hash
-from rllint.settings import DEFAULT_EXCLUDES
+from rllint.files import DEFAULT_EXCLUDES
+from rllint.source import content_hash
 
 MAX_SCRIPTS = 400  # launch scripts read per project
 MAX_BYTES = 256 * 1024

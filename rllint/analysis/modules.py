@@ -25,8 +25,7 @@ from dataclasses import dataclass
 from contextlib import contextmanager
 from typing import Any, Dict, Iterator, Optional, Tuple
 
-from rllint.cache import content_hash
-from rllint.source import SourceError, read_source
+from rllint.source import SourceError, content_hash, read_source
 from rllint.index import clear_lookups, file_in, find_module, search_module
 
 _MAX_DEPTH = 24

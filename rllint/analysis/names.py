@@ -12,7 +12,7 @@ import functools
 import re
 from typing import List, Tuple
 
-from rllint.registry import Option
+from rllint.options import Option
 
 POLICY, REFERENCE, OLD_POLICY, REWARD, VALUE = "policy", "reference", "old policy", "reward model", "value model"
 

@@ -20,9 +20,8 @@ from typing import Dict, Optional, Tuple, Union
 
 import libcst as cst
 
-from rllint.cache import content_hash
 from rllint.index import find_module
-from rllint.source import SourceError, decode_source, read_source
+from rllint.source import SourceError, content_hash, decode_source, read_source
 
 MAX_BYTES = 512 * 1024
 MAX_NODES = 40_000

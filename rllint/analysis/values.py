@@ -27,15 +27,8 @@ from rllint.analysis.imports import Imports
 from rllint.analysis.nodes import AstNodes
 from rllint.analysis.positions import Lines
 from rllint.analysis.syntax import bound_names, children, dotted, keyword
-from rllint.registry import Option
+from rllint.options import CROSS_MODULE_VALUES
 
-CROSS_MODULE_VALUES = Option(
-    "cross-module-values", bool, True,
-    "Resolve values imported from other modules of the linted project (constants, config classes and "
-    "their inherited defaults) and report them where they are written, and ask the project index what other "
-    "modules do (helpers, reads, sampling temperatures, importers of a file linted alone); off: only the "
-    "linted file itself is seen.",
-)
 
 Number = Union[int, float]
 _MAX_DEPTH = 24

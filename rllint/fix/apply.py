@@ -12,13 +12,13 @@ from typing import Any, Callable, Dict, List, Sequence, Set, Tuple
 
 import libcst as cst
 
-from rllint.diagnostic import Diagnostic, FileError
+from rllint.diagnostic import Diagnostic, FileError, FileResult
 from rllint.files import file_kind
 from rllint.fix import Edit, edited
 from rllint.fix.write import WriteError, reads_as, replace_file, source_bytes, writable_path
 from rllint.notebook import NotebookError, join_cells, read_cells, with_sources
 from rllint.rules.meta import SyntaxErrorRule, UnusedSuppression
-from rllint.runner import FileResult, byte_limit, lint_bytes, lint_files, lint_text
+from rllint.runner import byte_limit, lint_bytes, lint_files, lint_text
 from rllint.settings import Settings
 from rllint.source import (SourceError, decode_config, decode_source, python_readline, read_source,
                            split_lines)
