@@ -3,7 +3,7 @@
 Config files, closest first in each folder as ruff looks for them: `.rllint.toml`, `rllint.toml`
 (keys at top level, like ruff.toml), then a `pyproject.toml` that has a `[tool.rllint]` table.
 Keys are kebab-case: the selection and file keys below, plus every rule option registered in
-`rllint.registry.OPTIONS` (the module of an option that a file sets is imported then). A typo must
+`rllint.options.OPTIONS` (the module of an option that a file sets is imported then). A typo must
 not silently fall back to a default, so unknown keys, wrong types and unknown rule selectors raise
 `ConfigError` naming the file and the key.
 
