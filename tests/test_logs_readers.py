@@ -7,7 +7,8 @@ import pytest
 
 from rllint.logs.lint import lint_logs
 from rllint.logs.metrics import CANDIDATES, MappingError, parse_mapping, resolve
-from rllint.logs.readers import Source, find_sources, read
+from rllint.logs.lint import read
+from rllint.logs.readers import Source, find_sources
 from rllint.settings import Settings
 
 README = Path(__file__).resolve().parent.parent / "README.md"

@@ -10,14 +10,25 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from rllint.diagnostic import Diagnostic, FileError
-from rllint.logs.metrics import SEQUENCE_LEVEL, SPARSE, SPARSE_WINDOW, resolve
-from rllint.logs.readers import MAX_IGNORED, LogReadError, Run, Source, find_sources, read
+from rllint.logs.metrics import SEQUENCE_LEVEL, SPARSE, SPARSE_WINDOW, resolve, wanted
+from rllint.logs.readers import MAX_IGNORED, LogReadError, Run, Source, find_sources, read_text_log
 from rllint.logs.series import Series
 from rllint.registry import LogFinding, LogRule
 from rllint.rules.runlogs import LOG_WINDOW
 from rllint.settings import Settings
 
 _SHOWN_KEYS = 6  # unknown keys listed in a warning
+
+
+def read(source: Source, mapping: Optional[Dict[str, str]] = None) -> List[Run]:
+    """The runs in one log, with the values of the keys that can hold a metric (the built-in names and
+    `mapping`'s, metric -> key); TensorBoard's reader is an optional extra, imported only for its files."""
+    wants = wanted(mapping or {})
+    if source.kind == "tensorboard":
+        from rllint.logs.tensorboard import read_events
+
+        return [read_events(source.path, wants)]
+    return read_text_log(source, wants)
 
 
 class RunMetrics:

@@ -26,7 +26,6 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
-from rllint.logs.metrics import wanted
 from rllint.source import SourceError, open_regular
 
 TRAINER_STATE = "trainer_state.json"
@@ -210,14 +209,9 @@ def _trainer_state_of(folder: str, files: List[str], folders: List[str]) -> Opti
 # ---- readers -------------------------------------------------------------------------------------
 
 
-def read(source: Source, mapping: Optional[Dict[str, str]] = None) -> List[Run]:
-    """The runs in one log (a CSV exported from a W&B panel may hold several), with the values of the keys
-    that can hold a metric (the built-in names and `mapping`'s, metric -> key)."""
-    wants = wanted(mapping or {})
-    if source.kind == "tensorboard":
-        from rllint.logs.tensorboard import read_events
-
-        return [read_events(source.path, wants)]
+def read_text_log(source: Source, wants: Callable[[str], bool]) -> List[Run]:
+    """The runs in one JSON, JSON-lines or CSV log (a CSV exported from a W&B panel may hold several), with
+    the values of the keys `wants` accepts."""
     streamed = source.kind in ("jsonl", "csv")
     with open_log(source.path, MAX_STREAMED_BYTES if streamed else MAX_DOCUMENT_BYTES) as handle:
         if source.kind == "jsonl":
