@@ -96,3 +96,45 @@ def test_an_entry_file_s_launch_sets_the_flags_of_the_module_it_runs(tmp_path):
                                  select=("ALL",)) if f[2] == "RL601"] == []
     assert [f[:3] for f in _lint(tmp_path, {**files, "run.sh": "python entry.py --seed 1\n"},
                                  select=("ALL",)) if f[2] == "RL601"] == [("trainer.py", 7, "RL601")]
+
+
+def test_a_launch_flag_of_an_argparse_script_overwritten_at_its_top_level(tmp_path):
+    script = """
+    import argparse
+    import torch
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--kl-coef", type=float, default=0.02)
+    parser.add_argument("--seed", type=int, default=0)
+    opts = parser.parse_args()
+    opts.kl_coef = 0
+    opts.seed = 1
+
+
+    def ppo_loss(logps, old_logps, ref_logps, advantages):
+        ratio = torch.exp(logps - old_logps)
+        clipped = torch.clamp(ratio, 0.8, 1.2)
+        kl = logps - ref_logps
+        return -torch.min(ratio * advantages, clipped * advantages).mean() + opts.kl_coef * kl.mean()
+    """
+    files = {"ppo_step.py": script, "sweep.sh": "for s in 1 2; do\n  python ppo_step.py --kl-coef 0.1 --seed $s\ndone\n"}
+    assert [f[:3] for f in _lint(tmp_path, files)] == [("ppo_step.py", 9, "RL606")]
+    # the launch leaves the flag at its default: the literal replaces a default, not a configured value
+    assert _lint(tmp_path, {**files, "sweep.sh": "python ppo_step.py --seed 3\n"}) == []
+
+
+def test_a_settings_file_key_overwritten_in_the_loaded_dict(tmp_path):
+    script = """
+    import yaml
+    from trl import GRPOConfig
+
+    def load():
+        with open("configs/ppo.yaml") as handle:
+            settings = yaml.safe_load(handle)
+        settings["rollout"]["temperature"] = 1.0
+        settings["rollout"]["seed"] = 0
+        return GRPOConfig(output_dir="out", **settings["rollout"])
+    """
+    files = {"train.py": script, "configs/ppo.yaml": "rollout:\n  temperature: 0.6\n  seed: 7\n"}
+    assert [f[:3] for f in _lint(tmp_path, files)] == [("train.py", 8, "RL606")]
+    assert _lint(tmp_path, {**files, "configs/ppo.yaml": "rollout:\n  temperature: 1.0\n"}) == []

@@ -16,7 +16,7 @@ from rllint.analysis.hparams import (
     is_grad_clip_norm, is_rl_hyperparameter, is_sequence_level, is_std_switch, last_part,
 )
 from rllint.analysis.domains.config import framework_class, setting
-from rllint.analysis.facts import CAUSAL_LM, NUMBER, VALUE_HEAD, Value as EngineValue
+from rllint.analysis.facts import CAUSAL_LM, DICT, NUMBER, UNKNOWN, VALUE_HEAD, Value as EngineValue
 from rllint.analysis.flow import Flow
 from rllint.analysis.imports import Imports
 from rllint.analysis.launches import CONFIG_FILES
@@ -1081,9 +1081,9 @@ class UnusedHyperparameter(CSTRule):
     command line or config class, and a value read from such a hyperparameter and then
     overwritten by a literal before it is used (`kl = args.beta` then `kl = 0.0`). Also a
     setting that the run's launch command or settings file gives (`--beta 0.1`, or
-    `max_grad_norm: 2.0` in the YAML file that TRL's `--config` names) and that the function
-    which parsed it then overwrites with another literal (`training_args.max_grad_norm = 1.0`,
-    not under a condition): the launches of an entry file that calls a function of this module
+    `max_grad_norm: 2.0` in the YAML file that TRL's `--config` names or that the code loads)
+    and that the code then overwrites with another literal (`training_args.max_grad_norm = 1.0`,
+    `cfg["beta"] = 0.0`, not under a condition): the launches of an entry file that calls a function of this module
     (`from train.pipeline import main; main()`) are this module's command line. The finding
     points at the declaration, or at the overwriting literal.
 
@@ -1131,7 +1131,7 @@ class UnusedHyperparameter(CSTRule):
     name = "unused-hyperparameter"
     severity = Severity.WARNING
     message = "{detail}: the run silently uses another value"
-    triggers = ("add_argument", "dataclass", "class ", "DEFINE_", "option", "parse_args")
+    triggers = ("add_argument", "dataclass", "class ", "DEFINE_", "option", "parse_args", "yaml.", "json.load")
 
     def __init__(self, file) -> None:
         super().__init__(file)
@@ -1271,17 +1271,20 @@ class UnusedHyperparameter(CSTRule):
                     name, source, self.file.module.code_for_node(literal)))
 
     def _configured_overwritten(self) -> None:
-        """`training_args.max_grad_norm = 1.0` in the body of the function that parsed `training_args`, when the
-        run's settings file or launch command gives that setting another value: the configured value never
-        reaches the run. The setting's value comes from the engine (`_launched`), written where the file is."""
+        """`training_args.max_grad_norm = 1.0` (or `cfg["beta"] = 0.0`) in the body of a function or script, not
+        under a condition, when the run's settings file or launch command gives that setting another value: the
+        configured value never reaches the run. The setting's value comes from the engine (`_launched`,
+        `_loaded`), written where the file or the launch writes it."""
         flow = self.file.fact(Flow)
         for function in flow.ir.all_functions():
-            for statement in function.body if not function.is_module else ():
-                assign = _attribute_literal(statement)
-                if assign is None or not _tuned(assign[0].attr.value):
+            for statement in function.body:
+                assign = _setting_literal(statement)
+                if assign is None or not _tuned(assign[2]):
                     continue
-                target, literal = assign
-                configured = setting(flow, flow.value(target.value), target.attr.value)
+                target, holder, key, literal = assign
+                held = flow.value(holder)
+                configured = dict(held.facts.get("items") or ()).get(key, UNKNOWN) \
+                    if held.facts.get("type") == DICT else setting(flow, held, key)
                 places = [p for p in configured.reason("number") if isinstance(p, RemoteNode)]
                 number = _literal_number(literal)
                 if places and number is not None and configured.facts.get("number") not in (None, number):
@@ -1335,13 +1338,21 @@ def _simple_assign(statement: cst.CSTNode) -> Optional[Tuple[str, cst.BaseExpres
     return None
 
 
-def _attribute_literal(statement: cst.CSTNode) -> Optional[Tuple[cst.Attribute, cst.BaseExpression]]:
-    """`holder.setting = <number>` as a whole statement line."""
-    if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
-        small = statement.body[0]
-        if isinstance(small, cst.Assign) and len(small.targets) == 1 and \
-                isinstance(small.targets[0].target, cst.Attribute) and _number_literal(small.value):
-            return small.targets[0].target, small.value
+def _setting_literal(statement: cst.CSTNode
+                     ) -> Optional[Tuple[cst.BaseExpression, cst.BaseExpression, str, cst.BaseExpression]]:
+    """`holder.setting = <number>` or `holder["setting"] = <number>` as a whole statement line: (target, holder,
+    setting, number)."""
+    if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1):
+        return None
+    small = statement.body[0]
+    if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and _number_literal(small.value)):
+        return None
+    target = small.targets[0].target
+    if isinstance(target, cst.Attribute):
+        return target, target.value, target.attr.value, small.value
+    if isinstance(target, cst.Subscript) and len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
+        key = _string(target.slice[0].slice.value)
+        return (target, target.value, key, small.value) if key else None
     return None
 
 
