@@ -891,7 +891,7 @@ RULES = (
      'module': 'rllint.rules.hyperparams',
      'fix': None,
      'file_kinds': ('python',),
-     'triggers': ('add_argument', 'dataclass', 'class ', 'DEFINE_', 'option'),
+     'triggers': ('add_argument', 'dataclass', 'class ', 'DEFINE_', 'option', 'parse_args', 'yaml.', 'json.load'),
      'ignore_case': False,
      'options': (),
      'message': '{detail}: the run silently uses another value'},

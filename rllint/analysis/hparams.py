@@ -213,6 +213,12 @@ def is_rl_hyperparameter(name: str) -> bool:
             or "temperature" in words or is_group_size(name) or bool(_LENGTH.search(name.lower())))
 
 
+def is_grad_clip_norm(name: str) -> bool:
+    """The norm gradients are clipped to: `max_grad_norm`, `grad_clip`, `clip_grad_norm`, `gradient_clipping`."""
+    words = set(tokens(name))
+    return bool(words & {"grad", "gradient", "grads"}) and bool(words & {"norm", "clip", "clipping"})
+
+
 def _adjacent(words: Sequence[str], first: str, second: str) -> bool:
     return any(a == first and b == second for a, b in zip(words, words[1:]))
 

@@ -47,14 +47,14 @@ def named_file(entry: LaunchEntry, suffixes: Tuple[str, ...]) -> Optional[str]:
     return None
 
 
-def runs_of(file) -> List[List[LaunchEntry]]:
-    """The commands of the project's shell scripts that run `file` (by its path relative to the script's
-    folder or the project root, or its file name), each as its entries."""
+def runs_of(file, entry: Optional[str] = None) -> List[List[LaunchEntry]]:
+    """The commands of the project's shell scripts that run `file` (or the Python file at `entry`) (by its path
+    relative to the script's folder or the project root, or its file name), each as its entries."""
     from rllint.analysis.configs import ConfigSyntaxError, read_shell
     from rllint.analysis.values import RemoteNode
     from rllint.index import project_root
 
-    path = os.path.abspath(file.path) if file.path else ""
+    path = os.path.abspath(entry or file.path) if entry or file.path else ""
     if not path:
         return []
     root = project_root(path)
@@ -79,6 +79,35 @@ def runs_of(file) -> List[List[LaunchEntry]]:
         runs.extend(by_command.values())
         seen = {e.invocation for e in entries if e.command and _names(e.command, path, script, root)}
         runs.extend([] for _ in seen - set(by_command))  # a run of the file that passes no flag
+    return runs
+
+
+def launched_runs(file) -> List[List[LaunchEntry]]:
+    """The runs whose command line reaches this file: its own launches, and those of each project entry file
+    that imports a function of this module and calls it (`python main.py --config run.yaml`, where `main.py`
+    runs `from train.pipeline import main; main()`: the pipeline's parser reads main.py's command line)."""
+    from rllint.index import ProjectIndex, find_module, importers_of
+
+    runs = runs_of(file)
+    index = file.fact(ProjectIndex)
+    mine = index.summary(index.path) if index.enabled else None  # also for a module read for its functions
+    if mine is None:
+        return runs
+    own = set(mine.functions)
+
+    def calls_this(path: str, summary) -> bool:
+        for local, module, level, imported in summary.imports:
+            if imported in own and local in summary.called and find_module(path, module, level) == index.path:
+                return True  # `from train.pipeline import main` ... `main()`
+            whole = f"{module}.{imported}" if imported and module else (imported or module)
+            if own & summary.called and find_module(path, whole, level) == index.path:
+                return True  # `import train.pipeline as pipeline` ... `pipeline.main()`
+        return False
+
+    for path in importers_of(index.path, file.settings):
+        summary = index.summary(path)
+        if summary is not None and calls_this(path, summary):
+            runs.extend(runs_of(file, path))
     return runs
 
 

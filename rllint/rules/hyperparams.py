@@ -13,10 +13,10 @@ from rllint.analysis.purpose import Purpose, distills, is_rl_class
 from rllint.analysis.hparams import (
     EVALUATION, GROUP_CONFIGS, GROUP_SIZE_TRIGGERS, MEAN, NOT_THE_POLICY, STD, LaunchRuns, belongs_elsewhere,
     group_baseline, is_clip_range, is_estimator_key, is_group_size, is_kl_coefficient, is_learning_rate,
-    is_rl_hyperparameter, is_sequence_level, is_std_switch, last_part,
+    is_grad_clip_norm, is_rl_hyperparameter, is_sequence_level, is_std_switch, last_part,
 )
 from rllint.analysis.domains.config import framework_class, setting
-from rllint.analysis.facts import CAUSAL_LM, NUMBER, VALUE_HEAD, Value as EngineValue
+from rllint.analysis.facts import CAUSAL_LM, DICT, NUMBER, UNKNOWN, VALUE_HEAD, Value as EngineValue
 from rllint.analysis.flow import Flow
 from rllint.analysis.imports import Imports
 from rllint.analysis.launches import CONFIG_FILES
@@ -25,7 +25,7 @@ from rllint.analysis.rates import RateSinks, optimizer_name
 from rllint.analysis.roles import ModelRoles, header
 from rllint.analysis.syntax import walk
 from rllint.analysis.tensors import GroupBaselines
-from rllint.analysis.values import Declaration, Value, Values, format_number
+from rllint.analysis.values import Declaration, RemoteNode, Value, Values, format_number
 from rllint.index import ProjectIndex
 from rllint.diagnostic import Severity, Tier
 from rllint.registry import CSTRule, Option
@@ -1079,8 +1079,13 @@ class UnusedHyperparameter(CSTRule):
     sampling temperature, group size, generation length) declared as an `argparse`
     argument or a config-class field and never read in the file that consumes that
     command line or config class, and a value read from such a hyperparameter and then
-    overwritten by a literal before it is used (`kl = args.beta` then `kl = 0.0`). The
-    finding points at the declaration, or at the overwriting literal.
+    overwritten by a literal before it is used (`kl = args.beta` then `kl = 0.0`). Also a
+    setting that the run's launch command or settings file gives (`--beta 0.1`, or
+    `max_grad_norm: 2.0` in the YAML file that TRL's `--config` names or that the code loads)
+    and that the code then overwrites with another literal (`training_args.max_grad_norm = 1.0`,
+    `cfg["beta"] = 0.0`, not under a condition): the launches of an entry file that calls a function of this module
+    (`from train.pipeline import main; main()`) are this module's command line. The finding
+    points at the declaration, or at the overwriting literal.
 
     The fields of an evaluation, SFT, reward-model or critic config class (`SFTConfig.lr`
     beside a PPO config) are not the RL run's settings and are not reported.
@@ -1126,7 +1131,7 @@ class UnusedHyperparameter(CSTRule):
     name = "unused-hyperparameter"
     severity = Severity.WARNING
     message = "{detail}: the run silently uses another value"
-    triggers = ("add_argument", "dataclass", "class ", "DEFINE_", "option")
+    triggers = ("add_argument", "dataclass", "class ", "DEFINE_", "option", "parse_args", "yaml.", "json.load")
 
     def __init__(self, file) -> None:
         super().__init__(file)
@@ -1258,11 +1263,34 @@ class UnusedHyperparameter(CSTRule):
                 continue  # no module around it reads anything of that command line or class
             self.report(declaration.node, detail="`{}` ({}) is declared but never read".format(
                 declaration.name, declaration.origin))
+        self._configured_overwritten()
         watched_names = {d.name for d in declarations if id(d) in watched}
         for literal, name, source in self._overwrites:
             if source in watched_names:
                 self.report(literal, detail="`{}` is read from `{}` and then overwritten by the literal {}".format(
                     name, source, self.file.module.code_for_node(literal)))
+
+    def _configured_overwritten(self) -> None:
+        """`training_args.max_grad_norm = 1.0` (or `cfg["beta"] = 0.0`) in the body of a function or script, not
+        under a condition, when the run's settings file or launch command gives that setting another value: the
+        configured value never reaches the run. The setting's value comes from the engine (`_launched`,
+        `_loaded`), written where the file or the launch writes it."""
+        flow = self.file.fact(Flow)
+        for function in flow.ir.all_functions():
+            for statement in function.body:
+                assign = _setting_literal(statement)
+                if assign is None or not _tuned(assign[2]):
+                    continue
+                target, holder, key, literal = assign
+                held = flow.value(holder)
+                configured = dict(held.facts.get("items") or ()).get(key, UNKNOWN) \
+                    if held.facts.get("type") == DICT else setting(flow, held, key)
+                places = [p for p in configured.reason("number") if isinstance(p, RemoteNode)]
+                number = _literal_number(literal)
+                if places and number is not None and configured.facts.get("number") not in (None, number):
+                    self.report(literal, detail="`{}` is set to {} by {} and then overwritten by the literal {}".format(
+                        self.file.module.code_for_node(target), format_number(configured.facts["number"]),
+                        configured.facts.get("origin", "the run's settings"), self.file.module.code_for_node(literal)))
 
     def _same_group(self, other: Declaration, declaration: Declaration) -> bool:
         if declaration.kind == "field":
@@ -1308,6 +1336,38 @@ def _simple_assign(statement: cst.CSTNode) -> Optional[Tuple[str, cst.BaseExpres
         if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
             return small.targets[0].target.value, small.value
     return None
+
+
+def _setting_literal(statement: cst.CSTNode
+                     ) -> Optional[Tuple[cst.BaseExpression, cst.BaseExpression, str, cst.BaseExpression]]:
+    """`holder.setting = <number>` or `holder["setting"] = <number>` as a whole statement line: (target, holder,
+    setting, number)."""
+    if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1):
+        return None
+    small = statement.body[0]
+    if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and _number_literal(small.value)):
+        return None
+    target = small.targets[0].target
+    if isinstance(target, cst.Attribute):
+        return target, target.value, target.attr.value, small.value
+    if isinstance(target, cst.Subscript) and len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
+        key = _string(target.slice[0].slice.value)
+        return (target, target.value, key, small.value) if key else None
+    return None
+
+
+def _literal_number(expr: cst.BaseExpression) -> Optional[float]:
+    negative = isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus)
+    if isinstance(expr, cst.UnaryOperation):
+        expr = expr.expression
+    number = float(expr.evaluated_value) if isinstance(expr, (cst.Integer, cst.Float)) else None
+    return -number if negative and number is not None else number
+
+
+def _tuned(name: str) -> bool:
+    """The settings whose replacement changes what the run learns: RL606's hyperparameters and the gradient
+    clipping norm."""
+    return is_rl_hyperparameter(name) or is_grad_clip_norm(name)
 
 
 def _number_literal(expr: cst.BaseExpression) -> bool:

@@ -282,10 +282,10 @@ def launch_overrides(flow) -> Dict[str, Value]:
     cached = getattr(flow, "_launch_overrides", None)
     if cached is not None:
         return cached
-    from rllint.analysis.launches import CONFIG_FILES, named_file, runs_of
+    from rllint.analysis.launches import CONFIG_FILES, launched_runs, named_file
 
     per_flag: Dict[str, List[Value]] = {}
-    runs = runs_of(flow.file)
+    runs = launched_runs(flow.file)
     for run in runs:
         for entry in run:
             if entry.source != "shell-flag":
@@ -406,9 +406,9 @@ def _launched(flow, instances: List[Value], config_files: bool) -> List[Value]:
 
 
 def _runs(flow) -> List[list]:
-    from rllint.analysis.launches import runs_of
+    from rllint.analysis.launches import launched_runs
 
-    return runs_of(flow.file)
+    return launched_runs(flow.file)
 
 
 def _settings(flow, run, config_files: bool) -> Dict[str, Value]:
