@@ -217,3 +217,78 @@ def test_rl315_the_right_side_chosen_explicitly_is_still_right():
         return lm.generate(**enc, max_new_tokens=256)
     """
     assert lines("RL315", source) == [19]
+
+
+LEARNER = """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from objectives import Objective
+
+
+    class Learner:
+        def __init__(self, name):
+            self.policy = AutoModelForCausalLM.from_pretrained(name)
+            self.tok = AutoTokenizer.from_pretrained(name)
+            self.objective = Objective(0.2)
+            self.opt = torch.optim.AdamW(self.policy.parameters(), lr=1e-6)
+
+        def sample(self, prompt_ids):
+            with torch.no_grad():
+                rows = self.policy.generate(prompt_ids, do_sample=True, max_new_tokens=256)
+            return self.tok.batch_decode(rows[:, prompt_ids.shape[1]:], skip_special_tokens=True)
+
+        def step(self, prompt_ids, score):
+            replies = self.sample(prompt_ids)
+            weights = torch.tensor([score(r) for r in replies])
+            enc = self.tok(text=replies, return_tensors="pt", padding=True)
+            with torch.no_grad():
+                before = self.policy(enc.input_ids).logits
+            after = self.policy(enc.input_ids).logits
+            loss = self.objective.value(after, before, enc.input_ids, weights)
+            loss.backward()
+            self.opt.step()
+"""
+
+
+def _project(tmp_path, objective):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "objectives.py").write_text(textwrap.dedent(objective))
+    (tmp_path / "learner.py").write_text(textwrap.dedent(LEARNER))
+    from rllint.runner import lint_files
+    result = lint_files([str(tmp_path / "learner.py")], Settings(select=["RL314"], root=tmp_path), isolated=False)
+    return sorted(d.line for d in result.diagnostics)
+
+
+def test_rl314_the_policy_gradient_loss_of_another_module_proves_the_forward_trains(tmp_path):
+    objective = """
+        import torch
+
+
+        class Objective:
+            def __init__(self, eps):
+                self.eps = eps
+
+            def value(self, logits, old_logits, ids, weights):
+                new = torch.log_softmax(logits, -1).gather(-1, ids[..., None]).squeeze(-1)
+                old = torch.log_softmax(old_logits, -1).gather(-1, ids[..., None]).squeeze(-1)
+                ratio = torch.exp(new - old)
+                clipped = torch.clamp(ratio, 1 - self.eps, 1 + self.eps)
+                return -torch.min(ratio * weights[:, None], clipped * weights[:, None]).mean()
+    """
+    assert _project(tmp_path, objective) == [23]
+
+
+def test_rl314_a_loss_of_another_module_that_weights_nothing_is_not_a_policy_gradient(tmp_path):
+    objective = """
+        import torch
+
+
+        class Objective:
+            def __init__(self, eps):
+                self.eps = eps
+
+            def value(self, logits, old_logits, ids, weights):
+                return torch.nn.functional.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
+    """
+    assert _project(tmp_path, objective) == []

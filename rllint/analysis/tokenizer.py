@@ -14,7 +14,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from rllint.analysis.facts import TOKENIZER
+from rllint.analysis.facts import DETACHED, NO_GRAD, TOKENIZER
 from rllint.analysis.flow import Flow
 from rllint.analysis.imports import Imports
 from rllint.analysis.loss import LossSlice
@@ -445,6 +445,7 @@ class IdsUse:
         self.file = file
         self.sources: TextSources = file.fact(TextSources)
         self.roles: ModelRoles = file.fact(ModelRoles)
+        self._stepped: Optional[Set[cst.CSTNode]] = None
 
     @staticmethod
     def _models(stmt: cst.CSTNode, calls: List[cst.Call], known: List[cst.Call]) -> List[cst.Call]:
@@ -458,19 +459,41 @@ class IdsUse:
         loss: LossSlice = self.file.fact(LossSlice)
         forwards = [f.node for f in loss.grad.forwards if f.role == POLICY and not f.no_grad]
 
-        def trained(stmt, calls) -> List[cst.Call]:
+        stepped = self._policy_gradient_sources()
+
+        def trained(stmt, calls, scope) -> List[cst.Call]:
+            engine = [c for c in calls if c in stepped and self._trained_forward(c, scope)]
             step = loss.slice.get(stmt)
             if step is None or not loss.policy_gradient(step.sink):
-                return []
-            return [c for c in calls if any(c is f for f in forwards)]
+                return engine
+            return [c for c in calls if any(c is f for f in forwards)] or engine
         return self._follow(call, function, trained, [f.node for f in loss.grad.forwards])
 
+    def _policy_gradient_sources(self) -> Set[cst.CSTNode]:
+        """The forwards (and other sources) the engine sees flow into a policy-gradient backward, through helpers
+        of other modules too (`loss = self.algo.pg_loss(logits, adv)` with `pg_loss` in the project)."""
+        if self._stepped is None:
+            flow: Flow = self.file.fact(Flow)
+            flow.analyze_all()
+            terms = flow.policy_gradient_terms
+            losses = [event.target for event in flow.backwards if event.target.sources & terms]
+            self._stepped = {node for loss in losses
+                             for node in loss.sources | (loss.facts.get("forwards") or frozenset())}
+        return self._stepped
+
+    def _trained_forward(self, call: cst.Call, function: Optional[cst.FunctionDef]) -> bool:
+        """A forward, with gradient, of a model the file gives no other role (the reference, the old policy,
+        a reward or value model)."""
+        model = self.roles.is_forward(call)
+        return model is not None and self.roles.role(model, function) in (POLICY, None) and \
+            self.file.fact(Flow).value(call).facts.get("grad") not in (NO_GRAD, DETACHED)
+
     def generation(self, call: cst.Call, function: Optional[cst.FunctionDef]) -> Optional[cst.Call]:
-        return self._follow(call, function, lambda stmt, calls: [c for c in calls if call_tail(c) in _SAMPLERS], [])
+        return self._follow(call, function, lambda stmt, calls, scope: [c for c in calls if call_tail(c) in _SAMPLERS], [])
 
     def _follow(self, call: cst.Call, function: Optional[cst.FunctionDef], targets,
                 models: List[cst.Call]) -> Optional[cst.Call]:
-        """The first of `targets(statement, calls)` that is given the result of `call`, or a value made from it.
+        """The first of `targets(statement, calls, function)` that is given the result of `call`, or a value made from it.
         What a model (one of `models`, or one whose outputs are read) computes from it is not followed."""
         work = [(function, call, 0)]
         seen: Set[int] = set()
@@ -484,7 +507,7 @@ class IdsUse:
                 if not any(c is source for c in calls) and not any(
                         _reads(part, key) for part in header(stmt) for key in tainted):
                     continue
-                for target in targets(stmt, calls):
+                for target in targets(stmt, calls, scope):
                     if target is not source and _given(target, source, tainted):
                         return target
                 if any(_given(c, source, tainted) for c in self._models(stmt, calls, models)):

@@ -1449,7 +1449,8 @@ class DecodeReencodeTrainingIds(FunctionRule):
     `apply_chat_template(messages)` returning ids) whose text comes from completions
     decoded with `skip_special_tokens=True`, when its ids become the input of the
     policy's forward in a policy-gradient loss (followed through names, containers,
-    concatenation with the prompt and the file's own helpers). Re-tokenizing for a
+    concatenation with the prompt and the file's own helpers; the loss may be computed
+    by a method of another class or module of the project). Re-tokenizing for a
     reward model, a judge or a reference model is not reported.
 
     ## Why is this bad?
