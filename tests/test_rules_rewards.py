@@ -354,6 +354,27 @@ def test_rl407_the_gold_looked_for_anywhere_in_the_completion_is_reported():
     assert codes(source, "RL407") == [(5, "RL407")]
 
 
+def test_rl407_a_comprehension_that_reuses_the_gold_parameters_name_does_not_hide_it():
+    # `{label for label in labels}` binds `label` inside the set only; the parameter `label` outside is the column
+    source = """
+        def label_reward(completions, label, **kwargs):
+            out = []
+            for text, want in zip(completions, label, strict=True):
+                names = {label.lower() for label in text.split()}
+                out.append(1.0 if want in text.strip() else 0.1 * len(names))
+            return out
+    """
+    assert codes(source, "RL407") == [(6, "RL407")]
+
+
+def test_rl407_a_comprehension_variable_named_like_a_column_is_judged_by_what_it_iterates():
+    source = """
+        def kw_reward(completions, solution, keywords, **kwargs):
+            return [float(any(solution in c for solution in kws)) for c, kws in zip(completions, keywords, strict=True)]
+    """
+    assert codes(source, "RL407") == []
+
+
 def test_rl407_a_position_lookup_or_count_of_the_gold_in_a_helper_the_reward_calls_is_reported():
     source = """
         def _tail(s):

@@ -71,12 +71,13 @@ class GoldAnswers:
         if isinstance(expr, cst.Attribute):
             return expr.attr.value in GOLD_KEYS and isinstance(expr.value, cst.Name) and expr.value.value != "self"
         if isinstance(expr, cst.Name):
-            return self._name(expr.value, scope, depth)
+            return self._name(expr.value, scope, depth, expr)
         return False
 
-    def _name(self, name: str, scope: Scope, depth: int) -> bool:
+    def _name(self, name: str, scope: Scope, depth: int, use: Optional[cst.Name] = None) -> bool:
         sources = [(value, None) for value in scope.assigned.get(name, ())]
-        sources += [(iterable, path) for iterable, path in scope.iterated.get(name, ())]
+        hidden = _unseen_comprehension_iterables(scope, name, use) if use is not None else set()
+        sources += [(iterable, path) for iterable, path in scope.iterated.get(name, ()) if id(iterable) not in hidden]
         # `x = x.split("####")[1]` keeps what `x` was: only the other bindings say where it comes from
         sources = [(v, p) for v, p in sources if not any(isinstance(n, cst.Name) and n.value == name for n in walk(v))]
         if sources:
@@ -116,6 +117,19 @@ class GoldAnswers:
                 return False
             found = True
         return found
+
+
+def _unseen_comprehension_iterables(scope: Scope, name: str, use: cst.Name) -> Set[int]:
+    """Iterables of the comprehensions that bind `name` and do not hold `use`: a comprehension's variable is
+    not seen outside it (`any(target in a for target in gt)` leaves the parameter `target` as it was)."""
+    hidden: Set[int] = set()
+    for node in walk(scope.node):
+        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            binds = [f for f in walk(node.for_in) if isinstance(f, cst.CompFor)
+                     and any(isinstance(t, cst.Name) and t.value == name for t in walk(f.target))]
+            if binds and not any(n is use for n in walk(node)):
+                hidden.update(id(f.iter) for f in binds)
+    return hidden
 
 
 def _gold_key(node: Optional[cst.CSTNode]) -> bool:
