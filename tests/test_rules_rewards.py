@@ -598,6 +598,74 @@ def test_rl403_an_inner_loop_that_breaks_after_its_append_is_not_reported():
     assert codes(source, "RL403") == []
 
 
+def test_rl403_a_flag_that_records_the_append_lets_the_fallback_count_and_an_unbroken_inner_loop_is_reported():
+    source = """
+        class Scorer:
+            def grade(self, completions, expected, **kwargs):
+                out = []
+                for completion, want in zip(completions, expected, strict=True):
+                    if not completion:
+                        out.append(-1.0)
+                        continue
+                    scored = False
+                    if want.isdigit():
+                        for line in completion.splitlines():
+                            if line.strip() == want:
+                                out.append(1.0)
+                                scored = True
+                    else:
+                        for line in completion.splitlines():
+                            if line.strip().lower() == want.lower():
+                                out.append(0.5)
+                                scored = True
+                                break
+                    if not scored:
+                        out.append(0.0)
+                return out
+    """
+    assert codes(source, "RL403") == [(13, "RL403")]
+
+
+def test_rl403_a_flag_with_a_break_after_every_append_is_not_reported():
+    source = """
+        def grade(completions, expected, **kwargs):
+            out = []
+            for completion, want in zip(completions, expected, strict=True):
+                done = False
+                for line in completion.splitlines():
+                    if line.strip() == want:
+                        out.append(1.0)
+                        done = True
+                        break
+                if done:
+                    pass
+                else:
+                    out.append(0.0)
+            return out
+    """
+    assert codes(source, "RL403") == []
+
+
+def test_rl403_a_flag_set_apart_from_the_append_is_not_trusted_to_say_whether_it_appended():
+    # `seen = True` without an append: a line that holds `want` but is not it leaves this completion with no reward
+    source = """
+        def grade(completions, expected, **kwargs):
+            out = []
+            for completion, want in zip(completions, expected, strict=True):
+                seen = False
+                for line in completion.splitlines():
+                    if want in line:
+                        seen = True
+                    if line.strip() == want:
+                        out.append(1.0)
+                        break
+                if not seen:
+                    out.append(0.0)
+            return out
+    """
+    assert codes(source, "RL403") == [(13, "RL403")]
+
+
 def test_rl403_inner_loops_over_the_completions_of_a_group_or_the_messages_of_one_are_not_reported():
     grouped = """
         def group_reward(prompts, completions, **kwargs):
