@@ -367,6 +367,39 @@ def test_rl407_a_comprehension_that_reuses_the_gold_parameters_name_does_not_hid
     assert codes(source, "RL407") == [(6, "RL407")]
 
 
+def test_rl407_a_loop_variable_is_what_its_loop_gives_it_whatever_the_function_binds_the_name_to_later():
+    source = r"""
+        import re
+
+        class Judge:
+            def score(self, completions, solution, **kwargs):
+                marks = []
+                for text, sol in zip(completions, solution, strict=True):
+                    best = 0.0
+                    for pred in re.findall(r"\[(.*?)\]", text):
+                        best = max(best, 1.0 if sol in pred else 0.0)
+                    marks.append(best)
+                for k in range(len(marks)):
+                    pred = solution[k]
+                    print(pred, marks[k])
+                return marks
+    """
+    assert codes(source, "RL407") == [(10, "RL407")]
+
+
+def test_rl407_a_loop_variable_rebound_inside_its_loop_is_not_taken_from_the_loop():
+    source = r"""
+        def score(completions, solution, **kwargs):
+            marks = []
+            for text, sol in zip(completions, solution, strict=True):
+                for pred in text.split():
+                    pred = sol
+                    marks.append(1.0 if sol in pred else 0.0)
+            return marks
+    """
+    assert codes(source, "RL407") == []
+
+
 def test_rl407_a_comprehension_variable_named_like_a_column_is_judged_by_what_it_iterates():
     source = """
         def kw_reward(completions, solution, keywords, **kwargs):

@@ -119,6 +119,31 @@ class GoldAnswers:
         return found
 
 
+def _binding_loop(scope: Scope, use: cst.Name) -> Optional[cst.For]:
+    """The innermost `for` statement whose target binds `use` and whose body holds it with no other binding of the
+    name: there the name has one source whatever the rest of the function binds it to."""
+    found = None
+    for node in walk(scope.node):
+        if isinstance(node, cst.For) and any(isinstance(t, cst.Name) and t.value == use.value for t in walk(node.target)) \
+                and any(n is use for n in walk(node.body)):
+            found = node  # `walk` reaches outer loops first
+    if found is None:
+        return None
+    for node in walk(found.body):
+        if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.With)) \
+                and any(isinstance(t, cst.Name) and t.value == use.value for t in walk(_targets(node))):
+            return None
+    return found
+
+
+def _targets(node: cst.CSTNode) -> cst.CSTNode:
+    if isinstance(node, cst.Assign):
+        return cst.Tuple([cst.Element(t.target) for t in node.targets])
+    if isinstance(node, cst.With):
+        return cst.Tuple([cst.Element(i.asname.name) for i in node.items if i.asname is not None])
+    return node.target
+
+
 def _unseen_comprehension_iterables(scope: Scope, name: str, use: cst.Name) -> Set[int]:
     """Iterables of the comprehensions that bind `name` and do not hold `use`: a comprehension's variable is
     not seen outside it (`any(target in a for target in gt)` leaves the parameter `target` as it was)."""
@@ -233,6 +258,11 @@ class AnswerMatches:
                 return text is not None and self.from_model(text, scope, depth + 1)
             return tail in _PIECES and self.from_model(receiver, scope, depth + 1)
         if isinstance(expr, cst.Name):
+            loop = _binding_loop(scope, expr)
+            if loop is not None:  # inside `for answer in answers:`, the name is what the loop gives it
+                given = [element_source(loop.iter, path) for iterable, path in scope.iterated.get(expr.value, ())
+                         if iterable is loop.iter]
+                return bool(given) and all(v is not None and self.from_model(v, scope, depth + 1) for v in given)
             return self._name(expr.value, scope, depth)
         return False
 
