@@ -400,6 +400,37 @@ def test_rl407_a_loop_variable_rebound_inside_its_loop_is_not_taken_from_the_loo
     assert codes(source, "RL407") == []
 
 
+def test_rl407_every_gold_word_found_among_the_models_words_is_reported():
+    source = """
+        def words_reward(completions, reference, **kwargs):
+            scores = []
+            for completion, ref in zip(completions, reference, strict=True):
+                said = frozenset(w.strip(".,") for w in completion.lower().split())
+                needed = ref.lower().split()
+                scores.append(float(all(word in said for word in needed)))
+            return scores
+    """
+    assert codes(source, "RL407") == [(7, "RL407")]
+
+
+def test_rl407_a_token_overlap_count_word_set_equality_and_a_prediction_among_accepted_answers_are_not_reported():
+    source = """
+        def f1_reward(completions, reference, aliases, **kwargs):
+            scores = []
+            for completion, ref, accepted in zip(completions, reference, aliases, strict=True):
+                said = list(completion.lower().split())
+                needed = ref.lower().split()
+                hits = sum(word in said for word in needed)
+                precision = sum([word in needed for word in said]) / max(len(said), 1)
+                recall = hits / max(len(needed), 1)
+                same = set(said) == set(needed)
+                listed = completion.strip() in set(accepted)
+                scores.append(float(same or listed) + 2 * precision * recall / max(precision + recall, 1e-9))
+            return scores
+    """
+    assert codes(source, "RL407") == []
+
+
 def test_rl407_a_comprehension_variable_named_like_a_column_is_judged_by_what_it_iterates():
     source = """
         def kw_reward(completions, solution, keywords, **kwargs):

@@ -167,6 +167,8 @@ _STRINGS = frozenset({"strip", "lstrip", "rstrip", "lower", "upper", "casefold",
                       "removesuffix", "str", "format"})
 # `text.find(gold) >= 0`, `text.count(gold) > 0`: a lookup that says whether one string holds another.
 _LOOKUPS = frozenset({"find", "rfind", "count"})
+# Builtins that gather the pieces of a text into a collection of them (the words of a completion).
+_COLLECTIONS = frozenset({"set", "frozenset", "list", "tuple", "sorted"})
 _MODEL_DEPTH = 16  # the model's text goes through more steps than the gold: helpers, matches, pieces, callers
 
 
@@ -249,6 +251,9 @@ class AnswerMatches:
             inner = self.gold.scopes.of(helper)
             returned = [r.value for r in inner.returns if r.value is not None and not _default(r.value)]
             return bool(returned) and all(self.from_model(v, inner, depth + 1) for v in returned)
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in _COLLECTIONS \
+                and len(expr.args) == 1 and not expr.args[0].star:  # `set(text.split())`: the model's words
+            return self.from_model(expr.args[0].value, scope, depth + 1)
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
             tail = call_tail(expr)
             receiver = expr.func.value

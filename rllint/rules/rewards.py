@@ -882,6 +882,10 @@ class LenientAnswerMatch(FunctionRule):
     slice, split, strip, regex group or `re.findall`). Membership of the prediction in a
     list of accepted answers, equality after normalising both sides, math verifiers
     (`math_verify`, `sympy`) and format checks (`"<answer>" in text`) are not reported.
+    The model's words gathered into a collection (`set(text.split())`) are still its text:
+    `all(w in pred_words for w in gold_words)` pays any answer that lists the gold's words
+    among others. A count of overlapping words (`sum(w in pred_words for w in gold_words)`,
+    the recall or precision of a token F1) is a graded score and is not reported.
 
     It also reports an equality test (`==`, `!=`) of the gold against the model's text that
     removes commas, spaces, `$` or `%` from one side only, when the file shows it: the gold
@@ -932,9 +936,19 @@ class LenientAnswerMatch(FunctionRule):
     message = "`{test}` in `{function}` {what}"
     triggers = _REWARD_TRIGGERS
 
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self._counted: Set[int] = set()  # comparisons counted by `sum(...)`: a graded overlap, not a credit
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == "sum" and len(node.args) == 1 and isinstance(
+                node.args[0].value, (cst.GeneratorExp, cst.ListComp)):
+            counted = node.args[0].value
+            self._counted.update([id(counted.elt)] + [id(c.test) for c in walk(counted.for_in) if isinstance(c, cst.CompIf)])
+
     def visit_Comparison(self, node: cst.Comparison) -> None:
         function = self.function
-        if function is None or not self.file.fact(RewardFunctions).scores(function):
+        if function is None or id(node) in self._counted or not self.file.fact(RewardFunctions).scores(function):
             return
         matches = self.file.fact(AnswerMatches)
         found = matches.containment(node, self.scope) if contains(node) is not None else None
