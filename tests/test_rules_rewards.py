@@ -354,6 +354,91 @@ def test_rl407_the_gold_looked_for_anywhere_in_the_completion_is_reported():
     assert codes(source, "RL407") == [(5, "RL407")]
 
 
+def test_rl407_a_comprehension_that_reuses_the_gold_parameters_name_does_not_hide_it():
+    # `{label for label in labels}` binds `label` inside the set only; the parameter `label` outside is the column
+    source = """
+        def label_reward(completions, label, **kwargs):
+            out = []
+            for text, want in zip(completions, label, strict=True):
+                names = {label.lower() for label in text.split()}
+                out.append(1.0 if want in text.strip() else 0.1 * len(names))
+            return out
+    """
+    assert codes(source, "RL407") == [(6, "RL407")]
+
+
+def test_rl407_a_loop_variable_is_what_its_loop_gives_it_whatever_the_function_binds_the_name_to_later():
+    source = r"""
+        import re
+
+        class Judge:
+            def score(self, completions, solution, **kwargs):
+                marks = []
+                for text, sol in zip(completions, solution, strict=True):
+                    best = 0.0
+                    for pred in re.findall(r"\[(.*?)\]", text):
+                        best = max(best, 1.0 if sol in pred else 0.0)
+                    marks.append(best)
+                for k in range(len(marks)):
+                    pred = solution[k]
+                    print(pred, marks[k])
+                return marks
+    """
+    assert codes(source, "RL407") == [(10, "RL407")]
+
+
+def test_rl407_a_loop_variable_rebound_inside_its_loop_is_not_taken_from_the_loop():
+    source = r"""
+        def score(completions, solution, **kwargs):
+            marks = []
+            for text, sol in zip(completions, solution, strict=True):
+                for pred in text.split():
+                    pred = sol
+                    marks.append(1.0 if sol in pred else 0.0)
+            return marks
+    """
+    assert codes(source, "RL407") == []
+
+
+def test_rl407_every_gold_word_found_among_the_models_words_is_reported():
+    source = """
+        def words_reward(completions, reference, **kwargs):
+            scores = []
+            for completion, ref in zip(completions, reference, strict=True):
+                said = frozenset(w.strip(".,") for w in completion.lower().split())
+                needed = ref.lower().split()
+                scores.append(float(all(word in said for word in needed)))
+            return scores
+    """
+    assert codes(source, "RL407") == [(7, "RL407")]
+
+
+def test_rl407_a_token_overlap_count_word_set_equality_and_a_prediction_among_accepted_answers_are_not_reported():
+    source = """
+        def f1_reward(completions, reference, aliases, **kwargs):
+            scores = []
+            for completion, ref, accepted in zip(completions, reference, aliases, strict=True):
+                said = list(completion.lower().split())
+                needed = ref.lower().split()
+                hits = sum(word in said for word in needed)
+                precision = sum([word in needed for word in said]) / max(len(said), 1)
+                recall = hits / max(len(needed), 1)
+                same = set(said) == set(needed)
+                listed = completion.strip() in set(accepted)
+                scores.append(float(same or listed) + 2 * precision * recall / max(precision + recall, 1e-9))
+            return scores
+    """
+    assert codes(source, "RL407") == []
+
+
+def test_rl407_a_comprehension_variable_named_like_a_column_is_judged_by_what_it_iterates():
+    source = """
+        def kw_reward(completions, solution, keywords, **kwargs):
+            return [float(any(solution in c for solution in kws)) for c, kws in zip(completions, keywords, strict=True)]
+    """
+    assert codes(source, "RL407") == []
+
+
 def test_rl407_a_position_lookup_or_count_of_the_gold_in_a_helper_the_reward_calls_is_reported():
     source = """
         def _tail(s):
@@ -575,6 +660,74 @@ def test_rl403_an_inner_loop_that_breaks_after_its_append_is_not_reported():
             return scores
     """
     assert codes(source, "RL403") == []
+
+
+def test_rl403_a_flag_that_records_the_append_lets_the_fallback_count_and_an_unbroken_inner_loop_is_reported():
+    source = """
+        class Scorer:
+            def grade(self, completions, expected, **kwargs):
+                out = []
+                for completion, want in zip(completions, expected, strict=True):
+                    if not completion:
+                        out.append(-1.0)
+                        continue
+                    scored = False
+                    if want.isdigit():
+                        for line in completion.splitlines():
+                            if line.strip() == want:
+                                out.append(1.0)
+                                scored = True
+                    else:
+                        for line in completion.splitlines():
+                            if line.strip().lower() == want.lower():
+                                out.append(0.5)
+                                scored = True
+                                break
+                    if not scored:
+                        out.append(0.0)
+                return out
+    """
+    assert codes(source, "RL403") == [(13, "RL403")]
+
+
+def test_rl403_a_flag_with_a_break_after_every_append_is_not_reported():
+    source = """
+        def grade(completions, expected, **kwargs):
+            out = []
+            for completion, want in zip(completions, expected, strict=True):
+                done = False
+                for line in completion.splitlines():
+                    if line.strip() == want:
+                        out.append(1.0)
+                        done = True
+                        break
+                if done:
+                    pass
+                else:
+                    out.append(0.0)
+            return out
+    """
+    assert codes(source, "RL403") == []
+
+
+def test_rl403_a_flag_set_apart_from_the_append_is_not_trusted_to_say_whether_it_appended():
+    # `seen = True` without an append: a line that holds `want` but is not it leaves this completion with no reward
+    source = """
+        def grade(completions, expected, **kwargs):
+            out = []
+            for completion, want in zip(completions, expected, strict=True):
+                seen = False
+                for line in completion.splitlines():
+                    if want in line:
+                        seen = True
+                    if line.strip() == want:
+                        out.append(1.0)
+                        break
+                if not seen:
+                    out.append(0.0)
+            return out
+    """
+    assert codes(source, "RL403") == [(13, "RL403")]
 
 
 def test_rl403_inner_loops_over_the_completions_of_a_group_or_the_messages_of_one_are_not_reported():

@@ -71,12 +71,13 @@ class GoldAnswers:
         if isinstance(expr, cst.Attribute):
             return expr.attr.value in GOLD_KEYS and isinstance(expr.value, cst.Name) and expr.value.value != "self"
         if isinstance(expr, cst.Name):
-            return self._name(expr.value, scope, depth)
+            return self._name(expr.value, scope, depth, expr)
         return False
 
-    def _name(self, name: str, scope: Scope, depth: int) -> bool:
+    def _name(self, name: str, scope: Scope, depth: int, use: Optional[cst.Name] = None) -> bool:
         sources = [(value, None) for value in scope.assigned.get(name, ())]
-        sources += [(iterable, path) for iterable, path in scope.iterated.get(name, ())]
+        hidden = _unseen_comprehension_iterables(scope, name, use) if use is not None else set()
+        sources += [(iterable, path) for iterable, path in scope.iterated.get(name, ()) if id(iterable) not in hidden]
         # `x = x.split("####")[1]` keeps what `x` was: only the other bindings say where it comes from
         sources = [(v, p) for v, p in sources if not any(isinstance(n, cst.Name) and n.value == name for n in walk(v))]
         if sources:
@@ -118,6 +119,44 @@ class GoldAnswers:
         return found
 
 
+def _binding_loop(scope: Scope, use: cst.Name) -> Optional[cst.For]:
+    """The innermost `for` statement whose target binds `use` and whose body holds it with no other binding of the
+    name: there the name has one source whatever the rest of the function binds it to."""
+    found = None
+    for node in walk(scope.node):
+        if isinstance(node, cst.For) and any(isinstance(t, cst.Name) and t.value == use.value for t in walk(node.target)) \
+                and any(n is use for n in walk(node.body)):
+            found = node  # `walk` reaches outer loops first
+    if found is None:
+        return None
+    for node in walk(found.body):
+        if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.With)) \
+                and any(isinstance(t, cst.Name) and t.value == use.value for t in walk(_targets(node))):
+            return None
+    return found
+
+
+def _targets(node: cst.CSTNode) -> cst.CSTNode:
+    if isinstance(node, cst.Assign):
+        return cst.Tuple([cst.Element(t.target) for t in node.targets])
+    if isinstance(node, cst.With):
+        return cst.Tuple([cst.Element(i.asname.name) for i in node.items if i.asname is not None])
+    return node.target
+
+
+def _unseen_comprehension_iterables(scope: Scope, name: str, use: cst.Name) -> Set[int]:
+    """Iterables of the comprehensions that bind `name` and do not hold `use`: a comprehension's variable is
+    not seen outside it (`any(target in a for target in gt)` leaves the parameter `target` as it was)."""
+    hidden: Set[int] = set()
+    for node in walk(scope.node):
+        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            binds = [f for f in walk(node.for_in) if isinstance(f, cst.CompFor)
+                     and any(isinstance(t, cst.Name) and t.value == name for t in walk(f.target))]
+            if binds and not any(n is use for n in walk(node)):
+                hidden.update(id(f.iter) for f in binds)
+    return hidden
+
+
 def _gold_key(node: Optional[cst.CSTNode]) -> bool:
     return (literal_text(node) or "").lower() in GOLD_KEYS
 
@@ -128,6 +167,8 @@ _STRINGS = frozenset({"strip", "lstrip", "rstrip", "lower", "upper", "casefold",
                       "removesuffix", "str", "format"})
 # `text.find(gold) >= 0`, `text.count(gold) > 0`: a lookup that says whether one string holds another.
 _LOOKUPS = frozenset({"find", "rfind", "count"})
+# Builtins that gather the pieces of a text into a collection of them (the words of a completion).
+_COLLECTIONS = frozenset({"set", "frozenset", "list", "tuple", "sorted"})
 _MODEL_DEPTH = 16  # the model's text goes through more steps than the gold: helpers, matches, pieces, callers
 
 
@@ -210,6 +251,9 @@ class AnswerMatches:
             inner = self.gold.scopes.of(helper)
             returned = [r.value for r in inner.returns if r.value is not None and not _default(r.value)]
             return bool(returned) and all(self.from_model(v, inner, depth + 1) for v in returned)
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in _COLLECTIONS \
+                and len(expr.args) == 1 and not expr.args[0].star:  # `set(text.split())`: the model's words
+            return self.from_model(expr.args[0].value, scope, depth + 1)
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
             tail = call_tail(expr)
             receiver = expr.func.value
@@ -219,6 +263,11 @@ class AnswerMatches:
                 return text is not None and self.from_model(text, scope, depth + 1)
             return tail in _PIECES and self.from_model(receiver, scope, depth + 1)
         if isinstance(expr, cst.Name):
+            loop = _binding_loop(scope, expr)
+            if loop is not None:  # inside `for answer in answers:`, the name is what the loop gives it
+                given = [element_source(loop.iter, path) for iterable, path in scope.iterated.get(expr.value, ())
+                         if iterable is loop.iter]
+                return bool(given) and all(v is not None and self.from_model(v, scope, depth + 1) for v in given)
             return self._name(expr.value, scope, depth)
         return False
 

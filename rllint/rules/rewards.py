@@ -273,9 +273,70 @@ class _Paths:
     """Counts appends to one list along every path through a loop body. `repeats(loop)` says whether an inner
     loop that appends runs once per item of something other than the completions (then every pass can append)."""
 
-    def __init__(self, target: str, repeats: Callable[[cst.For], bool]) -> None:
+    def __init__(self, target: str, repeats: Callable[[cst.For], bool], body: cst.BaseSuite) -> None:
         self.target = target
         self.repeats = repeats
+        self.flags = self._flags(body)
+
+    def _blocks(self, node: cst.CSTNode) -> List[Sequence[cst.CSTNode]]:
+        """The statement lists of `node` and of the blocks in it (not of nested functions or classes)."""
+        found, stack = [], [node]
+        while stack:
+            current = stack.pop()
+            if isinstance(current, cst.BaseSuite):
+                found.append(_statements(current))
+            if current is node or not isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                stack.extend(children(current))
+        return found
+
+    def _flags(self, body: cst.BaseSuite) -> Set[str]:
+        """Names that say whether this iteration has appended: set to False (where no append has happened yet,
+        which `statement` checks), then set only to True and each time beside an append, beside every later
+        append not under `if not name:`, and tested only later in the block that set it to False
+        (`matched = False` ... `append(r); matched = True` ... `if not matched: append(0)`)."""
+        flags = set()
+        for block in self._blocks(body):
+            for index, statement in enumerate(block):
+                name = _assigned_literal(statement, False)
+                if name is None:
+                    continue
+                later = block[index + 1:]
+                tests = [n for n in walk(body) if isinstance(n, cst.If) and _flag_test(n.test)[0] == name]
+                if tests and all(any(t is s for s in later) for t in tests) and \
+                        self._sets_beside_appends(body, later, name):
+                    flags.add(name)
+        return flags
+
+    def _sets_beside_appends(self, body: cst.CSTNode, later: Sequence[cst.CSTNode], name: str) -> bool:
+        for block in self._blocks(body):
+            if any(_assigns(s, name) and _assigned_literal(s, True) != name and _assigned_literal(s, False) != name
+                   for s in block):
+                return False  # `matched = score > 0`: not a record of the append
+            if any(_assigned_literal(s, True) == name for s in block) and not self._appends_here(block):
+                return False
+        for statement in later:
+            if isinstance(statement, cst.If) and _flag_test(statement.test)[0] == name:
+                continue
+            blocks = self._blocks(statement) + ([[statement]] if isinstance(statement, cst.SimpleStatementLine) else [])
+            for block in blocks:
+                if self._appends_here(block) and not any(_assigned_literal(s, True) == name for s in block):
+                    return False
+        return True
+
+    def _appends_here(self, block: Sequence[cst.CSTNode]) -> bool:
+        return any(isinstance(s, cst.SimpleStatementLine) and any(self.is_append(x) for x in s.body) for s in block)
+
+    def breaks_after_append(self, loop: cst.For) -> bool:
+        """Every append in the loop's body is followed by a `break` in its own block: the loop appends at most once."""
+        appends = 0
+        for block in self._blocks(loop.body):
+            for index, statement in enumerate(block):
+                if isinstance(statement, cst.SimpleStatementLine) and any(self.is_append(s) for s in statement.body):
+                    appends += 1
+                    if not any(isinstance(later, cst.SimpleStatementLine) and any(
+                            isinstance(s, cst.Break) for s in later.body) for later in block[index + 1:]):
+                        return False
+        return appends == len(self.appends_in(loop.body))
 
     def is_append(self, node: cst.CSTNode) -> bool:
         return (isinstance(node, cst.Expr) and isinstance(node.value, cst.Call)
@@ -299,14 +360,25 @@ class _Paths:
             normal, continued = set(states), set()
             for small in node.body:
                 if self.is_append(small):
-                    normal = {(min(c + 1, 2), blame if blame is not None or c != 1 else small) for c, blame in normal}
+                    normal = {_appended(c, blame, small) for c, blame in normal}
                 elif isinstance(small, cst.Continue):
                     continued |= {(c, blame if blame is not None or c == 1 else small) for c, blame in normal}
                     normal = set()
                 elif isinstance(small, (cst.Break, cst.Return, cst.Raise)):
                     normal = set()
+            if _assigned_literal(node, False) in self.flags and any(c for c, _ in normal):
+                raise _Unknown  # the flag no longer says whether this iteration appended
             return normal, continued
         if isinstance(node, cst.If):
+            flag, negated = _flag_test(node.test)
+            if flag in self.flags:  # `if not matched:` runs where this iteration has appended nothing
+                first = frozenset(s for s in states if (s[0] == 0) == negated)
+                second = frozenset(s for s in states if (s[0] == 0) != negated)
+                normal, continued = self.block(node.body, first) if first else (set(), set())
+                if node.orelse is not None and second:
+                    more, more_continued = self.statement(node.orelse, second)
+                    return normal | more, continued | more_continued
+                return normal | set(second), continued
             return self.branches(node.body, node.orelse, states)
         if isinstance(node, cst.Else):
             return self.block(node.body, states)
@@ -319,6 +391,9 @@ class _Paths:
                 return set(states), set()
             if isinstance(node, cst.For) and not _leaves_early(node.body) and self.repeats(node):
                 return set(states) | {(2, node)}, set()  # no pass, or one append per pass
+            if isinstance(node, cst.For) and not node.orelse and self.breaks_after_append(node):
+                first = self.appends_in(node.body)[0]
+                return set(states) | {_appended(c, blame, first) for c, blame in states}, set()  # none, or one
             raise _Unknown
         if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             return set(states), set()
@@ -369,6 +444,40 @@ class _Paths:
             continued, more_continued = self.block(node.finalbody.body, frozenset(continued))
             continued |= more | more_continued
         return normal, continued
+
+
+def _appended(count: int, blame: Optional[cst.CSTNode], append: cst.CSTNode) -> State:
+    """The state after one more append: a first append clears the blame of a branch that appended nothing (this
+    path does append), a second is itself to blame unless an earlier cause is."""
+    if count == 0:
+        return 1, None
+    return 2, blame if blame is not None else append
+
+
+def _assigns(statement: cst.CSTNode, name: str) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and any(
+        isinstance(small, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and any(
+            isinstance(n, cst.Name) and n.value == name for n in walk(
+                small.targets[0].target if isinstance(small, cst.Assign) else small.target))
+        for small in statement.body)
+
+
+def _assigned_literal(statement: cst.CSTNode, value: bool) -> Optional[str]:
+    """`name = True` (or False) as a whole statement line: the name."""
+    if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
+        small = statement.body[0]
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
+                and isinstance(small.value, cst.Name) and small.value.value == str(value):
+            return small.targets[0].target.value
+    return None
+
+
+def _flag_test(test: cst.BaseExpression) -> Tuple[Optional[str], bool]:
+    """`if not name:` -> (name, True); `if name:` -> (name, False)."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) and isinstance(
+            test.expression, cst.Name):
+        return test.expression.value, True
+    return (test.value, False) if isinstance(test, cst.Name) else (None, False)
 
 
 def _leaves_early(body: cst.CSTNode) -> bool:
@@ -453,14 +562,15 @@ class RewardListMisaligned(_RewardRule):
             built = scope.assigned.get(target, [])
             if not any(isinstance(v, cst.List) and not v.elements for v in built):
                 continue
-            paths = _Paths(target, lambda inner: over_completions and self._repeats(inner, node, scope))
+            paths = _Paths(target, lambda inner: over_completions and self._repeats(inner, node, scope), node.body)
             if not paths.appends_in(node.body):
                 continue
             try:
                 normal, continued = paths.block(node.body, frozenset([(0, None)]))
             except _Unknown:
                 continue
-            for count, blame in sorted(normal | continued, key=lambda s: s[0]):
+            order = {id(n): i for i, n in enumerate(walk(node.body))}  # the first cause in the source
+            for count, blame in sorted(normal | continued, key=lambda s: (s[0], order.get(id(s[1]), -1))):
                 if count != 1 and blame is not None:
                     self._report(blame, count, function, paths)
                     return
@@ -772,6 +882,10 @@ class LenientAnswerMatch(FunctionRule):
     slice, split, strip, regex group or `re.findall`). Membership of the prediction in a
     list of accepted answers, equality after normalising both sides, math verifiers
     (`math_verify`, `sympy`) and format checks (`"<answer>" in text`) are not reported.
+    The model's words gathered into a collection (`set(text.split())`) are still its text:
+    `all(w in pred_words for w in gold_words)` pays any answer that lists the gold's words
+    among others. A count of overlapping words (`sum(w in pred_words for w in gold_words)`,
+    the recall or precision of a token F1) is a graded score and is not reported.
 
     It also reports an equality test (`==`, `!=`) of the gold against the model's text that
     removes commas, spaces, `$` or `%` from one side only, when the file shows it: the gold
@@ -822,9 +936,19 @@ class LenientAnswerMatch(FunctionRule):
     message = "`{test}` in `{function}` {what}"
     triggers = _REWARD_TRIGGERS
 
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self._counted: Set[int] = set()  # comparisons counted by `sum(...)`: a graded overlap, not a credit
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == "sum" and len(node.args) == 1 and isinstance(
+                node.args[0].value, (cst.GeneratorExp, cst.ListComp)):
+            counted = node.args[0].value
+            self._counted.update([id(counted.elt)] + [id(c.test) for c in walk(counted.for_in) if isinstance(c, cst.CompIf)])
+
     def visit_Comparison(self, node: cst.Comparison) -> None:
         function = self.function
-        if function is None or not self.file.fact(RewardFunctions).scores(function):
+        if function is None or id(node) in self._counted or not self.file.fact(RewardFunctions).scores(function):
             return
         matches = self.file.fact(AnswerMatches)
         found = matches.containment(node, self.scope) if contains(node) is not None else None
