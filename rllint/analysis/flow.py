@@ -329,7 +329,7 @@ class Flow:
         name = function.name if cls is None else cls.name
         found: List[CallSite] = []
         for path in importers_of(self.file.path, self.file.settings, MAX_REMOTE_IMPORTERS):
-            digest, module = summaries.load(path, self.file.settings)
+            digest, module = summaries.load(path, self.file.settings, for_callers=True)
             self.file.dependencies[path] = digest
             if module is None:
                 continue
