@@ -217,3 +217,60 @@ def test_configs_of_two_framework_classes_joined_are_unknown_not_a_crash():
     wrap(DPOConfig(output_dir="b"))
     """)
     assert engine.facts("args.gradient_checkpointing", "type", occurrence=0) == {"type": None}
+
+
+def test_a_field_built_by_a_default_factory_holds_that_class_at_its_defaults():
+    engine = Engine("""
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Decoding:
+        temperature: float = 0.6
+        top_k: int = 0
+
+    @dataclasses.dataclass
+    class Run:
+        decoding: Decoding = dataclasses.field(default_factory=Decoding)
+        tags: list = dataclasses.field(default_factory=list)
+
+    class Loop:
+        def __init__(self):
+            self.run = Run()
+
+        def step(self):
+            return self.run.decoding.temperature, self.run.tags
+    """)
+    assert number(engine, "self.run.decoding.temperature") == (0.6, "default of Decoding.temperature", ["0.6"])
+    assert engine.facts("self.run.tags", "type") == {"type": None}
+
+
+def test_settings_a_builder_stores_before_returning_the_config_reach_its_users():
+    engine = Engine("""
+    from dataclasses import dataclass, field
+
+    @dataclass
+    class Decoding:
+        temperature: float = 0.6
+        top_p: float = 1.0
+
+    @dataclass
+    class Run:
+        decoding: Decoding = field(default_factory=Decoding)
+
+    def small_gpu():
+        run = Run()
+        run.decoding.top_p = 0.9
+        return run
+
+    def greedy_free():
+        run = Run()
+        run.decoding.temperature = 1.0
+        return run
+
+    kept = small_gpu().decoding.temperature
+    changed = greedy_free().decoding.temperature
+    nucleus = small_gpu().decoding.top_p
+    """)
+    assert number(engine, "kept")[:2] == (0.6, "default of Decoding.temperature")
+    assert number(engine, "changed")[0] == 1.0
+    assert number(engine, "nucleus")[0] == 0.9

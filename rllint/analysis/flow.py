@@ -980,7 +980,10 @@ class Frame:
         elif isinstance(small, cst.Expr):
             self.expr(small.value)
         elif isinstance(small, cst.Return):
-            self.returns.append(self.expr(small.value) if small.value is not None else value(type=NONE))
+            returned = self.expr(small.value) if small.value is not None else value(type=NONE)
+            if isinstance(small.value, cst.Name):
+                returned = self._with_stores(small.value.value, returned)
+            self.returns.append(returned)
             self.ended = True
         elif isinstance(small, cst.Raise):
             if small.exc is not None:
@@ -988,6 +991,29 @@ class Frame:
             self.ended = True
         elif isinstance(small, cst.Assert):
             self.expr(small.test)
+
+    def _with_stores(self, name: str, held: Value) -> Value:
+        """A configuration instance returned after this function set its attributes (`cfg.train.lr = 1e-6;
+        return cfg`): the instance with those settings, nested ones in the instances its fields hold. A
+        setting whose holder is not a known instance makes the returned object unknown in that field."""
+        from rllint.analysis.domains.config import setting
+
+        stores = sorted((key[len(name) + 1:].split("."), stored) for key, stored in self.env.items()
+                        if key.startswith(name + ".") and "[" not in key)
+        if not stores or held.facts.get("type") != INSTANCE:
+            return held
+
+        def stored_in(holder: Value, path: List[str], stored: Value) -> Value:
+            if holder.facts.get("type") != INSTANCE:
+                return UNKNOWN
+            fields = dict(holder.facts.get("fields") or ())
+            fields[path[0]] = stored if len(path) == 1 else stored_in(
+                fields.get(path[0]) or setting(self.flow, holder, path[0]), path[1:], stored)
+            return holder.but(fields=tuple(fields.items()))
+
+        for path, stored in stores:
+            held = stored_in(held, path, stored)
+        return held
 
     def assign(self, target: cst.CSTNode, result: Value, stmt: cst.CSTNode) -> None:
         if isinstance(target, cst.Name):

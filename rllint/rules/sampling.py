@@ -393,8 +393,12 @@ class LogprobsIgnoreTemperature(FunctionRule):
             f"({divided.facts.get('origin') or 'set here'}): set `temperature` instead"))
 
     def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
-        """`-F.cross_entropy(logits, ids, reduction="none")`: per-token log-probs too."""
+        """`-F.cross_entropy(logits, ids, reduction="none")`: per-token log-probs too, also when reshaped or
+        reduced before the sign (`-F.cross_entropy(...).view(shape)`)."""
         call = node.expression
+        while isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and \
+                isinstance(call.func.value, cst.Call) and call_tail(call) != "cross_entropy":
+            call = call.func.value  # a method of the per-token losses: still their values, negated
         if isinstance(node.operator, cst.Minus) and isinstance(call, cst.Call) and call_tail(call) == "cross_entropy":
             reduction = keyword(call, "reduction")
             if reduction is not None and isinstance(reduction.value, cst.SimpleString) \
