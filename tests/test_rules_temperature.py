@@ -530,3 +530,38 @@ def test_a_temperature_in_a_nested_settings_class_built_by_a_default_factory_is_
     """
     assert _lint_plain(source.format(temperature=0.8)) == [(22, "RL309")]
     assert _lint_plain(source.format(temperature=1.0)) == []
+
+
+_LABELLED = """
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    policy = AutoModelForCausalLM.from_pretrained("gpt2")
+    reference = AutoModelForCausalLM.from_pretrained("gpt2")
+    opt = torch.optim.AdamW(policy.parameters(), lr=1e-6)
+
+    def sample(enc):
+        return policy.generate(**enc, do_sample=True, temperature={temperature})
+
+    def reinforce(enc, reward):
+        seq = sample(enc)
+        out = policy(input_ids=seq, labels=seq)
+        {scored}
+        ({update}).backward()
+        opt.step()
+"""
+
+
+def test_minus_the_loss_of_the_policy_given_labels_is_a_log_prob_of_the_raw_logits():
+    source = _LABELLED.format(temperature=0.9, scored="logp = -out.loss * seq.shape[1]", update="-logp * reward")
+    assert _lint_plain(source) == [(15, "RL309")]
+
+
+def test_labelled_losses_that_are_not_the_sampled_policy_s_log_probs_are_left_alone():
+    at_one = _LABELLED.format(temperature=1.0, scored="logp = -out.loss", update="-logp * reward")
+    not_negated = _LABELLED.format(temperature=0.9, scored="nll = out.loss", update="nll * reward.mean()")
+    with_no_graph = _LABELLED.format(temperature=0.9, scored="logp = -reference(input_ids=seq, labels=seq).loss",
+                                     update="-logp * reward").replace("        logp =", "        with torch.no_grad():\n"
+                                                                          "            logp =")
+    unlabelled = _LABELLED.format(temperature=0.9, scored="logp = -policy(input_ids=seq).loss", update="-logp * reward")
+    assert [_lint_plain(s) for s in (at_one, not_negated, with_no_graph, unlabelled)] == [[], [], [], []]

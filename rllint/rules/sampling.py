@@ -14,7 +14,7 @@ from rllint.analysis.hparams import (
     default_replaced_by_callers, last_part,
 )
 from rllint.analysis.domains.config import CONFIG, setting
-from rllint.analysis.facts import NUMBER, item_of
+from rllint.analysis.facts import GRAPH, NLL, NUMBER, item_of
 from rllint.analysis.flow import Flow
 from rllint.analysis.imports import Imports
 from rllint.analysis.purpose import Purpose
@@ -318,6 +318,7 @@ class LogprobsIgnoreTemperature(FunctionRule):
         super().__init__(file)
         self._temperature: Optional[tuple] = None
         self._callers: Optional[Set[str]] = None  # with a temperature of other modules: the names they call
+        self._reads: Set[cst.CSTNode] = set()  # labelled losses reported
 
     def sampling_temperature(self) -> Optional[Tuple[float, str]]:
         """The temperature the rollouts are sampled at and where that is said, when the source shows one
@@ -404,6 +405,32 @@ class LogprobsIgnoreTemperature(FunctionRule):
             if reduction is not None and isinstance(reduction.value, cst.SimpleString) \
                     and reduction.value.evaluated_value == "none":
                 self._check(node, positional(call, 0))
+        elif isinstance(node.operator, cst.Minus):
+            self._labelled_loss(node)
+
+    def _labelled_loss(self, node: cst.UnaryOperation) -> None:
+        """`-out.loss` (or `-loss` of `loss = out.loss`) of the trained policy's forward given `labels=`: the
+        labels' mean log-prob, which the model computes from its raw logits (reported where the loss is read)."""
+        if self.sampling_temperature() is None or not self._scores_here():
+            return
+        flow = self.file.fact(Flow)
+        loss = flow.value(node.expression)
+        if loss.facts.get("content") != NLL or loss.facts.get("grad") != GRAPH:
+            return
+        read = loss.facts.get("obj")
+        if not isinstance(read, cst.Attribute) or read in self._reads:
+            return  # a tensor computed from the loss (`-logp` of `logp = -loss`), or the same loss negated again
+        self._reads.add(read)
+        self.report(read if flow.owns(read) else node, what=(
+            f"{self._what(*self.sampling_temperature())} (`-loss` of a forward given `labels=` scores the raw "
+            "logits: compute the log-probs from logits divided by the temperature)"))
+
+    def _scores_here(self) -> bool:
+        """Whether log-probs computed here score the rollouts: always when this module samples; when another
+        module does, only in a function of this module that it calls."""
+        return self._callers is None or not (
+            self.function is None or self.function.name.value not in self._callers
+            or self.function.name.value not in self.file.fact(ProjectIndex).own.functions or len(self._functions) > 1)
 
     def _check(self, node: cst.CSTNode, operand: Optional[cst.BaseExpression]) -> None:
         if operand is None or self.sampling_temperature() is None:
@@ -411,9 +438,7 @@ class LogprobsIgnoreTemperature(FunctionRule):
         sources = self._sources(operand, self.scope)
         if any(self._handled(n) or self._tempering(n) for n in sources):
             return
-        if self._callers is not None and (self.function is None or self.function.name.value not in self._callers
-                                          or self.function.name.value not in self.file.fact(ProjectIndex).own.functions
-                                          or len(self._functions) > 1):
+        if not self._scores_here():
             return  # another module samples: only a function of this module that it calls computes its log-probs
         if any(isinstance(n, cst.Attribute) and n.attr.value == "logits" or isinstance(n, cst.Name)
                and "logits" in n.value.lower() for n in sources):
@@ -565,6 +590,9 @@ class TruncatedSamplingFullLogprobs(LogprobsIgnoreTemperature):
         return None
 
     def _overridden(self, call: cst.Call) -> None:
+        return None
+
+    def _labelled_loss(self, node: cst.UnaryOperation) -> None:
         return None
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
