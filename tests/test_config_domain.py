@@ -274,3 +274,27 @@ def test_settings_a_builder_stores_before_returning_the_config_reach_its_users()
     assert number(engine, "kept")[:2] == (0.6, "default of Decoding.temperature")
     assert number(engine, "changed")[0] == 1.0
     assert number(engine, "nucleus")[0] == 0.9
+
+
+def test_a_project_subclass_of_a_framework_config_holds_the_framework_default_nobody_overrides(tmp_path):
+    (tmp_path / "requirements.txt").write_text("trl==0.14.0\n")
+    (tmp_path / "pyproject.toml").write_text("")
+    engine = Engine("""
+    import trl
+
+    class RunArgs(trl.GRPOConfig):
+        reward_scale: float = 2.0
+
+    class Runner:
+        def __init__(self, args: RunArgs):
+            self.args = args
+
+        def knobs(self):
+            return self.args.temperature, self.args.reward_scale, self.args.not_a_field
+
+    Runner(RunArgs(output_dir="out"))
+    """, path=str(tmp_path / "run.py"))
+    assert number(engine, "self.args.temperature")[:2] == (0.9, "TRL's default of GRPOConfig.temperature in 0.14.0")
+    assert number(engine, "self.args.reward_scale")[:2] == (2.0, "default of RunArgs.reward_scale")
+    assert engine.facts("self.args.not_a_field", "type", "place") == {
+        "type": None, "place": ("attr", "RunArgs", "not_a_field")}

@@ -1169,12 +1169,18 @@ class Frame:
             if kind == MODEL and attr in MODULE_METHODS:  # `nn.Module.cuda`, inherited: the models domain's
                 return with_sources(UNKNOWN.but(bound=base), base.sources)
             stored = owner.class_attribute(cls, attr)
-            if stored is not None:
+            if stored is not None and (stored.facts.get("type") or kind != INSTANCE):
                 return stored
+            # nothing of the project sets it: a field a framework base class declares (`class Args(GRPOConfig)`)
+            # holds that framework's default, which the domains know
+        else:
+            stored = None
         for domain in domains():
             found = domain.attribute(self, base, attr, node)
-            if found is not None:
+            if found is not None and (found.facts or stored is None):
                 return found
+        if stored is not None:
+            return stored
         return with_sources(UNKNOWN.but(bound=base), base.sources) if base.facts else UNKNOWN
 
     def _subscript(self, node: cst.Subscript) -> Value:
