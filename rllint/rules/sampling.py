@@ -264,7 +264,8 @@ class LogprobsIgnoreTemperature(FunctionRule):
     ## What it does
     Reports, in a project that samples rollouts at a temperature other than 1, log-probs
     (`log_softmax`, `-cross_entropy(..., reduction="none")`) over logits that were never
-    divided by that temperature; a log-prob helper (of the same module or another) whose
+    divided by that temperature, and `-loss` of the trained policy's forward given `labels=`
+    (the labels' mean log-prob, which the model takes from its raw logits); a log-prob helper (of the same module or another) whose
     `temperature` parameter defaults to 1 and that is called without it; and a division of
     log-probs (rather than logits) by the temperature. The sampling temperature is the
     file's own, or, when the file samples nothing, that of the project modules it imports or
