@@ -40,6 +40,7 @@ class ModuleFile:
         self.settings = settings
         self.dependencies: Dict[str, str] = {}
         self._facts: Dict[type, object] = {}
+        self._positions = None  # libcst positions, computed when a finding is placed here (`place_of`)
 
     def fact(self, analysis: type):
         if analysis not in self._facts:
@@ -81,6 +82,24 @@ def load(path: str, settings, for_callers: bool = False) -> Tuple[str, Optional[
     while len(_LOADED) > MAX_MODULES:
         _LOADED.popitem(last=False)
     return digest, module
+
+
+def place_of(node: cst.CSTNode) -> Optional[Tuple[str, int, int, int, int]]:
+    """Where a node of a module read here is written: (path, line, column, end line, end column), 1-based
+    columns as a Diagnostic's; None for a node of no such module."""
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    for (path, _), (_, _, module) in list(_LOADED.items()):
+        if module is None:
+            continue
+        positions = module._positions
+        if positions is None:
+            positions = module._positions = MetadataWrapper(module.module, unsafe_skip_copy=True).resolve(
+                PositionProvider)
+        where = positions.get(node)
+        if where is not None:
+            return path, where.start.line, where.start.column + 1, where.end.line, where.end.column + 1
+    return None
 
 
 def clear_cache() -> None:

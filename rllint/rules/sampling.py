@@ -17,6 +17,7 @@ from rllint.analysis.domains.config import CONFIG, setting
 from rllint.analysis.facts import GRAPH, NLL, NUMBER, item_of
 from rllint.analysis.flow import Flow
 from rllint.analysis.imports import Imports
+from rllint.analysis.positions import Lines
 from rllint.analysis.purpose import Purpose
 from rllint.analysis.syntax import dotted, keyword, positional, walk
 from rllint.analysis.text import Scope, Scopes, call_tail
@@ -31,6 +32,14 @@ class Setting(NamedTuple):
     """A sampling setting's number and how it was set (the shape `Values.of` answers with)."""
 
     number: float
+    origin: str
+
+
+class Written(NamedTuple):
+    """A number the engine proves, with the place it is written (a node of another module as a RemoteNode)."""
+
+    number: float
+    node: object
     origin: str
 
 
@@ -132,7 +141,29 @@ class ShortGenerationLimit(CSTRule):
             return  # a limit handed to a sampler or an RL trainer's config is a rollout limit
         for arg in node.args:
             if arg.keyword is not None and arg.keyword.value in ROLLOUT_LENGTH_LIMITS and self._is_active():
-                self._judge(arg.keyword.value, self.file.fact(Values).of(arg.value))
+                found = self.file.fact(Values).of(arg.value)
+                if found is None or constructor_default(found):
+                    found = self._proven(arg.value) or found
+                self._judge(arg.keyword.value, found)
+
+    def _proven(self, expr: cst.BaseExpression) -> Optional["Written"]:
+        """The limit the engine proves where the file's own reading stops (an attribute set in `__init__`
+        from what the constructing module passes): where that number is written, in this file or another."""
+        from rllint.analysis import summaries
+
+        found = self.file.fact(Flow).value(expr)
+        written = found.reason("number")
+        if found.facts.get("type") != NUMBER or "number" not in found.facts or not written:
+            return None
+        place = written[0]
+        if not isinstance(place, cst.CSTNode):
+            return None  # a launch script's or settings file's number is judged there
+        if self.file.fact(Lines).holds(place):
+            return Written(found.facts["number"], place, found.facts.get("origin") or "literal")
+        where = summaries.place_of(place)
+        if where is None:
+            return None
+        return Written(found.facts["number"], RemoteNode(*where), found.facts.get("origin") or "literal")
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self._settings(generation_kwargs(node))
