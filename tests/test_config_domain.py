@@ -298,3 +298,34 @@ def test_a_project_subclass_of_a_framework_config_holds_the_framework_default_no
     assert number(engine, "self.args.reward_scale")[:2] == (2.0, "default of RunArgs.reward_scale")
     assert engine.facts("self.args.not_a_field", "type", "place") == {
         "type": None, "place": ("attr", "RunArgs", "not_a_field")}
+
+
+def test_settings_stored_on_a_config_before_it_is_handed_to_a_constructor_reach_the_constructed_object():
+    engine = Engine("""
+    from dataclasses import dataclass, field
+
+    @dataclass
+    class Decoding:
+        budget: int = 256
+        temperature: float = 0.6
+
+    @dataclass
+    class Run:
+        decoding: Decoding = field(default_factory=Decoding)
+
+    class Loop:
+        def __init__(self, run):
+            self.run = run
+
+        def knobs(self):
+            return self.run.decoding.budget, self.run.decoding.temperature
+
+    def main(budget):
+        run = Run()
+        run.decoding.budget = budget
+        return Loop(run)
+
+    main(4096)
+    """)
+    assert number(engine, "self.run.decoding.budget")[0] == 4096
+    assert number(engine, "self.run.decoding.temperature")[:2] == (0.6, "default of Decoding.temperature")

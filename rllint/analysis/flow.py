@@ -771,6 +771,7 @@ class Frame:
         self.returns: List[Value] = []
         self.statement: cst.CSTNode = function.node
         self.ended = False  # the current path has returned or raised: what follows in its block does not run
+        self.stored_on: Set[str] = set()  # names whose attributes this run assigned (`cfg.lr = ...`)
 
     def returned(self) -> Value:
         if not self.returns:
@@ -980,10 +981,7 @@ class Frame:
         elif isinstance(small, cst.Expr):
             self.expr(small.value)
         elif isinstance(small, cst.Return):
-            returned = self.expr(small.value) if small.value is not None else value(type=NONE)
-            if isinstance(small.value, cst.Name):
-                returned = self._with_stores(small.value.value, returned)
-            self.returns.append(returned)
+            self.returns.append(self.expr(small.value) if small.value is not None else value(type=NONE))
             self.ended = True
         elif isinstance(small, cst.Raise):
             if small.exc is not None:
@@ -992,10 +990,16 @@ class Frame:
         elif isinstance(small, cst.Assert):
             self.expr(small.test)
 
+    def _receiver(self, name: str) -> bool:
+        """The first parameter of a method (its instance, whose stores `class_attribute` reads)."""
+        params = self.function.params
+        return self.function.cls is not None and bool(params) and params[0].name == name and \
+            not _is_static(self.function)
+
     def _with_stores(self, name: str, held: Value) -> Value:
-        """A configuration instance returned after this function set its attributes (`cfg.train.lr = 1e-6;
-        return cfg`): the instance with those settings, nested ones in the instances its fields hold. A
-        setting whose holder is not a known instance makes the returned object unknown in that field."""
+        """A configuration instance after this function set its attributes (`cfg.train.lr = 1e-6`), as it is
+        returned or handed to a call: the instance with those settings, nested ones in the instances its fields
+        hold. A setting whose holder is not a known instance makes that field unknown."""
         from rllint.analysis.domains.config import setting
 
         stores = sorted((key[len(name) + 1:].split("."), stored) for key, stored in self.env.items()
@@ -1017,6 +1021,7 @@ class Frame:
 
     def assign(self, target: cst.CSTNode, result: Value, stmt: cst.CSTNode) -> None:
         if isinstance(target, cst.Name):
+            self.stored_on.discard(target.value)  # a new object: the stores were on the old one
             if self.function.is_module and result.facts.get("origin") == "literal" and \
                     getattr(stmt, "value", None) in result.reason("number"):  # `LR = 3e-5` at module level
                 result = result.but(origin=f"constant {target.value}", why={"origin": (target,)})
@@ -1039,6 +1044,7 @@ class Frame:
             name = place(target)
             if name is not None:
                 self.env[name] = result
+                self.stored_on.add(name.split(".", 1)[0])
             self._note(target, result)
         elif isinstance(target, cst.Subscript):
             container = self.expr(target.value)
@@ -1123,6 +1129,8 @@ class Frame:
     def _name(self, node: cst.Name) -> Value:
         name = node.value
         if name in self.env:
+            if name in self.stored_on and not self._receiver(name):
+                return self._with_stores(name, self.env[name])
             return self.env[name]
         if name in ("True", "False"):
             return value((node,), type=BOOL, number=1.0 if name == "True" else 0.0)

@@ -142,13 +142,14 @@ class ShortGenerationLimit(CSTRule):
         for arg in node.args:
             if arg.keyword is not None and arg.keyword.value in ROLLOUT_LENGTH_LIMITS and self._is_active():
                 found = self.file.fact(Values).of(arg.value)
-                if found is None or constructor_default(found):
+                if found is not None and constructor_default(found):
                     found = self._proven(arg.value) or found
                 self._judge(arg.keyword.value, found)
 
     def _proven(self, expr: cst.BaseExpression) -> Optional["Written"]:
-        """The limit the engine proves where the file's own reading stops (an attribute set in `__init__`
-        from what the constructing module passes): where that number is written, in this file or another."""
+        """The limit the engine proves where the file's own reading stops at a constructor's default (an
+        attribute set in `__init__`, replaced by what the constructing code passes): where that number is
+        written, in this file or another."""
         from rllint.analysis import summaries
 
         found = self.file.fact(Flow).value(expr)
