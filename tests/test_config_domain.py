@@ -217,3 +217,115 @@ def test_configs_of_two_framework_classes_joined_are_unknown_not_a_crash():
     wrap(DPOConfig(output_dir="b"))
     """)
     assert engine.facts("args.gradient_checkpointing", "type", occurrence=0) == {"type": None}
+
+
+def test_a_field_built_by_a_default_factory_holds_that_class_at_its_defaults():
+    engine = Engine("""
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Decoding:
+        temperature: float = 0.6
+        top_k: int = 0
+
+    @dataclasses.dataclass
+    class Run:
+        decoding: Decoding = dataclasses.field(default_factory=Decoding)
+        tags: list = dataclasses.field(default_factory=list)
+
+    class Loop:
+        def __init__(self):
+            self.run = Run()
+
+        def step(self):
+            return self.run.decoding.temperature, self.run.tags
+    """)
+    assert number(engine, "self.run.decoding.temperature") == (0.6, "default of Decoding.temperature", ["0.6"])
+    assert engine.facts("self.run.tags", "type") == {"type": None}
+
+
+def test_settings_a_builder_stores_before_returning_the_config_reach_its_users():
+    engine = Engine("""
+    from dataclasses import dataclass, field
+
+    @dataclass
+    class Decoding:
+        temperature: float = 0.6
+        top_p: float = 1.0
+
+    @dataclass
+    class Run:
+        decoding: Decoding = field(default_factory=Decoding)
+
+    def small_gpu():
+        run = Run()
+        run.decoding.top_p = 0.9
+        return run
+
+    def greedy_free():
+        run = Run()
+        run.decoding.temperature = 1.0
+        return run
+
+    kept = small_gpu().decoding.temperature
+    changed = greedy_free().decoding.temperature
+    nucleus = small_gpu().decoding.top_p
+    """)
+    assert number(engine, "kept")[:2] == (0.6, "default of Decoding.temperature")
+    assert number(engine, "changed")[0] == 1.0
+    assert number(engine, "nucleus")[0] == 0.9
+
+
+def test_a_project_subclass_of_a_framework_config_holds_the_framework_default_nobody_overrides(tmp_path):
+    (tmp_path / "requirements.txt").write_text("trl==0.14.0\n")
+    (tmp_path / "pyproject.toml").write_text("")
+    engine = Engine("""
+    import trl
+
+    class RunArgs(trl.GRPOConfig):
+        reward_scale: float = 2.0
+
+    class Runner:
+        def __init__(self, args: RunArgs):
+            self.args = args
+
+        def knobs(self):
+            return self.args.temperature, self.args.reward_scale, self.args.not_a_field
+
+    Runner(RunArgs(output_dir="out"))
+    """, path=str(tmp_path / "run.py"))
+    assert number(engine, "self.args.temperature")[:2] == (0.9, "TRL's default of GRPOConfig.temperature in 0.14.0")
+    assert number(engine, "self.args.reward_scale")[:2] == (2.0, "default of RunArgs.reward_scale")
+    assert engine.facts("self.args.not_a_field", "type", "place") == {
+        "type": None, "place": ("attr", "RunArgs", "not_a_field")}
+
+
+def test_settings_stored_on_a_config_before_it_is_handed_to_a_constructor_reach_the_constructed_object():
+    engine = Engine("""
+    from dataclasses import dataclass, field
+
+    @dataclass
+    class Decoding:
+        budget: int = 256
+        temperature: float = 0.6
+
+    @dataclass
+    class Run:
+        decoding: Decoding = field(default_factory=Decoding)
+
+    class Loop:
+        def __init__(self, run):
+            self.run = run
+
+        def knobs(self):
+            return self.run.decoding.budget, self.run.decoding.temperature
+
+    def main(budget):
+        run = Run()
+        run.decoding.budget = budget
+        return Loop(run)
+
+    main(4096)
+    """)
+    assert number(engine, "self.run.decoding.budget")[0] == 4096
+    assert number(engine, "self.run.decoding.temperature")[:2] == (0.6, "default of Decoding.temperature")

@@ -558,3 +558,47 @@ def test_a_module_holds_parameters_when_it_stores_a_layer_or_a_model_and_is_weig
         assert engine.facts(built, "type", "weightless") == {"type": "model", "weightless": None}
     assert engine.facts("loss(policy(ids).logits)", "grad", "forwards") == {
         "grad": GRAPH, "forwards": frozenset(engine.nodes("policy(ids)"))}
+
+
+def test_a_module_read_for_its_callers_leaves_its_helper_reading_whole(tmp_path):
+    """A module first read to find who calls another's function, then read as a helper, still finds the
+    callers of its own functions: the facts do not depend on which question came first."""
+    import ast
+
+    import libcst as cst
+
+    from rllint.analysis import summaries
+    from rllint.analysis.flow import Flow
+    from rllint.runner import FileContext
+    from rllint.settings import Settings
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "scoring.py").write_text(
+        "import torch\n"
+        "def per_token(model, ids):\n"
+        "    return torch.log_softmax(model(ids).logits, dim=-1)\n")
+    (tmp_path / "sampler.py").write_text(
+        "from scoring import per_token\n"
+        "def draw(model, enc, knobs):\n"
+        "    out = model.generate(**enc, do_sample=True, temperature=knobs['t'])\n"
+        "    return per_token(model, out)\n")
+    (tmp_path / "launch.py").write_text(
+        "from sampler import draw\n"
+        "draw(None, {}, {'t': 0.6})\n")
+    sampler = str(tmp_path / "sampler.py")
+
+    def temperature() -> object:
+        _, module = summaries.load(sampler, Settings(root=tmp_path))
+        flow = module.fact(Flow)
+        flow.analyze_all()
+        given = next(v for n, v in flow.values.items() if isinstance(n, cst.Subscript))
+        return given.facts.get("number")
+
+    summaries.clear_cache()
+    alone = temperature()
+    summaries.clear_cache()
+    text = (tmp_path / "scoring.py").read_text()
+    scoring = FileContext(str(tmp_path / "scoring.py"), text, cst.parse_module(text), ast.parse(text),
+                          Settings(root=tmp_path))
+    scoring.fact(Flow).analyze_all()  # reads sampler.py for the callers of per_token
+    assert (alone, temperature()) == (0.6, 0.6)

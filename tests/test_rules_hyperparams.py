@@ -1,4 +1,5 @@
 """RL601 options and wording, beyond what the fixtures show."""
+import os
 import textwrap
 
 from rllint.diagnostic import Severity
@@ -519,3 +520,52 @@ def test_rl601_named_reports_a_settings_file_rate_once(tmp_path):
     (tmp_path / "configs" / "grpo.yaml").write_text("num_generations: 8\noptim:\n  lr: 2e-5\n")
     result = lint_files([str(script), str(tmp_path / "configs" / "grpo.yaml")], Settings(select=["RL601"]))
     assert [(d.path.rsplit("/", 1)[-1], d.line) for d in result.diagnostics] == [("grpo.yaml", 3)]
+
+
+_WORKER = """
+    import torch
+    from vllm import SamplingParams
+
+    class PolicyWorker:
+        def __init__(self, policy, budget=4096):
+            self.policy = policy
+            self.budget = budget
+
+        def collect(self, prompts):
+            params = SamplingParams(temperature=1.0, max_tokens=self.budget)
+            return self.policy.generate(prompts, params)
+
+        def update(self, logps, adv, opt):
+            (-(logps * adv).mean()).backward()
+            opt.step()
+"""
+
+
+def _worker_project(tmp_path, launcher: str):
+    from rllint.analysis import summaries
+    from rllint.runner import lint_files
+
+    summaries.clear_cache()
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "worker.py").write_text(textwrap.dedent(_WORKER))
+    (tmp_path / "launch.py").write_text(textwrap.dedent(launcher))
+    result = lint_files([str(tmp_path / "worker.py")], Settings(select=["RL306"]))
+    return [(os.path.basename(d.path), d.line, d.code) for d in result.diagnostics]
+
+
+def test_rl306_a_limit_stored_by_a_constructor_is_what_the_constructing_module_passes(tmp_path):
+    launcher = """
+        import argparse
+        from worker import PolicyWorker
+
+        def main():
+            cli = argparse.ArgumentParser()
+            cli.add_argument("--gen-tokens", type=int, default={tokens})
+            opts = cli.parse_args()
+            return PolicyWorker(None, budget=opts.gen_tokens)
+
+        main()
+    """
+    assert _worker_project(tmp_path, launcher.format(tokens=192)) == [("launch.py", 7, "RL306")]
+    assert _worker_project(tmp_path, launcher.format(tokens=2048)) == []
+    assert _worker_project(tmp_path, "from worker import PolicyWorker\nPolicyWorker(None)\n") == []

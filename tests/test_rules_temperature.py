@@ -483,3 +483,85 @@ def test_evaluation_sampling_beside_rollouts_of_a_config_at_one_is_not_the_rollo
     """
     assert codes(source) == []
     assert codes(source.replace("temperature=1.0", "temperature=0.7")) == [(11, "RL309")]
+
+
+def test_negated_per_token_cross_entropy_reshaped_before_the_sign_is_log_probs():
+    source = """
+        import torch
+        import torch.nn.functional as F
+
+        def rollout(policy, enc):
+            return policy.generate(**enc, do_sample=True, temperature=0.5)
+
+        def scored(policy, ids):
+            out = policy(ids).logits[:, :-1]
+            return -F.cross_entropy(out.flatten(0, 1), ids[:, 1:].flatten(), reduction="none").reshape(ids.shape[0], -1)
+
+        def scored_tempered(policy, ids):
+            out = policy(ids).logits[:, :-1] / 0.5
+            return -F.cross_entropy(out.flatten(0, 1), ids[:, 1:].flatten(), reduction="none").reshape(ids.shape[0], -1)
+    """
+    assert _lint_plain(source) == [(10, "RL309")]
+
+
+def test_a_temperature_in_a_nested_settings_class_built_by_a_default_factory_is_followed():
+    source = """
+        import torch
+        from dataclasses import dataclass, field
+
+        @dataclass
+        class Knobs:
+            temperature: float = {temperature}
+
+        @dataclass
+        class Setup:
+            knobs: Knobs = field(default_factory=Knobs)
+
+        class Worker:
+            def __init__(self, policy):
+                self.policy = policy
+                self.setup = Setup()
+
+            def rollout(self, enc):
+                return self.policy.generate(**enc, do_sample=True, temperature=self.setup.knobs.temperature)
+
+            def logps(self, ids):
+                return torch.log_softmax(self.policy(ids).logits, dim=-1)
+    """
+    assert _lint_plain(source.format(temperature=0.8)) == [(22, "RL309")]
+    assert _lint_plain(source.format(temperature=1.0)) == []
+
+
+_LABELLED = """
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    policy = AutoModelForCausalLM.from_pretrained("gpt2")
+    reference = AutoModelForCausalLM.from_pretrained("gpt2")
+    opt = torch.optim.AdamW(policy.parameters(), lr=1e-6)
+
+    def sample(enc):
+        return policy.generate(**enc, do_sample=True, temperature={temperature})
+
+    def reinforce(enc, reward):
+        seq = sample(enc)
+        out = policy(input_ids=seq, labels=seq)
+        {scored}
+        ({update}).backward()
+        opt.step()
+"""
+
+
+def test_minus_the_loss_of_the_policy_given_labels_is_a_log_prob_of_the_raw_logits():
+    source = _LABELLED.format(temperature=0.9, scored="logp = -out.loss * seq.shape[1]", update="-logp * reward")
+    assert _lint_plain(source) == [(15, "RL309")]
+
+
+def test_labelled_losses_that_are_not_the_sampled_policy_s_log_probs_are_left_alone():
+    at_one = _LABELLED.format(temperature=1.0, scored="logp = -out.loss", update="-logp * reward")
+    not_negated = _LABELLED.format(temperature=0.9, scored="nll = out.loss", update="nll * reward.mean()")
+    with_no_graph = _LABELLED.format(temperature=0.9, scored="logp = -reference(input_ids=seq, labels=seq).loss",
+                                     update="-logp * reward").replace("        logp =", "        with torch.no_grad():\n"
+                                                                          "            logp =")
+    unlabelled = _LABELLED.format(temperature=0.9, scored="logp = -policy(input_ids=seq).loss", update="-logp * reward")
+    assert [_lint_plain(s) for s in (at_one, not_negated, with_no_graph, unlabelled)] == [[], [], [], []]

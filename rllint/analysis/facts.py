@@ -11,7 +11,7 @@ Facts (absent = unknown):
   REF (a module or an imported name: `qual` is its dotted name), FUNCTION, CLASS, INSTANCE, SHAPE.
 - tensors: `rank`; `axes`, the role of each axis (`BATCH`, `TIME`, `VOCAB`, or None); `dist`, the axis
   over which the tensor is a (log-)distribution (from `softmax` / `log_softmax`); `content`
-  (LOGITS, LOGPROBS, PROBS, TOKEN_LOGPROBS, IDS, MASK).
+  (LOGITS, LOGPROBS, PROBS, TOKEN_LOGPROBS, IDS, MASK, NLL).
 - `grad`: GRAPH (records autograd history), NO_GRAD (never had any) or DETACHED (cut from it); `cut`: the
   node where a model's graph was cut on this value's way (a forward under no_grad, a `.detach()`, a call
   run under no_grad), when no operand carries a graph.
@@ -47,6 +47,7 @@ FUNCTION, CLASS, INSTANCE, SHAPE = "function", "class", "instance", "shape"
 BATCH, TIME, VOCAB = "batch", "time", "vocab"
 # tensor contents
 LOGITS, LOGPROBS, PROBS, TOKEN_LOGPROBS, IDS, MASK = "logits", "logprobs", "probs", "token_logprobs", "ids", "mask"
+NLL = "nll"  # a causal LM's `.loss` given `labels`: their mean negative log-likelihood under the raw logits
 # gradient
 GRAPH, NO_GRAD, DETACHED = "graph", "no_grad", "detached"
 # statistics

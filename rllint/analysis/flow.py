@@ -330,7 +330,7 @@ class Flow:
         name = function.name if cls is None else cls.name
         found: List[CallSite] = []
         for path in importers_of(self.file.path, self.file.settings, MAX_REMOTE_IMPORTERS):
-            digest, module = summaries.load(path, self.file.settings)
+            digest, module = summaries.load(path, self.file.settings, for_callers=True)
             self.file.dependencies[path] = digest
             if module is None:
                 continue
@@ -769,6 +769,7 @@ class Frame:
         self.returns: List[Value] = []
         self.statement: cst.CSTNode = function.node
         self.ended = False  # the current path has returned or raised: what follows in its block does not run
+        self.stored_on: Set[str] = set()  # names whose attributes this run assigned (`cfg.lr = ...`)
 
     def returned(self) -> Value:
         if not self.returns:
@@ -987,8 +988,38 @@ class Frame:
         elif isinstance(small, cst.Assert):
             self.expr(small.test)
 
+    def _receiver(self, name: str) -> bool:
+        """The first parameter of a method (its instance, whose stores `class_attribute` reads)."""
+        params = self.function.params
+        return self.function.cls is not None and bool(params) and params[0].name == name and \
+            not _is_static(self.function)
+
+    def _with_stores(self, name: str, held: Value) -> Value:
+        """A configuration instance after this function set its attributes (`cfg.train.lr = 1e-6`), as it is
+        returned or handed to a call: the instance with those settings, nested ones in the instances its fields
+        hold. A setting whose holder is not a known instance makes that field unknown."""
+        from rllint.analysis.domains.config import setting
+
+        stores = sorted((key[len(name) + 1:].split("."), stored) for key, stored in self.env.items()
+                        if key.startswith(name + ".") and "[" not in key)
+        if not stores or held.facts.get("type") != INSTANCE:
+            return held
+
+        def stored_in(holder: Value, path: List[str], stored: Value) -> Value:
+            if holder.facts.get("type") != INSTANCE:
+                return UNKNOWN
+            fields = dict(holder.facts.get("fields") or ())
+            fields[path[0]] = stored if len(path) == 1 else stored_in(
+                fields.get(path[0]) or setting(self.flow, holder, path[0]), path[1:], stored)
+            return holder.but(fields=tuple(fields.items()))
+
+        for path, stored in stores:
+            held = stored_in(held, path, stored)
+        return held
+
     def assign(self, target: cst.CSTNode, result: Value, stmt: cst.CSTNode) -> None:
         if isinstance(target, cst.Name):
+            self.stored_on.discard(target.value)  # a new object: the stores were on the old one
             if self.function.is_module and result.facts.get("origin") == "literal" and \
                     getattr(stmt, "value", None) in result.reason("number"):  # `LR = 3e-5` at module level
                 result = result.but(origin=f"constant {target.value}", why={"origin": (target,)})
@@ -1011,6 +1042,7 @@ class Frame:
             name = place(target)
             if name is not None:
                 self.env[name] = result
+                self.stored_on.add(name.split(".", 1)[0])
             self._note(target, result)
         elif isinstance(target, cst.Subscript):
             container = self.expr(target.value)
@@ -1095,6 +1127,8 @@ class Frame:
     def _name(self, node: cst.Name) -> Value:
         name = node.value
         if name in self.env:
+            if name in self.stored_on and not self._receiver(name):
+                return self._with_stores(name, self.env[name])
             return self.env[name]
         if name in ("True", "False"):
             return value((node,), type=BOOL, number=1.0 if name == "True" else 0.0)
@@ -1141,12 +1175,18 @@ class Frame:
             if kind == MODEL and attr in MODULE_METHODS:  # `nn.Module.cuda`, inherited: the models domain's
                 return with_sources(UNKNOWN.but(bound=base), base.sources)
             stored = owner.class_attribute(cls, attr)
-            if stored is not None:
+            if stored is not None and (stored.facts.get("type") or kind != INSTANCE):
                 return stored
+            # nothing of the project sets it: a field a framework base class declares (`class Args(GRPOConfig)`)
+            # holds that framework's default, which the domains know
+        else:
+            stored = None
         for domain in domains():
             found = domain.attribute(self, base, attr, node)
-            if found is not None:
+            if found is not None and (found.facts or stored is None):
                 return found
+        if stored is not None:
+            return stored
         return with_sources(UNKNOWN.but(bound=base), base.sources) if base.facts else UNKNOWN
 
     def _subscript(self, node: cst.Subscript) -> Value:

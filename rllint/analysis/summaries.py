@@ -39,6 +39,7 @@ class ModuleFile:
         self.settings = settings
         self.dependencies: Dict[str, str] = {}
         self._facts: Dict[type, object] = {}
+        self._positions = None  # libcst positions, computed when a finding is placed here (`place_of`)
 
     def fact(self, analysis: type):
         if analysis not in self._facts:
@@ -46,12 +47,15 @@ class ModuleFile:
         return self._facts[analysis]
 
 
-_LOADED: "OrderedDict[str, Tuple[Tuple[int, int], str, Optional[ModuleFile]]]" = OrderedDict()
+_LOADED: "OrderedDict[Tuple[str, bool], Tuple[Tuple[int, int], str, Optional[ModuleFile]]]" = OrderedDict()
 
 
-def load(path: str, settings) -> Tuple[str, Optional[ModuleFile]]:
+def load(path: str, settings, for_callers: bool = False) -> Tuple[str, Optional[ModuleFile]]:
     """A project file's content hash ("" when unreadable) and its parsed module (None when it cannot be
-    read within the bounds); cached per process, read again when the file changes."""
+    read within the bounds); cached per process, read again when the file changes. A module read to find
+    the callers of another's functions (`for_callers`) is a copy of its own: its analysis does not look for
+    callers in turn, and the helper copy must not inherit that limit (the facts would depend on the order
+    in which rules ask)."""
     import os
 
     try:
@@ -59,9 +63,10 @@ def load(path: str, settings) -> Tuple[str, Optional[ModuleFile]]:
     except OSError:
         return "", None
     stamp = (stat.st_size, stat.st_mtime_ns)
-    known = _LOADED.get(path)
+    key = (path, for_callers)
+    known = _LOADED.get(key)
     if known is not None and known[0] == stamp:
-        _LOADED.move_to_end(path)
+        _LOADED.move_to_end(key)
         return known[1], known[2]
     digest, module = "", None
     try:
@@ -72,10 +77,28 @@ def load(path: str, settings) -> Tuple[str, Optional[ModuleFile]]:
             module = ModuleFile(path, text, cst.parse_module(text), settings)
     except (OSError, SourceError, SyntaxError, ValueError, RecursionError, MemoryError, cst.ParserSyntaxError):
         module = None
-    _LOADED[path] = (stamp, digest, module)
+    _LOADED[key] = (stamp, digest, module)
     while len(_LOADED) > MAX_MODULES:
         _LOADED.popitem(last=False)
     return digest, module
+
+
+def place_of(node: cst.CSTNode) -> Optional[Tuple[str, int, int, int, int]]:
+    """Where a node of a module read here is written: (path, line, column, end line, end column), 1-based
+    columns as a Diagnostic's; None for a node of no such module."""
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    for (path, _), (_, _, module) in list(_LOADED.items()):
+        if module is None:
+            continue
+        positions = module._positions
+        if positions is None:
+            positions = module._positions = MetadataWrapper(module.module, unsafe_skip_copy=True).resolve(
+                PositionProvider)
+        where = positions.get(node)
+        if where is not None:
+            return path, where.start.line, where.start.column + 1, where.end.line, where.end.column + 1
+    return None
 
 
 def clear_cache() -> None:

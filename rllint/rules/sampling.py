@@ -14,9 +14,10 @@ from rllint.analysis.hparams import (
     default_replaced_by_callers, last_part,
 )
 from rllint.analysis.domains.config import CONFIG, setting
-from rllint.analysis.facts import NUMBER, item_of
+from rllint.analysis.facts import GRAPH, NLL, NUMBER, item_of
 from rllint.analysis.flow import Flow
 from rllint.analysis.imports import Imports
+from rllint.analysis.positions import Lines
 from rllint.analysis.purpose import Purpose
 from rllint.analysis.syntax import dotted, keyword, positional, walk
 from rllint.analysis.text import Scope, Scopes, call_tail
@@ -31,6 +32,14 @@ class Setting(NamedTuple):
     """A sampling setting's number and how it was set (the shape `Values.of` answers with)."""
 
     number: float
+    origin: str
+
+
+class Written(NamedTuple):
+    """A number the engine proves, with the place it is written (a node of another module as a RemoteNode)."""
+
+    number: float
+    node: object
     origin: str
 
 
@@ -132,7 +141,30 @@ class ShortGenerationLimit(CSTRule):
             return  # a limit handed to a sampler or an RL trainer's config is a rollout limit
         for arg in node.args:
             if arg.keyword is not None and arg.keyword.value in ROLLOUT_LENGTH_LIMITS and self._is_active():
-                self._judge(arg.keyword.value, self.file.fact(Values).of(arg.value))
+                found = self.file.fact(Values).of(arg.value)
+                if found is not None and constructor_default(found):
+                    found = self._proven(arg.value) or found
+                self._judge(arg.keyword.value, found)
+
+    def _proven(self, expr: cst.BaseExpression) -> Optional["Written"]:
+        """The limit the engine proves where the file's own reading stops at a constructor's default (an
+        attribute set in `__init__`, replaced by what the constructing code passes): where that number is
+        written, in this file or another."""
+        from rllint.analysis import summaries
+
+        found = self.file.fact(Flow).value(expr)
+        written = found.reason("number")
+        if found.facts.get("type") != NUMBER or "number" not in found.facts or not written:
+            return None
+        place = written[0]
+        if not isinstance(place, cst.CSTNode):
+            return None  # a launch script's or settings file's number is judged there
+        if self.file.fact(Lines).holds(place):
+            return Written(found.facts["number"], place, found.facts.get("origin") or "literal")
+        where = summaries.place_of(place)
+        if where is None:
+            return None
+        return Written(found.facts["number"], RemoteNode(*where), found.facts.get("origin") or "literal")
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self._settings(generation_kwargs(node))
@@ -264,7 +296,8 @@ class LogprobsIgnoreTemperature(FunctionRule):
     ## What it does
     Reports, in a project that samples rollouts at a temperature other than 1, log-probs
     (`log_softmax`, `-cross_entropy(..., reduction="none")`) over logits that were never
-    divided by that temperature; a log-prob helper (of the same module or another) whose
+    divided by that temperature, and `-loss` of the trained policy's forward given `labels=`
+    (the labels' mean log-prob, which the model takes from its raw logits); a log-prob helper (of the same module or another) whose
     `temperature` parameter defaults to 1 and that is called without it; and a division of
     log-probs (rather than logits) by the temperature. The sampling temperature is the
     file's own, or, when the file samples nothing, that of the project modules it imports or
@@ -318,6 +351,7 @@ class LogprobsIgnoreTemperature(FunctionRule):
         super().__init__(file)
         self._temperature: Optional[tuple] = None
         self._callers: Optional[Set[str]] = None  # with a temperature of other modules: the names they call
+        self._reads: Set[cst.CSTNode] = set()  # labelled losses reported
 
     def sampling_temperature(self) -> Optional[Tuple[float, str]]:
         """The temperature the rollouts are sampled at and where that is said, when the source shows one
@@ -393,13 +427,43 @@ class LogprobsIgnoreTemperature(FunctionRule):
             f"({divided.facts.get('origin') or 'set here'}): set `temperature` instead"))
 
     def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
-        """`-F.cross_entropy(logits, ids, reduction="none")`: per-token log-probs too."""
+        """`-F.cross_entropy(logits, ids, reduction="none")`: per-token log-probs too, also when reshaped or
+        reduced before the sign (`-F.cross_entropy(...).view(shape)`)."""
         call = node.expression
+        while isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and \
+                isinstance(call.func.value, cst.Call) and call_tail(call) != "cross_entropy":
+            call = call.func.value  # a method of the per-token losses: still their values, negated
         if isinstance(node.operator, cst.Minus) and isinstance(call, cst.Call) and call_tail(call) == "cross_entropy":
             reduction = keyword(call, "reduction")
             if reduction is not None and isinstance(reduction.value, cst.SimpleString) \
                     and reduction.value.evaluated_value == "none":
                 self._check(node, positional(call, 0))
+        elif isinstance(node.operator, cst.Minus):
+            self._labelled_loss(node)
+
+    def _labelled_loss(self, node: cst.UnaryOperation) -> None:
+        """`-out.loss` (or `-loss` of `loss = out.loss`) of the trained policy's forward given `labels=`: the
+        labels' mean log-prob, which the model computes from its raw logits (reported where the loss is read)."""
+        if self.sampling_temperature() is None or not self._scores_here():
+            return
+        flow = self.file.fact(Flow)
+        loss = flow.value(node.expression)
+        if loss.facts.get("content") != NLL or loss.facts.get("grad") != GRAPH:
+            return
+        read = loss.facts.get("obj")
+        if not isinstance(read, cst.Attribute) or read in self._reads:
+            return  # a tensor computed from the loss (`-logp` of `logp = -loss`), or the same loss negated again
+        self._reads.add(read)
+        self.report(read if flow.owns(read) else node, what=(
+            f"{self._what(*self.sampling_temperature())} (`-loss` of a forward given `labels=` scores the raw "
+            "logits: compute the log-probs from logits divided by the temperature)"))
+
+    def _scores_here(self) -> bool:
+        """Whether log-probs computed here score the rollouts: always when this module samples; when another
+        module does, only in a function of this module that it calls."""
+        return self._callers is None or not (
+            self.function is None or self.function.name.value not in self._callers
+            or self.function.name.value not in self.file.fact(ProjectIndex).own.functions or len(self._functions) > 1)
 
     def _check(self, node: cst.CSTNode, operand: Optional[cst.BaseExpression]) -> None:
         if operand is None or self.sampling_temperature() is None:
@@ -407,9 +471,7 @@ class LogprobsIgnoreTemperature(FunctionRule):
         sources = self._sources(operand, self.scope)
         if any(self._handled(n) or self._tempering(n) for n in sources):
             return
-        if self._callers is not None and (self.function is None or self.function.name.value not in self._callers
-                                          or self.function.name.value not in self.file.fact(ProjectIndex).own.functions
-                                          or len(self._functions) > 1):
+        if not self._scores_here():
             return  # another module samples: only a function of this module that it calls computes its log-probs
         if any(isinstance(n, cst.Attribute) and n.attr.value == "logits" or isinstance(n, cst.Name)
                and "logits" in n.value.lower() for n in sources):
@@ -561,6 +623,9 @@ class TruncatedSamplingFullLogprobs(LogprobsIgnoreTemperature):
         return None
 
     def _overridden(self, call: cst.Call) -> None:
+        return None
+
+    def _labelled_loss(self, node: cst.UnaryOperation) -> None:
         return None
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:

@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import libcst as cst
 
 from rllint.analysis.domains import Domain
-from rllint.analysis.facts import DICT, INSTANCE, NUMBER, REF, TEXT, TUPLE, UNKNOWN, Value, join_all
+from rllint.analysis.facts import CLASS, DICT, INSTANCE, NUMBER, REF, TEXT, TUPLE, UNKNOWN, Value, join_all
 
 PARSER, NAMESPACE, CONFIG, FILE = "parser", "namespace", "config", "file"
 # Reads of a whole file of settings into a dict.
@@ -59,6 +59,8 @@ class ConfigDomain(Domain):
             default = kwargs.get("default")
             if default is None and tail == "Field" and args:
                 default = args[0]
+            if default is None and "default_factory" in kwargs:
+                return _built_by(frame.flow, kwargs["default_factory"])
             return default if default is not None else UNKNOWN
         framework = framework_class(qual)
         if framework is not None:  # a keyword the release lacks is refused: the keywords narrow the releases
@@ -153,6 +155,14 @@ def instance_of(flow, cls: Value) -> Value:
     if framework is not None:
         return Value({"type": CONFIG, "framework": framework, "items": ()})
     return UNKNOWN
+
+
+def _built_by(flow, factory: Value) -> Value:
+    """What `field(default_factory=Cls)` holds: an instance of that config class, at its defaults (a factory
+    that is not a class is not followed)."""
+    if factory.facts.get("type") not in (CLASS, REF):
+        return UNKNOWN
+    return instance_of(flow, factory)
 
 
 def _loaded(flow, files: Tuple[str, ...]) -> Value:

@@ -21,7 +21,7 @@ import libcst as cst
 
 from rllint.analysis.domains import Domain
 from rllint.analysis.domains.torch_ops import OPS, Operands, gradient, tensor_result
-from rllint.analysis.facts import (BATCH, CAUSAL_LM, GRAPH, IDS, LOGITS, MODEL, NO_GRAD, OPTIMIZER, OUTPUT, PARAMS,
+from rllint.analysis.facts import (BATCH, CAUSAL_LM, GRAPH, IDS, LOGITS, MODEL, NLL, NO_GRAD, OPTIMIZER, OUTPUT, PARAMS,
                                    SEQ2SEQ, SEQ_CLS, TENSOR, TIME, TOKENIZER, TUPLE, UNKNOWN, VALUE_HEAD, VOCAB, Value,
                                    value, with_sources)
 
@@ -150,6 +150,8 @@ class Models(Domain):
             result = result.but(type=TENSOR)  # what a module's forward returns is a tensor, its shape unknown
         if result is None:
             result = value(model.reason("arch") or (node,), type=OUTPUT, arch=model.facts.get("arch"))
+            if "labels" in kwargs:  # its `.loss` is the labels' mean negative log-likelihood
+                result = result.but(labelled=True)
         frame.forward(node, model, args, kwargs, result)
         if frame.mode is False:
             return result.but(grad=NO_GRAD, cut=node, why={"grad": (node,)})
@@ -206,6 +208,8 @@ def output_field(output: Value, attr: str, node: cst.CSTNode) -> Value:
         facts.update(rank=3, axes=(BATCH, TIME, None))
     elif attr == "loss":
         facts.update(rank=0)
+        if arch == CAUSAL_LM and output.facts.get("labelled"):
+            facts.update(content=NLL)  # mean cross-entropy of the labels under the raw logits
     elif attr == "value" and arch == VALUE_HEAD:
         facts.update(rank=2, axes=(BATCH, TIME))
     elif attr in ("hidden_states", "past_key_values", "attentions"):
