@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
@@ -36,6 +36,7 @@ from rllint.analysis.facts import (BATCH, BOOL, CAUSAL_LM, CLASS, DICT, FUNCTION
 from rllint.analysis.ir import CallSite, ClassIR, FunctionIR, ModuleIR, Param
 from rllint.analysis.launches import written_settings_file
 from rllint.analysis.syntax import children
+from rllint.index import find_module
 from rllint.options import CROSS_MODULE_VALUES
 
 MAX_DEPTH = 4  # nested calls interpreted with their arguments; deeper calls return an unknown value
@@ -485,7 +486,7 @@ class Flow:
         if key not in self._imported:
             self._imported[key] = None
             if self._cross_module():
-                found = summaries.resolve(self.file.path, level, qual, self.file.settings, self.file.dependencies)
+                found = resolve_import(self.file.path, level, qual, self.file.settings, self.file.dependencies)
                 self._imported[key] = found[1] if found is not None and found[0] is not None else None
         return self._imported[key]
 
@@ -1830,3 +1831,68 @@ def _self_stores(stmt: cst.CSTNode, name: Optional[str] = None) -> Iterator[cst.
 
 def _is_static(function: FunctionIR) -> bool:
     return any(d.rsplit(".", 1)[-1] == "staticmethod" for d in function.decorators)
+
+
+Target = Union[FunctionIR, ClassIR, Value, str]  # a function, a class, a constant, a module's path
+
+
+# Libraries that no project module stands for: their calls are the domains' business, and looking them up
+# as project files would cost a file-system probe per spelling.
+_LIBRARIES = frozenset({"torch", "numpy", "np", "transformers", "trl", "peft", "datasets", "accelerate",
+                        "deepspeed", "vllm", "math", "os", "re", "json", "random", "copy", "collections",
+                        "functools", "itertools", "typing", "dataclasses", "argparse", "logging", "time",
+                        "wandb", "tqdm", "ray", "omegaconf", "hydra", "sglang", "openrlhf", "verl", "tinker"})
+
+
+def resolve_import(importer: str, level: int, dotted: str, settings, dependencies: Dict[str, str]
+            ) -> Optional[Tuple[Optional[Flow], Target]]:
+    """What `dotted` (a name imported into `importer` at `level`, then attributes) names in the project:
+    (the Flow of the module that defines it, the function or class) or (None, path) for a module itself.
+    None when it is not the project's (a library) or cannot be read."""
+    parts = [p for p in dotted.split(".") if p]
+    if not parts or (not level and parts[0] in _LIBRARIES):
+        return None
+    for hops in range(summaries.MAX_HOPS):
+        found = None
+        for split in range(len(parts), 0, -1):
+            module, rest = ".".join(parts[:split]), parts[split:]
+            path = find_module(importer, module, level)
+            if path is not None:
+                found = (path, rest)
+                break
+        if found is None and level:
+            path = find_module(importer, "", level)
+            found = (path, parts) if path is not None else None
+        if found is None:
+            return None
+        path, rest = found
+        digest, module_file = summaries.load(path, settings)
+        dependencies[path] = digest
+        if module_file is None:
+            return None
+        if not rest:
+            return None, path
+        flow: Flow = module_file.fact(Flow)
+        dependencies.update(module_file.dependencies)
+        ir = flow.ir
+        name = rest[0]
+        if len(rest) == 1 and name in ir.functions:
+            return flow, ir.functions[name]
+        if len(rest) == 1 and name in flow.globals and flow.globals[name].facts.get("type") == NUMBER:
+            return flow, flow.globals[name].but(origin=f"constant {name} of {os.path.basename(path)}")
+        if name in ir.classes:
+            cls = ir.classes[name]
+            if len(rest) == 1:
+                return flow, cls
+            method = flow.method_of(cls, rest[1])
+            return (flow, method) if method is not None and len(rest) == 2 else None
+        # a re-export: `from .core import token_logps` in the module named
+        if name in ir.relative_imports:
+            level, source, imported = ir.relative_imports[name]
+            importer, parts = path, ([*source.split("."), imported] if source else [imported]) + rest[1:]
+            continue
+        if name in ir.imports:
+            importer, level, parts = path, 0, ir.imports[name].split(".") + rest[1:]
+            continue
+        return None
+    return None

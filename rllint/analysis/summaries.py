@@ -3,8 +3,8 @@ with the caller's arguments, as a helper of the same file is (issue 22, item 3).
 
 `from .utils import token_logps` (or `import pkg.utils as utils` ... `utils.token_logps(...)`) names a file
 of the project (`rllint.index.find_module`: path arithmetic inside the project, never site-packages); that
-file is read, parsed once per content per process, and given a `Flow` of its own, whose `summary` answers
-for the call. Nothing of it is imported or executed. Every module read this way is recorded in the linted
+file is read, parsed once per content per process, and given a `Flow` of its own (`flow.resolve_import`
+finds the function there), whose `summary` answers for the call. Nothing of it is imported or executed. Every module read this way is recorded in the linted
 file's dependencies with its content hash, so a cached result is stale when the helper changes.
 
 Bounds: files larger than `MAX_BYTES` or with more than `MAX_NODES` syntax nodes are not read (their
@@ -16,11 +16,10 @@ from __future__ import annotations
 import ast
 import os
 from collections import OrderedDict
-from typing import Dict, Optional, Tuple, Union
+from typing import Dict, Optional, Tuple
 
 import libcst as cst
 
-from rllint.index import find_module
 from rllint.source import SourceError, content_hash, decode_source, read_source
 
 MAX_BYTES = 512 * 1024
@@ -56,8 +55,6 @@ def load(path: str, settings, for_callers: bool = False) -> Tuple[str, Optional[
     the callers of another's functions (`for_callers`) is a copy of its own: its analysis does not look for
     callers in turn, and the helper copy must not inherit that limit (the facts would depend on the order
     in which rules ask)."""
-    import os
-
     try:
         stat = os.stat(path)
     except OSError:
@@ -103,71 +100,3 @@ def place_of(node: cst.CSTNode) -> Optional[Tuple[str, int, int, int, int]]:
 
 def clear_cache() -> None:
     _LOADED.clear()
-
-
-Target = Union["FunctionIR", "ClassIR", "Value", str]  # noqa: F821 - a function, a class, a constant, a module's path
-
-
-# Libraries that no project module stands for: their calls are the domains' business, and looking them up
-# as project files would cost a file-system probe per spelling.
-_LIBRARIES = frozenset({"torch", "numpy", "np", "transformers", "trl", "peft", "datasets", "accelerate",
-                        "deepspeed", "vllm", "math", "os", "re", "json", "random", "copy", "collections",
-                        "functools", "itertools", "typing", "dataclasses", "argparse", "logging", "time",
-                        "wandb", "tqdm", "ray", "omegaconf", "hydra", "sglang", "openrlhf", "verl", "tinker"})
-
-
-def resolve(importer: str, level: int, dotted: str, settings, dependencies: Dict[str, str]
-            ) -> Optional[Tuple[object, Target]]:
-    """What `dotted` (a name imported into `importer` at `level`, then attributes) names in the project:
-    (the Flow of the module that defines it, the function or class) or (None, path) for a module itself.
-    None when it is not the project's (a library) or cannot be read."""
-    from rllint.analysis.facts import NUMBER
-    from rllint.analysis.flow import Flow
-
-    parts = [p for p in dotted.split(".") if p]
-    if not parts or (not level and parts[0] in _LIBRARIES):
-        return None
-    for hops in range(MAX_HOPS):
-        found = None
-        for split in range(len(parts), 0, -1):
-            module, rest = ".".join(parts[:split]), parts[split:]
-            path = find_module(importer, module, level)
-            if path is not None:
-                found = (path, rest)
-                break
-        if found is None and level:
-            path = find_module(importer, "", level)
-            found = (path, parts) if path is not None else None
-        if found is None:
-            return None
-        path, rest = found
-        digest, module_file = load(path, settings)
-        dependencies[path] = digest
-        if module_file is None:
-            return None
-        if not rest:
-            return None, path
-        flow: Flow = module_file.fact(Flow)
-        dependencies.update(module_file.dependencies)
-        ir = flow.ir
-        name = rest[0]
-        if len(rest) == 1 and name in ir.functions:
-            return flow, ir.functions[name]
-        if len(rest) == 1 and name in flow.globals and flow.globals[name].facts.get("type") == NUMBER:
-            return flow, flow.globals[name].but(origin=f"constant {name} of {os.path.basename(path)}")
-        if name in ir.classes:
-            cls = ir.classes[name]
-            if len(rest) == 1:
-                return flow, cls
-            method = flow.method_of(cls, rest[1])
-            return (flow, method) if method is not None and len(rest) == 2 else None
-        # a re-export: `from .core import token_logps` in the module named
-        if name in ir.relative_imports:
-            level, source, imported = ir.relative_imports[name]
-            importer, parts = path, ([*source.split("."), imported] if source else [imported]) + rest[1:]
-            continue
-        if name in ir.imports:
-            importer, level, parts = path, 0, ir.imports[name].split(".") + rest[1:]
-            continue
-        return None
-    return None
