@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from rllint.analysis.domains import Domain
+from rllint.analysis.domains.base import Domain
 from rllint.analysis.facts import CLASS, DICT, INSTANCE, NUMBER, REF, TEXT, TUPLE, UNKNOWN, Value, join_all
 
 PARSER, NAMESPACE, CONFIG, FILE = "parser", "namespace", "config", "file"

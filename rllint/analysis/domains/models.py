@@ -19,7 +19,7 @@ from typing import Dict, List, Optional
 
 import libcst as cst
 
-from rllint.analysis.domains import Domain
+from rllint.analysis.domains.base import Domain
 from rllint.analysis.domains.torch_ops import OPS, Operands, gradient, tensor_result
 from rllint.analysis.facts import (BATCH, CAUSAL_LM, GRAPH, IDS, LOGITS, MODEL, NLL, NO_GRAD, OPTIMIZER, OUTPUT, PARAMS,
                                    SEQ2SEQ, SEQ_CLS, TENSOR, TIME, TOKENIZER, TUPLE, UNKNOWN, VALUE_HEAD, VOCAB, Value,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rllint.analysis.domains import Domain
+from rllint.analysis.domains.base import Domain
 from rllint.analysis.facts import NORM, NUMBER, STD, VAR, Value, value, with_sources
 
 # Functions of numpy (and its look-alikes), math and statistics, by their last name.

@@ -8,7 +8,7 @@ where the sliced text goes (a reward, a judge, training data, or only a log line
 """
 from __future__ import annotations
 
-from rllint.analysis.domains import Domain
+from rllint.analysis.domains.base import Domain
 from rllint.analysis.facts import COMPLETION, LIST, TEXT, TEXTS, TOKENIZER, Value, value, with_sources
 
 # String methods whose result is the same text, transformed.

@@ -11,7 +11,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from rllint.analysis.domains import Domain
+from rllint.analysis.domains.base import Domain
 from rllint.analysis.facts import (BOOL, DETACHED, GRAPH, IDS, LOGPROBS, MASK, NO_GRAD, NORM, NUMBER, PROBS, SHAPE,
                                    STD, TENSOR, TOKEN_LOGPROBS, TUPLE, UNKNOWN, VAR, Value, value, with_sources)
 from rllint.analysis.syntax import same_expression
