@@ -579,7 +579,7 @@ class GatherNonFinalDim(TensorRule):
     severity = Severity.ERROR
     tier = Tier.CORRECTNESS
     message = "`{expr}` {why}"
-    triggers = ("gather", "take_along_dim")
+    triggers = ("gather", "take_along_dim", "softmax")
     _GATHER = ("gathers along dim {dim} of a vocabulary-shaped {kind} tensor: it picks values at other positions, "
                "not the log-prob of each token (gather along dim -1)")
     _SOFTMAX = ("normalises per-token log-probs that were already gathered: the vocabulary axis is gone, so "
