@@ -1456,6 +1456,8 @@ class SequenceRatioTokenClip(TensorRule):
             return
         exponent = exponent_of(tensors, clamp.operand)
         summed = summed_log_ratio(tensors, exponent) if exponent is not None else None
+        if summed is None:  # the engine's: the sums were taken where the log-probs were made (a rollout, a helper)
+            summed = self.file.fact(Flow).value(clamp.operand).facts.get("lp_seq_exp")
         if summed is None:
             return
         c = clip_range(tensors, self.file.fact(Values), clamp)
