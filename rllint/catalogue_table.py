@@ -85,7 +85,7 @@ RULES = (
      'module': 'rllint.rules.logprobs',
      'fix': None,
      'file_kinds': ('python',),
-     'triggers': ('gather', 'take_along_dim'),
+     'triggers': ('gather', 'take_along_dim', 'softmax'),
      'ignore_case': False,
      'options': (),
      'message': '`{expr}` {why}'},

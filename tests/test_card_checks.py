@@ -137,6 +137,35 @@ logps = gather_tokens(policy(ids).logits.log_softmax(-1), ids)
     assert {(d.line, d.code) for d in result.diagnostics if d.code == "RL105"} == {(5, "RL105")}
 
 
+def test_rl105_softmax_of_token_logps_a_helper_of_another_module_gathered(tmp_path):
+    """The file that normalises per-token log-probs over time never writes `gather`: the helper of another
+    module does, and the engine follows its result."""
+    helpers = {"scoring.py": """
+import torch
+
+def sequence_scores(model, ids):
+    logps = torch.log_softmax(model(input_ids=ids).logits[:, :-1], dim=-1)
+    return torch.take_along_dim(logps, ids[:, 1:, None], dim=-1)[..., 0]
+"""}
+    source = CAUSAL + """
+import scoring
+
+class Penalty:
+    def __init__(self, model):
+        self.model = model
+
+    def divergence(self, ids, ref_scores):
+        scores = scoring.sequence_scores(self.model, ids)
+        mixed = torch.softmax(scores, dim=1)  # here
+        over_vocab = policy(input_ids=ids).logits.softmax(dim=-1)
+        group = torch.softmax(ref_scores.sum(-1), 0)
+        return mixed, over_vocab, group
+
+Penalty(policy).divergence(tokenizer(["q"], return_tensors="pt")["input_ids"], torch.zeros(2, 3))
+"""
+    assert findings(tmp_path, "RL105", source, helpers) == marked("RL105", source)
+
+
 def test_rl105_by_names_only_when_selected(tmp_path):
     source = """
 import torch

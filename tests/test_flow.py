@@ -602,3 +602,30 @@ def test_a_module_read_for_its_callers_leaves_its_helper_reading_whole(tmp_path)
                           Settings(root=tmp_path))
     scoring.fact(Flow).analyze_all()  # reads sampler.py for the callers of per_token
     assert (alone, temperature()) == (0.6, 0.6)
+
+
+def test_masks_written_into_zeros_and_sums_over_time_of_masked_log_probs():
+    engine = Engine(CAUSAL + """
+    def rollout(prompt):
+        with torch.no_grad():
+            ids = policy.generate(prompt, do_sample=True)
+        valid = (ids != 0).long()
+        window = torch.zeros_like(ids)
+        window[:, prompt.shape[1]:] = 1
+        window = (window * valid)[:, 1:]
+        totals = torch.zeros_like(ids)
+        totals[:, 0] = ids.sum(-1)
+        logp = policy(ids).logits[:, :-1].log_softmax(-1).gather(-1, ids[:, 1:, None]).squeeze(-1)
+        seq = (window * logp).sum(dim=-1)
+        per_row_batch = (window * logp).sum(0)
+        normalised = seq / window.sum(-1)
+        return seq, per_row_batch, normalised, totals
+
+    rollout(torch.zeros(1, 4, dtype=torch.long))
+    """)
+    assert engine.facts("valid", "content", "rank") == {"content": "mask", "rank": 2}
+    assert engine.facts("window", "content", "axes") == {"content": "mask", "axes": (BATCH, TIME)}
+    assert engine.facts("totals", "content")["content"] is None  # written with counts: no mask
+    assert engine.facts("seq", "lp", "lp_seq") == {"lp": (1, 0), "lp_seq": True}
+    assert engine.facts("per_row_batch", "lp_seq")["lp_seq"] is None  # summed over the batch
+    assert engine.facts("normalised", "lp_seq")["lp_seq"] is None  # divided by the length: a mean

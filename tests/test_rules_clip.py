@@ -216,3 +216,52 @@ def test_both_rules_are_on_by_default():
             return -torch.max(w * adv, torch.clamp(w, 0.8, 1.2) * adv).mean()
     """
     assert sorted(code for _, code, _ in findings(source, select=None)) == ["RL112", "RL113"]
+
+
+def test_sequence_sums_taken_where_the_log_probs_were_made_are_followed_through_callers(tmp_path):
+    """The sums are taken in a rollout helper of another module and in a method; the clamp sees two
+    parameters. The engine follows them: a masked sum over the time axis stays a sequence log-prob."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "scoring.py").write_text(textwrap.dedent("""
+        import torch
+
+        def sequence_logp(model, ids, prompt_len):
+            logps = model(input_ids=ids).logits[:, :-1].log_softmax(-1)
+            tokens = logps.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+            keep = torch.ones_like(ids[:, 1:])
+            keep[:, : prompt_len - 1] = False
+            return torch.sum(tokens * keep, dim=1), keep
+    """))
+    source = textwrap.dedent("""
+        import torch
+        from transformers import AutoModelForCausalLM
+        from scoring import sequence_logp
+
+        policy = AutoModelForCausalLM.from_pretrained("gpt2")
+        optimizer = torch.optim.AdamW(policy.parameters(), lr=1e-6)
+
+
+        class Learner:
+            clip = 0.2
+
+            def surrogate(self, now, then, adv):
+                w = (now - then).exp()
+                return -torch.min(w * adv, w.clamp(min=1 - self.clip, max=1 + self.clip) * adv).mean()
+
+            def normalised(self, now, then, keep, adv):
+                w = torch.exp((now - then) / keep.sum(-1))
+                return -torch.min(w * adv, w.clamp(min=1 - self.clip, max=1 + self.clip) * adv).mean()
+
+            def step(self, prompt_ids, adv):
+                with torch.no_grad():
+                    ids = policy.generate(prompt_ids, do_sample=True, max_new_tokens=64)
+                    then, keep = sequence_logp(policy, ids, prompt_ids.shape[1])
+                now, _ = sequence_logp(policy, ids, prompt_ids.shape[1])
+                loss = self.surrogate(now, then, adv) + self.normalised(now, then, keep, adv)
+                loss.backward()
+                optimizer.step()
+    """)
+    path = tmp_path / "train.py"
+    path.write_text(source)
+    result = lint_text(source, str(path), Settings(select=["RL113"]))
+    assert [(d.line, d.code) for d in result.diagnostics] == [(15, "RL113")]

@@ -278,6 +278,40 @@ def test_k1_in_the_loss_weighted_by_a_named_coefficient():
     assert findings(source.replace("entropy_beta * drift", "gain * drift"), select=("RL110",)) == []  # sign unknown
 
 
+def test_a_kl_function_returning_the_reversed_k1_is_reported_when_named_unless_it_declares_a_direction():
+    source = """
+        import torch
+
+        class Estimators:
+            def kl_first_order(self, policy_logps, reference_logps, mask=None):
+                diff = (reference_logps - policy_logps)
+                if mask is not None:
+                    diff = diff * mask
+                return diff
+
+            def kl_forward(self, policy_logps, reference_logps):
+                return policy_logps - reference_logps
+
+            def kl_shaping(self, policy_logps, reference_logps, kl_coef: float):
+                return -kl_coef * (policy_logps - reference_logps)
+
+            def kl_backward(self, policy_logps, reference_logps):
+                \"\"\"Estimate of KL(q_ref || p_theta).\"\"\"
+                return reference_logps - policy_logps
+
+            def log_gap(self, policy_logps, reference_logps):
+                return reference_logps - policy_logps
+
+            def kl_k3(self, policy_logps, reference_logps):
+                d = reference_logps - policy_logps
+                return d.exp() - d - 1
+    """
+    found = findings(source, select=("RL110",))
+    assert [(line, code) for line, code, _ in found] == [(9, "RL110")]
+    assert "k1 KL estimator with the sign reversed" in found[0][2]
+    assert findings(source, select=None) == []  # by default: only the function's name says it is a KL estimator
+
+
 def test_negative_k2_is_reported_as_an_estimator_not_as_a_weighted_penalty():
     source = """
         import torch

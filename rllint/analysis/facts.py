@@ -26,7 +26,9 @@ Facts (absent = unknown):
 - containers: `items` (dict: key -> Value; tuple/list: position -> Value) and `element` (what any element
   of a list or a tensor's first axis holds).
 - `lp` / `lp_at`: a linear combination of log-probs, (graph, fixed) signed counts, on some path
-  (`rllint.analysis.domains.torch_ops.settle`); where a difference of the two kinds was written.
+  (`rllint.analysis.domains.torch_ops.settle`); where a difference of the two kinds was written; `lp_seq`: summed
+  over the time axis (a sequence's log-prob); `lp_seq_exp`: `exp` of such a difference (a whole-sequence ratio).
+- `filled`: a new tensor of zeros (0) or ones (1), a mask once only 0s and 1s are written into it.
 - `sources`: nodes of interest whose result flows into this value (`.item()` calls, string slices):
   a value that reaches `backward()` carries the stoppers that cut its gradient in its sources.
 - `obj`: the node that made this tensor object (aliases and views share it).
@@ -167,7 +169,7 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
                 why[key] = reasons
     if "lp" not in facts and ("lp" in a.facts) != ("lp" in b.facts):  # a path that adds log-probs linearly
         holder = a if "lp" in a.facts else b
-        facts.update((k, holder.facts[k]) for k in ("lp", "lp_at") if k in holder.facts)
+        facts.update((k, holder.facts[k]) for k in ("lp", "lp_at", "lp_seq") if k in holder.facts)
     if facts.get("type") in _NAMED_BY and _NAMED_BY[facts["type"]] not in facts:
         del facts["type"]  # two different functions (classes, imported names): which one is unknown
     sources = a.sources | b.sources

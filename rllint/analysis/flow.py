@@ -29,7 +29,7 @@ import libcst as cst
 from rllint.analysis import summaries
 from rllint.analysis.domains import domains
 from rllint.analysis.domains.models import MODULE_METHODS, OPTIMIZERS, output_item
-from rllint.analysis.domains.torch_ops import STOPPERS, negated
+from rllint.analysis.domains.torch_ops import STOPPERS, negated, written
 from rllint.analysis.facts import (BATCH, BOOL, CAUSAL_LM, CLASS, DICT, FUNCTION, GRAPH, INSTANCE, LIST, MODEL, NONE,
                                    NUMBER, REF, TENSOR, TEXT, TEXTS, TIME, TUPLE, UNKNOWN, Value, item_of, join, join_all,
                                    set_item, signature, value, with_sources)
@@ -1052,6 +1052,7 @@ class Frame:
                     self.expr(element.slice.value)
             if container.facts.get("type") == TENSOR:
                 self.inplace(stmt, container, "[...] =")
+                container = written(container, result)
             name = place(target.value)
             if name is not None:
                 key = constant_key(target)

@@ -8,7 +8,7 @@ and ids shifted against each other (*shift*)? Are the completions of one prompt
 contiguous or tiled (*layout*)?
 
 Facts come from walks done only when a rule asks: each function (or the module body) is
-walked once, the first time a rule asks about an expression inside it (`TensorRule`
+walked once, the first time a rule asks about an expression inside it (`rllint.rules.bases.TensorRule`
 keeps track of where the traversal is). The walk records, for every node, its scope and
 its visiting order, and for every scope its assignments; a name then stands for its
 latest assignment before the use. Layout evidence comes from one pass over the `ast`
@@ -27,7 +27,6 @@ import libcst as cst
 
 from rllint.analysis.imports import Imports
 from rllint.analysis.syntax import bound_names, children
-from rllint.registry import CSTRule
 
 LOGITS = "logits"
 LOGPROBS = "logprobs"
@@ -1629,24 +1628,3 @@ def _grouped_by_size(node: ast.expr) -> Optional[str]:
 def _is_epsilon_name(expr: cst.BaseExpression) -> bool:
     name = last_part(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
     return bool(name and _EPSILON_NAME.search(name))
-
-
-class TensorRule(CSTRule):
-    """Base of rules that ask `Tensors` about the expressions they visit. It keeps the nesting
-    of the functions being visited, so that only those scopes are walked, and only once a
-    rule finds a candidate worth asking about."""
-
-    def __init__(self, file) -> None:
-        super().__init__(file)
-        self._nesting: List[cst.CSTNode] = [file.module]
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._nesting.append(node)
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self._nesting.pop()
-
-    def tensors(self) -> Tensors:
-        tensors = self.file.fact(Tensors)
-        tensors.enter(self._nesting)
-        return tensors

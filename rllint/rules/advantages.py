@@ -14,11 +14,12 @@ from rllint.analysis.numbers import NumberReads
 from rllint.analysis.purpose import RLCodeOnly
 from rllint.analysis.returns import Recursions, full_width
 from rllint.analysis.syntax import updates_in_place, walk
-from rllint.analysis.tensors import (ADVANTAGES, MASK, REWARDS, TOKEN_IDS, Kind, TensorRule, Tensors, int_value,
+from rllint.analysis.tensors import (ADVANTAGES, MASK, REWARDS, TOKEN_IDS, Kind, Tensors, int_value,
                                      last_part, name_kind)
 from rllint.analysis.values import Value, Values, format_number
 from rllint.diagnostic import Severity, Tier
 from rllint.registry import CSTRule, Option
+from rllint.rules.bases import TensorRule
 
 MAX_EPSILON = Option(
     "max-epsilon", float, 0.1,

@@ -22,10 +22,11 @@ from rllint.analysis.positions import Lines
 from rllint.analysis.purpose import RLCodeOnly
 from rllint.analysis.roles import ModelRoles, call_name
 from rllint.analysis.syntax import children, dotted, keyword
-from rllint.analysis.tensors import TensorRule, argument, number_value
+from rllint.analysis.tensors import argument, number_value
 from rllint.analysis.values import Values
 from rllint.diagnostic import Severity, Tier
 from rllint.registry import CSTRule
+from rllint.rules.bases import TensorRule
 
 
 def _code(rule: CSTRule, node: cst.CSTNode, limit: int = 70) -> str:

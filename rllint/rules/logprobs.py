@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import textwrap
 from typing import Dict, List, Optional, Set, Tuple
 
@@ -23,10 +24,11 @@ from rllint.analysis.roles import bound_parameter
 from rllint.analysis.syntax import children, updates_in_place, walk
 from rllint.analysis.tensors import (
     ADVANTAGES, CHOSEN, LOGITS, LOGPROBS, OLD_ROLE, PROBS, REF_ROLE, REJECTED, REWARDS, TOKEN_IDS, Kind,
-    TensorRule, Tensors, argument, int_value, last_part, name_kind, number_value, shifted_names,
+    Tensors, argument, int_value, last_part, name_kind, number_value, shifted_names,
 )
 from rllint.analysis.values import Values, format_number
 from rllint.diagnostic import Severity, Tier
+from rllint.rules.bases import TensorRule
 
 
 def callee(call: cst.Call) -> Optional[str]:
@@ -579,7 +581,7 @@ class GatherNonFinalDim(TensorRule):
     severity = Severity.ERROR
     tier = Tier.CORRECTNESS
     message = "`{expr}` {why}"
-    triggers = ("gather", "take_along_dim")
+    triggers = ("gather", "take_along_dim", "softmax")
     _GATHER = ("gathers along dim {dim} of a vocabulary-shaped {kind} tensor: it picks values at other positions, "
                "not the log-prob of each token (gather along dim -1)")
     _SOFTMAX = ("normalises per-token log-probs that were already gathered: the vocabulary axis is gone, so "
@@ -1033,6 +1035,10 @@ class KLEstimatorDirection(TensorRule):
     - k1 or k2 with the sign reversed where it is used as a penalty: a reward that grows with
       the policy's log-probs over the reference's (`rewards - beta * (ref - logp)`), or
       `-0.5 * (logp - ref) ** 2`;
+    - when the rule is named (`--select RL110`): k1 with the sign reversed returned by a function
+      that is a KL estimator by its name (`def approx_kl(logp, ref): return ref - logp`), unless its
+      docstring writes the direction it estimates (`KL(ref || pi)`, in any words) or it returns a
+      scaled penalty (`-beta * (logp - ref)`); a name is not evidence for the default form;
     - the k1 estimator `logp - ref` added to a loss whose policy log-probs carry gradient.
 
     Whose log-probs each operand holds comes from the tensor roles (policy, old policy,
@@ -1090,6 +1096,8 @@ class KLEstimatorDirection(TensorRule):
     _PENALTY = ("rewards the policy's log-probs over the reference's: the KL penalty has the wrong sign and "
                 "pushes the policy away from the reference")
     _K2 = "is the k2 KL estimator with a negative sign: the penalty rewards divergence from the reference"
+    _K1 = ("is the k1 KL estimator with the sign reversed (`ref - logp`): it estimates -KL(policy || ref), so a "
+           "penalty built on it rewards divergence from the reference (use `logp - ref`)")
     _K1_LOSS = ("adds the k1 KL estimator `logp - ref` to the loss: its gradient is zero in expectation, so the "
                 "penalty does not pull toward the reference (use k3 in the loss, or k1 in the reward)")
 
@@ -1115,6 +1123,8 @@ class KLEstimatorDirection(TensorRule):
     def visit_Return(self, node: cst.Return) -> None:
         if node.value is not None:
             self._k1_in_loss(node)
+            if self.file.settings.names(self.code):  # the function's name is the evidence: named form only
+                self._k1_returned(node)
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if id(node) in self.inner:
@@ -1161,6 +1171,19 @@ class KLEstimatorDirection(TensorRule):
             if signs is not None and signs["old"] == 0 and {signs["new"], signs["ref"]} == {1, -1}:
                 self.report(node.value, expr=tensors.code(node.value), why=self._K2)
 
+    def _k1_returned(self, node: cst.Return) -> None:
+        """`def approx_kl(logp, ref): return ref - logp`: a function that is a KL estimator by its name returns
+        the k1 estimator reversed (a scaled penalty, `-beta * (logp - ref)`, is not an estimator)."""
+        tensors = self.tensors()
+        scope = tensors.scope(node)
+        function = scope.node if scope is not None else None
+        if not isinstance(function, cst.FunctionDef) or "kl" not in function.name.value.lower() or \
+                weighted_by_name(tensors, node.value) or says_reverse(tensors, node) or \
+                _DIRECTION.search(function.get_docstring() or ""):
+            return  # a docstring that writes the direction (`KL(a || b)`, in any words) declares what it estimates
+        if log_ratio(tensors, node.value) == {"new": -1, "old": 0, "ref": 1}:
+            self.report(node.value, expr=tensors.code(node.value), why=self._K1)
+
     def _k1_in_loss(self, node: cst.CSTNode) -> None:
         """A loss (a backward's root, the return of a loss function) that is, read linearly through names,
         reductions and masks, a sum with the policy's and the reference's log-probs at opposite signs."""
@@ -1194,6 +1217,9 @@ class KLEstimatorDirection(TensorRule):
                     id(written) not in self.reported:
                 self.reported.add(id(written))
                 self.report(written, expr=self.file.fact(Tensors).code(written), why=self._K1_LOSS)
+
+
+_DIRECTION = re.compile(r"kl\s*[(（][^)）]*(\|\||‖)", re.IGNORECASE)
 
 
 def _smallest_sum(scope, leaves: List[cst.BaseExpression]) -> Optional[cst.CSTNode]:
@@ -1406,7 +1432,9 @@ class SequenceRatioTokenClip(TensorRule):
     policy-minus-old log-ratio (`exp((logp - old_logp).sum(-1))`, `exp(logp.sum(-1) -
     old_logp.sum(-1))`), clamped to a token-scale band `[1 - c, 1 + c]` with `c` of 0.05 or
     more (PPO's 0.2). The clip range is read where it is written (literals, constants,
-    defaults, config fields). Token-level ratios, length-normalised sequence ratios (GSPO's
+    defaults, config fields). The sums may be taken elsewhere: the engine follows a masked sum
+    over the time axis of log-probs from the rollout or helper that made it to the ratio (a
+    parameter whose callers pass `(logp * completion_mask).sum(-1)`). Token-level ratios, length-normalised sequence ratios (GSPO's
     `exp(mean(logp - old_logp))`, a masked sum divided by the length) and sequence ratios
     clamped with GSPO-scale ranges (around 3e-4) are not reported.
 
@@ -1456,6 +1484,8 @@ class SequenceRatioTokenClip(TensorRule):
             return
         exponent = exponent_of(tensors, clamp.operand)
         summed = summed_log_ratio(tensors, exponent) if exponent is not None else None
+        if summed is None:  # the engine's: the sums were taken where the log-probs were made (a rollout, a helper)
+            summed = self.file.fact(Flow).value(clamp.operand).facts.get("lp_seq_exp")
         if summed is None:
             return
         c = clip_range(tensors, self.file.fact(Values), clamp)

@@ -13,7 +13,8 @@ import libcst as cst
 
 from rllint.analysis.domains.base import Domain
 from rllint.analysis.facts import (BOOL, DETACHED, GRAPH, IDS, LOGPROBS, MASK, NO_GRAD, NORM, NUMBER, PROBS, SHAPE,
-                                   STD, TENSOR, TOKEN_LOGPROBS, TUPLE, UNKNOWN, VAR, Value, value, with_sources)
+                                   STD, TENSOR, TIME, TOKEN_LOGPROBS, TUPLE, UNKNOWN, VAR, Value, value,
+                                   with_sources)
 from rllint.analysis.syntax import same_expression
 
 
@@ -100,7 +101,9 @@ def tensor_result(operands: Operands, **facts) -> Value:
 # gradient and of those that do not (a reference's, the old policy's, detached ones). `lp_at`: where a
 # difference of the two kinds was written (`logp - ref_logp`), for a rule to point at. `lp_exp`: the tensor
 # holds `exp` of such a difference (a ratio), written at that node; `exp(d) - d` is then the k3 estimator, whose
-# linear part `-d` is no k1 estimator of its own.
+# linear part `-d` is no k1 estimator of its own. `lp_seq`: the sum was taken over the time axis of per-token
+# terms and not divided by a length since (a sequence's log-prob, `(logp * mask).sum(-1)`); `lp_seq_exp`: the
+# tensor holds `exp` of a difference that is such a sum (a whole-sequence ratio), written at that node.
 LINEAR = frozenset({"sum", "mean", "nanmean", "gather", "take_along_dim", "squeeze", "unsqueeze", "transpose",
                     "permute", "view", "reshape", "flatten", "float", "double", "half", "bfloat16", "to", "type",
                     "contiguous", "clone", "cuda", "cpu", "detach"})
@@ -123,6 +126,18 @@ def settle(result: Value, lp: Optional[Tuple[int, int]], at: Optional[cst.CSTNod
     if at is None or graph != -fixed:
         return result.but(lp=(graph, fixed), lp_at=None)
     return result.but(lp=(graph, fixed), lp_at=at)
+
+
+def sequence(result: Value, summed: bool) -> Value:
+    """`result` marked as a sum of log-probs over the time axis (`lp_seq`) when `summed` and it holds some."""
+    return result.but(lp_seq=True) if summed and result.facts.get("lp") is not None else result.but(lp_seq=None)
+
+
+def _over_time(ops: Operands, x: Value) -> bool:
+    """Whether a reduction `ops` runs over the time axis of `x` (`(logp * mask).sum(-1)` of a `[B, T]` tensor)."""
+    rank, axes = x.facts.get("rank"), x.facts.get("axes")
+    axis = norm_axis(ops.ints(1 if ops.receiver is None else 0, "dim"), rank)
+    return axes is not None and axis is not None and axis < len(axes) and axes[axis] == TIME
 
 
 def balanced(lp: Optional[Tuple[int, int]]) -> bool:
@@ -161,7 +176,8 @@ def _linear_arith(operator: cst.CSTNode, left: Value, right: Value, node: cst.CS
         a, b = a or (0, 0), b or (0, 0)
         lp = (a[0] + sign * b[0], a[1] + sign * b[1])
         at = left.facts.get("lp_at") if balanced(a) else right.facts.get("lp_at") if balanced(b) else node
-        return settle(result, lp, at)
+        summed = all(v.facts.get("lp_seq") for v in (left, right) if v.facts.get("lp") is not None)
+        return sequence(settle(result, lp, at), summed)
     if a is not None and b is not None:
         return result.but(lp=None, lp_at=None)
     held, other = (left, right) if a is not None else (right, left)
@@ -175,10 +191,11 @@ def _linear_arith(operator: cst.CSTNode, left: Value, right: Value, node: cst.CS
             return settle(result, lp, at) if balanced(lp) else result.but(lp=None, lp_at=None)
         if number == 0:
             return result.but(lp=None, lp_at=None)
-        return settle(result, lp if number > 0 else (-lp[0], -lp[1]), at)
+        return sequence(settle(result, lp if number > 0 else (-lp[0], -lp[1]), at), multiply and held.facts.get("lp_seq"))
     if other.facts.get("type") == TENSOR and other.facts.get("grad") != GRAPH and (
             (multiply and other.facts.get("content") == MASK) or (not multiply and balanced(lp))):
-        return settle(result, lp, at)  # masked, or divided by a count (`.sum() / mask.sum()`)
+        # masked (a masked sequence sum stays one), or divided by a count (`.sum() / mask.sum()`: a mean)
+        return sequence(settle(result, lp, at), multiply and held.facts.get("lp_seq"))
     return result.but(lp=None, lp_at=None)
 
 
@@ -492,6 +509,13 @@ def _ids(ops: Operands, x: Value) -> Value:
     return result.but(grad=NO_GRAD, why={"grad": (ops.node,)})
 
 
+def _integer(ops: Operands, x: Value) -> Value:
+    """`.long()` / `.int()`: a mask cast to integers is still a mask of the same shape; other tensors become ids."""
+    if x.facts.get("content") != MASK:
+        return _ids(ops, x)
+    return tensor_result(ops, **kept(x)).but(grad=NO_GRAD, why={"grad": (ops.node,)})
+
+
 def _creation(ops: Operands, x: Optional[Value]) -> Value:
     """`torch.zeros(B, T)`, `torch.ones_like(x)`...: a new tensor without history (unless it asks for grad)."""
     name = _tail(ops.node.func)
@@ -504,9 +528,23 @@ def _creation(ops: Operands, x: Optional[Value]) -> Value:
             facts = {"rank": len(sizes[0].facts["items"])}
         elif all(s.facts.get("type") == NUMBER for s in sizes):
             facts = {"rank": len(sizes)}
+    if name in ("zeros", "zeros_like", "ones", "ones_like"):
+        facts["filled"] = 0 if name.startswith("zeros") else 1  # a mask once 0s and 1s are written into it
     requires = ops.kwargs.get("requires_grad")
     grad = GRAPH if requires is not None and requires.facts.get("number") else NO_GRAD
     return Value({"type": TENSOR, "obj": ops.node, "grad": grad, **facts}, {"grad": (ops.node,)})
+
+
+def written(container: Value, item: Value) -> Value:
+    """A tensor after `container[...] = item`: a tensor of zeros or ones written with 0, 1, booleans or a
+    mask is a mask (`m = torch.zeros_like(ids); m[:, p:] = 1`); a mask written with anything else is not."""
+    binary = item.facts.get("content") == MASK or item.facts.get("type") == BOOL or \
+        (item.facts.get("type") == NUMBER and item.facts.get("number") in (0, 1))
+    if binary and (container.facts.get("filled") is not None or container.facts.get("content") == MASK):
+        return container.but(content=MASK)
+    if container.facts.get("content") == MASK or container.facts.get("filled") is not None:
+        return container.but(content=None, filled=None)
+    return container
 
 
 def _tail(func: cst.BaseExpression) -> str:
@@ -588,8 +626,8 @@ OPS: Dict[str, Transfer] = {
     "isinf": _compare,
     "logical_not": _compare,
     "bool": _compare,
-    "long": _ids,
-    "int": _ids,
+    "long": _integer,
+    "int": _integer,
     "argmax": _ids,
     "argmin": _ids,
     "argsort": _ids,
@@ -635,9 +673,10 @@ def apply(name: str, ops: Operands, x: Optional[Value]) -> Optional[Value]:
     if x is None or x.facts.get("lp") is None or result.facts.get("type") != TENSOR:
         return result
     if name in LINEAR:
-        return settle(result, x.facts["lp"], x.facts.get("lp_at"))
+        summed = _over_time(ops, x) if name == "sum" else x.facts.get("lp_seq") and name not in ("mean", "nanmean")
+        return sequence(settle(result, x.facts["lp"], x.facts.get("lp_at")), summed)
     if name in ("exp", "expm1") and balanced(x.facts["lp"]) and x.facts.get("lp_at") is not None:
-        return result.but(lp_exp=x.facts["lp_at"])
+        return result.but(lp_exp=x.facts["lp_at"], lp_seq_exp=x.facts["lp_at"] if x.facts.get("lp_seq") else None)
     return result
 
 
@@ -731,7 +770,7 @@ def index_tensor(base: Value, node: cst.Subscript, is_number: Callable[[cst.CSTN
                 facts["content"] = base.facts["content"]
     result = Value({"type": TENSOR, "obj": base.facts.get("obj", node), "view": node, **facts},
                    {k: (node,) for k in facts})
-    for fact in ("grad", "cut", "sources", "stat", "saved", "sampled", "logp", "forwards", "lp", "lp_at"):
+    for fact in ("grad", "cut", "sources", "stat", "saved", "sampled", "logp", "forwards", "lp", "lp_at", "lp_seq"):
         if fact in base.facts:
             result.facts[fact] = base.facts[fact]
             if fact in base.why:
@@ -809,6 +848,9 @@ class Torch(Domain):
             return None
         if lt == TENSOR and rt == TENSOR:
             facts = broadcast(left, right)
+            if isinstance(operator, (cst.Multiply, cst.BitAnd, cst.BitOr)) and \
+                    left.facts.get("content") == right.facts.get("content") == MASK:
+                facts["content"] = MASK  # `completion_mask * attention_mask`
         else:
             tensor, other = (left, right) if lt == TENSOR else (right, left)
             facts = {k: v for k, v in kept(tensor).items() if k != "dist" or other.facts.get("type") == NUMBER}
