@@ -73,3 +73,22 @@ def test_the_import_graph_sees_run_time_imports_and_skips_type_checking_ones():
                      "def f():\n    from rllint.cache import ResultCache\nfrom . import files\n")
     known = {"rllint.settings", "rllint.cache", "rllint.files"}
     assert _imports_at_run_time(tree, "rllint.runner", False, known) == {"rllint.cache", "rllint.files"}
+
+
+def _circles(graph: Dict[str, Set[str]]) -> Set[frozenset]:
+    """The import circles of `graph`: each module set that reaches itself through the others, once."""
+    found = set()
+    for module in graph:
+        if module in _reached(graph, module):
+            found.add(frozenset(name for name in _reached(graph, module) if module in _reached(graph, name)))
+    return found
+
+
+def test_no_module_imports_itself_through_others():
+    circles = _circles(_import_graph())
+    assert not circles, [sorted(circle) for circle in circles]
+
+
+def test_a_circle_is_seen():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert _circles(graph) == {frozenset({"a", "b", "c"})}

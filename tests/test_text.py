@@ -8,9 +8,10 @@ import pytest
 from rllint.analysis.imports import Imports
 from rllint.analysis.rewards import RewardFunctions
 from rllint.analysis.text import (
-    GEN_IDS, IDS, PROMPT, PROMPTS, TEXT, TEXTS, AnswerLookups, MarkerChecks, Scopes, TextRoles, extraction, per_completion_name,
+    GEN_IDS, IDS, PROMPT, PROMPTS, TEXT, TEXTS, AnswerLookups, MarkerChecks, Scopes, extraction, per_completion_name,
     regex_of, vocab_role, walk,
 )
+from rllint.analysis.text_roles import TextRoles
 from rllint.analysis.tokenizer import TokenizerFacts
 from rllint.runner import FileContext
 from rllint.settings import Settings

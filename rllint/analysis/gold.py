@@ -19,8 +19,9 @@ import libcst as cst
 
 from rllint.analysis.rewards import RewardFunctions, param_names
 from rllint.analysis.syntax import keyword, positional, walk
-from rllint.analysis.text import (TEXT, TEXTS, Scope, Scopes, TextRoles, TextSources, argument, call_tail,
+from rllint.analysis.text import (TEXT, TEXTS, Scope, Scopes, TextSources, argument, call_tail,
                                   element_source, literal_text, number, unwrap, words)
+from rllint.analysis.text_roles import TextRoles
 
 try:  # Python's own regex parser: `re._parser` since 3.11, `sre_parse` before
     from re import _constants as sre_constants, _parser as sre_parse

@@ -21,8 +21,9 @@ from rllint.analysis.loss import LossSlice
 from rllint.analysis.nodes import AstNodes
 from rllint.analysis.roles import POLICY, ModelRoles, header
 from rllint.analysis.syntax import dotted, keyword, positional, walk
-from rllint.analysis.text import (GEN_IDS, PROMPT, PROMPTS, TEXT, TEXTS, Scope, Scopes, TextRoles, TextSources,
+from rllint.analysis.text import (GEN_IDS, PROMPT, PROMPTS, TEXT, TEXTS, Scope, Scopes, TextSources,
                                   call_tail, literal_text, number)
+from rllint.analysis.text_roles import TextRoles
 
 # Tokens that begin a sequence, and tokens that end a turn or pad it (a cut at one of them removes what
 # skip_special_tokens would).

@@ -20,9 +20,10 @@ from rllint.analysis.modes import TRAIN, Dropout, ModelModes
 from rllint.analysis.roles import POLICY, ModelRoles
 from rllint.analysis.syntax import dotted, keyword, positional, walk
 from rllint.analysis.text import (AnswerLookups, GEN_IDS, PROMPT, PROMPTS, RE_FUNCTIONS, TEXT, MarkerChecks, Scope, Scopes,
-                                  TextRoles, call_tail, extraction, is_answer_marker, may_extract,
+                                  call_tail, extraction, is_answer_marker, may_extract,
                                   is_reasoning_close, literal_text, words, attr_tail, number, regex_of,
                                   REASONING_MARKER, STR_METHODS, unwrap)
+from rllint.analysis.text_roles import TextRoles
 from rllint.analysis.tokenizer import END_TOKENS, IdsUse, TokenizerFacts
 from rllint.analysis.values import Values
 from rllint.diagnostic import Severity, Tier

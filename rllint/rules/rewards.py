@@ -12,8 +12,9 @@ from rllint.analysis.imports import Imports
 from rllint.analysis.hparams import GROUP_SIZE_TRIGGERS, is_group_size
 from rllint.analysis.rewards import REWARD_LIST_KEYWORDS, RewardFunctions
 from rllint.analysis.syntax import children, dotted, keyword, walk
-from rllint.analysis.text import (GEN_IDS, PROMPTS, TEXTS, Scope, TextRoles, call_tail, number,
+from rllint.analysis.text import (GEN_IDS, PROMPTS, TEXTS, Scope, call_tail, number,
                                   per_completion_name)
+from rllint.analysis.text_roles import TextRoles
 from rllint.analysis.values import Values
 from rllint.diagnostic import Severity, Tier
 from rllint.registry import CSTRule, Option
