@@ -629,3 +629,30 @@ def test_masks_written_into_zeros_and_sums_over_time_of_masked_log_probs():
     assert engine.facts("seq", "lp", "lp_seq") == {"lp": (1, 0), "lp_seq": True}
     assert engine.facts("per_row_batch", "lp_seq")["lp_seq"] is None  # summed over the batch
     assert engine.facts("normalised", "lp_seq")["lp_seq"] is None  # divided by the length: a mean
+
+
+def test_a_module_read_for_its_functions_finds_a_function_tree_by_qualified_name(tmp_path):
+    """RL109 reads a helper of another module whole (which names it builds shifted) from the tree the read kept."""
+    import ast
+
+    from rllint.analysis import summaries
+    from rllint.settings import Settings
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "data.py").write_text(
+        "def build(ids):\n"
+        "    return ids\n"
+        "class Collator:\n"
+        "    def __call__(self, batch):\n"
+        "        def pad(x):\n"
+        "            return x\n"
+        "        return pad(batch)\n")
+    summaries.clear_cache()
+    _, module = summaries.load(str(tmp_path / "data.py"), Settings(root=tmp_path))
+    summaries.clear_cache()
+    assert isinstance(module.function_tree("build"), ast.FunctionDef)
+    assert module.function_tree("build").name == "build"
+    assert module.function_tree("Collator.__call__.pad").name == "pad"
+    assert module.function_tree("Collator") is None  # a class is no function
+    assert module.function_tree("missing") is None
+    assert module.function_tree("build.inner") is None

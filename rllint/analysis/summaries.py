@@ -31,10 +31,11 @@ MAX_HOPS = 3
 class ModuleFile:
     """A project module read for its functions (not linted): what `Flow` needs of a file."""
 
-    def __init__(self, path: str, text: str, module: cst.Module, settings) -> None:
+    def __init__(self, path: str, text: str, module: cst.Module, settings, tree: ast.Module) -> None:
         self.path = path
         self.text = text
         self.module = module
+        self.tree = tree  # Python's own tree of the same text, read once for the size bound
         self.settings = settings
         self.dependencies: Dict[str, str] = {}
         self._facts: Dict[type, object] = {}
@@ -44,6 +45,17 @@ class ModuleFile:
         if analysis not in self._facts:
             self._facts[analysis] = analysis(self)
         return self._facts[analysis]
+
+    def function_tree(self, qualname: str) -> Optional[ast.AST]:
+        """Python's tree of the function `qualname` ("f", "Class.method", "outer.inner"), for the questions
+        that read a helper's statements whole; None when the module defines no such function."""
+        scope: ast.AST = self.tree
+        for part in qualname.split("."):
+            scope = next((node for node in ast.iter_child_nodes(scope) if isinstance(
+                node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == part), None)
+            if scope is None:
+                return None
+        return None if isinstance(scope, ast.ClassDef) else scope
 
 
 _LOADED: "OrderedDict[Tuple[str, bool], Tuple[Tuple[int, int], str, Optional[ModuleFile]]]" = OrderedDict()
@@ -70,8 +82,9 @@ def load(path: str, settings, for_callers: bool = False) -> Tuple[str, Optional[
         data = read_source(path, MAX_BYTES)
         digest = content_hash(data)
         text = decode_source(data)
-        if sum(1 for _ in ast.walk(ast.parse(text))) <= MAX_NODES:
-            module = ModuleFile(path, text, cst.parse_module(text), settings)
+        tree = ast.parse(text)
+        if sum(1 for _ in ast.walk(tree)) <= MAX_NODES:
+            module = ModuleFile(path, text, cst.parse_module(text), settings, tree)
     except (OSError, SourceError, SyntaxError, ValueError, RecursionError, MemoryError, cst.ParserSyntaxError):
         module = None
     _LOADED[key] = (stamp, digest, module)

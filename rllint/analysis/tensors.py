@@ -1349,7 +1349,7 @@ def _keeps_last_logits(call: cst.Call) -> bool:
                for arg in call.args)
 
 
-def shifted_names(tree: ast.Module) -> Set[str]:
+def shifted_names(tree: ast.AST) -> Set[str]:
     """Names, attributes and string keys bound to a slice that drops the first position, and tensors written
     shifted in place: `labels[:, :-1] = ids[:, 1:]`, or ids written one position early
     (`labels[i, start - 1:end - 1] = response_ids`)."""

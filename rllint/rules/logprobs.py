@@ -1,9 +1,7 @@
 """RL1xx: log-probabilities and numerics: ratios, preference margins, gathers, casts, shifts."""
 from __future__ import annotations
 
-import ast
 import re
-import textwrap
 from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
@@ -20,6 +18,7 @@ from rllint.analysis.kl import (bound_name, k3_exponents, linear_terms, log_rati
 from rllint.analysis.logged import LOG_CALLS
 from rllint.analysis.loss import LossSlice
 from rllint.analysis.purpose import RLCodeOnly
+from rllint.analysis import summaries
 from rllint.analysis.roles import bound_parameter
 from rllint.analysis.syntax import children, updates_in_place, walk
 from rllint.analysis.tensors import (
@@ -949,8 +948,9 @@ class UnshiftedLogprobGather(TensorRule):
         for qual, level in imported:
             helper = flow.imported(qual, level)
             if isinstance(helper, FunctionIR) and not helper.is_module:
-                code = textwrap.dedent(helper.module.top.node.code_for_node(helper.node))
-                if name in shifted_names(ast.parse(code)):
+                _, module = summaries.load(helper.module.path, flow.file.settings)
+                tree = module.function_tree(helper.qualname) if module is not None else None
+                if tree is not None and name in shifted_names(tree):
                     return True
         return False
 
