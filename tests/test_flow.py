@@ -656,3 +656,83 @@ def test_a_module_read_for_its_functions_finds_a_function_tree_by_qualified_name
     assert module.function_tree("Collator") is None  # a class is no function
     assert module.function_tree("missing") is None
     assert module.function_tree("build.inner") is None
+
+
+# ---- functions chosen at run time: a joined function value, a lookup table of functions ----
+
+CHOICES = CAUSAL + """
+    ref = AutoModelForCausalLM.from_pretrained("gpt2").requires_grad_(False)
+
+    def live(ids):
+        return policy(ids).logits
+
+    def frozen(ids):
+        with torch.no_grad():
+            return ref(ids).logits
+
+    TABLE = {"live": live, "frozen": frozen}
+"""
+
+
+def test_a_call_of_one_of_several_functions_returns_what_any_of_them_may_return():
+    engine = Engine(CHOICES + """
+    def step(ids, name, flag):
+        chosen = live if flag else live
+        either = live if flag else frozen
+        a = chosen(ids)
+        b = either(ids)
+        c = TABLE[name](ids)
+        fn = TABLE.get(name)
+        if fn is None:
+            raise KeyError(name)
+        d = fn(ids)
+        e = TABLE.get("live")(ids)
+        return a, b, c, d, e
+
+    step(batch, key, True)
+    """)
+    assert engine.facts("a", "grad", "rank") == {"grad": GRAPH, "rank": 3}
+    assert len(engine.value("either").facts["candidates"]) == 2
+    for joined in ("b", "c", "d"):  # one path with the policy's graph, one without: the gradient is unknown
+        assert engine.facts(joined, "grad", "rank") == {"grad": None, "rank": 3}, joined
+    assert engine.facts("e", "grad") == {"grad": GRAPH}  # a constant key: that item
+
+
+def test_a_table_that_code_may_change_is_no_lookup_table():
+    for change in ('TABLE["other"] = live', "TABLE.update(extra)", "register(TABLE)", "global TABLE"):
+        engine = Engine(CHOICES + f"""
+    def setup(extra):
+        {change}
+
+    def step(ids, name):
+        c = TABLE[name](ids)
+        d = TABLE.get(name)(ids)
+        return c, d
+
+    step(batch, key)
+    """)
+        assert engine.facts("c", "rank") == {"rank": None}, change
+        assert engine.facts("d", "rank") == {"rank": None}, change
+
+
+def test_log_probs_of_one_path_keep_the_graph_of_that_path():
+    engine = Engine(CAUSAL + """
+    ref = AutoModelForCausalLM.from_pretrained("gpt2").requires_grad_(False)
+
+    def step(ids, adv, use_kl):
+        logp = F.log_softmax(policy(ids).logits, -1).gather(-1, ids.unsqueeze(-1)).squeeze(-1)
+        with torch.no_grad():
+            ref_logp = F.log_softmax(ref(ids).logits, -1).gather(-1, ids.unsqueeze(-1)).squeeze(-1)
+        if use_kl:
+            kl = (logp - ref_logp).mean()
+        else:
+            kl = torch.tensor(0.0)
+        penalty = 0.1 * kl
+        cut = 0.1 * kl.detach()
+        loss = -(logp * adv).mean() + penalty
+        loss.backward()
+    """)
+    assert engine.facts("kl", "grad", "lp", "lp_some") == {"grad": None, "lp": (1, -1), "lp_some": True}
+    assert engine.facts("penalty", "lp") == {"lp": (1, -1)}
+    assert engine.facts("cut", "lp") == {"lp": None}  # detached: the policy's log-probs lost their graph
+    assert engine.facts("loss", "grad", "lp") == {"grad": GRAPH, "lp": (1, -1)}

@@ -663,3 +663,84 @@ def test_rl110_look_alikes_of_the_k1_in_the_loss(tmp_path):
     assert kl_step(tmp_path, "k1_penalty(cur, cur.detach(), mask)") == []  # its own detached copy: no reference
     assert kl_step(tmp_path, "(k1_penalty(cur, base, mask) * adv).mean()") == []  # weighted: a policy gradient
     assert kl_step(tmp_path, "k1_penalty(cur, base, mask).item()") == []  # a number: no gradient reaches it
+
+
+REGULARIZERS = """\
+    import torch
+    import torch.nn as nn
+
+
+    class Regularizer(nn.Module):
+        def compute(self, log_probs, ref_log_probs, mask):
+            raise NotImplementedError
+
+
+    class FirstOrder(Regularizer):
+        def compute(self, log_probs, ref_log_probs, mask):
+            per_token = (log_probs - ref_log_probs) * mask
+            return per_token.sum() / (mask.sum() + 1e-8)
+
+
+    class ThirdOrder(Regularizer):
+        def compute(self, log_probs, ref_log_probs, mask):
+            gap = ref_log_probs - log_probs
+            return ((torch.exp(gap) - gap - 1) * mask).sum() / (mask.sum() + 1e-8)
+"""
+
+REGISTRY = """\
+    import torch
+
+    from lib.regularizers import {regularizer}
+
+
+    def reg_none(log_prob, old_log_prob, response_mask):
+        return torch.tensor(0.0, device=log_prob.device)
+
+
+    def reg_kl(log_prob, old_log_prob, response_mask):
+        return {regularizer}().compute(log_probs=log_prob, ref_log_probs=old_log_prob, mask=response_mask)
+
+
+    REGISTRY = {{"none": reg_none, "kl": reg_kl}}
+    {extra}
+"""
+
+VERL_LOSS = """\
+    import torch
+    from verl.trainer.ppo.core_algos import register_policy_loss
+
+    from lib.registry import REGISTRY
+
+
+    @register_policy_loss("composed")
+    def composed_loss(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode="token-mean", config=None):
+        ratio = torch.exp(log_prob - old_log_prob)
+        pg_loss = (-advantages * ratio * response_mask).sum() / response_mask.sum()
+        reg_value = torch.tensor(0.0, device=log_prob.device)
+        if config.regularizer != "none":
+            reg_fn = {lookup}
+            if reg_fn is None:
+                raise ValueError(config.regularizer)
+            reg_value = reg_fn(log_prob, old_log_prob, response_mask)
+            pg_loss = pg_loss + float(config.reg_coef) * reg_value
+        return pg_loss, {{"reg": reg_value.detach().item()}}
+"""
+
+
+def registry_loss(tmp_path, regularizer="FirstOrder", lookup="REGISTRY.get(config.regularizer)", extra=""):
+    build(tmp_path, {"lib/__init__.py": "", "lib/regularizers.py": REGULARIZERS,
+                     "lib/registry.py": REGISTRY.format(regularizer=regularizer, extra=extra),
+                     "loss.py": VERL_LOSS.format(lookup=lookup)})
+    return found(tmp_path, ["RL110"], "loss.py", "lib/registry.py", "lib/regularizers.py")
+
+
+def test_rl110_k1_of_a_regularizer_class_reached_through_a_registry_of_another_module(tmp_path):
+    assert registry_loss(tmp_path) == [("loss.py", 16, "RL110")]
+    assert registry_loss(tmp_path, lookup="REGISTRY[config.regularizer]") == [("loss.py", 16, "RL110")]
+
+
+def test_rl110_look_alikes_of_the_registry_k1(tmp_path):
+    assert registry_loss(tmp_path, regularizer="ThirdOrder") == []  # k3 in the loss
+    # a registry that code adds to (a decorator, another entry): what the lookup finds is unknown
+    assert registry_loss(tmp_path, extra="\n\ndef register(name, fn):\n    REGISTRY[name] = fn\n") == []
+    assert registry_loss(tmp_path, lookup="reg_lookup(config.regularizer)") == []  # a function out of sight

@@ -278,6 +278,44 @@ def test_k1_in_the_loss_weighted_by_a_named_coefficient():
     assert findings(source.replace("entropy_beta * drift", "gain * drift"), select=("RL110",)) == []  # sign unknown
 
 
+BRANCHED_KL = """
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    policy = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+    frozen = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B").eval()
+    opt = torch.optim.AdamW(policy.parameters(), lr=1e-6)
+
+
+    def token_logps(model, ids):
+        return torch.log_softmax(model(ids).logits, -1).gather(-1, ids.unsqueeze(-1)).squeeze(-1)
+
+
+    def step(ids, adv, use_kl):
+        cur = token_logps(policy, ids)
+        with torch.no_grad():
+            base = token_logps(frozen, ids)
+        if use_kl:
+            kl = PENALTY
+        else:
+            kl = torch.tensor(0.0)
+        loss = -(cur * adv).mean() + 0.1 * kl
+        loss.backward()
+"""
+
+
+@pytest.mark.parametrize("penalty, reported", [
+    ("(cur - base).mean()", True),
+    ("0.5 * (cur - base).sum(-1).mean()", True),
+    ("(torch.exp(base - cur) - (base - cur) - 1).mean()", False),  # k3: the estimator for a loss
+    ("(cur - base).mean().detach()", False),  # no gradient reaches it
+    ("(cur.detach() - base).mean()", False),  # the policy's log-probs cut from their graph
+])
+def test_k1_in_the_loss_on_one_branch_of_the_penalty(penalty, reported):
+    found = findings(BRANCHED_KL.replace("PENALTY", penalty), select=("RL110",))
+    assert [(line, code) for line, code, _ in found] == ([(19, "RL110")] if reported else [])
+
+
 def test_a_kl_function_returning_the_reversed_k1_is_reported_when_named_unless_it_declares_a_direction():
     source = """
         import torch

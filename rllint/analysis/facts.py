@@ -27,12 +27,14 @@ Facts (absent = unknown):
   of a list or a tensor's first axis holds).
 - `lp` / `lp_at`: a linear combination of log-probs, (graph, fixed) signed counts, on some path
   (`rllint.analysis.domains.torch_ops.settle`); where a difference of the two kinds was written; `lp_seq`: summed
-  over the time axis (a sequence's log-prob); `lp_seq_exp`: `exp` of such a difference (a whole-sequence ratio).
+  over the time axis (a sequence's log-prob); `lp_seq_exp`: `exp` of such a difference (a whole-sequence ratio);
+  `lp_some`: they are those of one path, which carries the graph they count whatever the joined `grad` says.
 - `filled`: a new tensor of zeros (0) or ones (1), a mask once only 0s and 1s are written into it.
 - `sources`: nodes of interest whose result flows into this value (`.item()` calls, string slices):
   a value that reaches `backward()` carries the stoppers that cut its gradient in its sources.
 - `obj`: the node that made this tensor object (aliases and views share it).
-- `function` / `cls` / `bound`: a function of the project, a class, or a bound method's receiver.
+- `function` / `cls` / `bound`: a function of the project, a class, or a bound method's receiver; `candidates`:
+  the function values a value joined from several may be (`fn = f if x else g`, `table[name]`).
 """
 from __future__ import annotations
 
@@ -63,7 +65,8 @@ NO_SOURCES: FrozenSet[cst.CSTNode] = frozenset()
 
 # Facts that describe one object (its identity, what it is) and do not survive arithmetic.
 _IDENTITY = ("model", "arch", "weightless", "obj", "function", "cls", "bound", "qual", "items", "element", "origin", "fields",
-             "trains")
+             "trains", "candidates")
+MAX_CANDIDATES = 8  # functions a joined function value may be, each run at a call; more: which one is unknown
 
 
 class Value:
@@ -138,12 +141,12 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
         return b if b is not None else UNKNOWN
     if b is None:
         return a
-    if (a.facts.get("type") == NONE) != (b.facts.get("type") == NONE) and TENSOR in (a.facts.get("type"),
-                                                                                   b.facts.get("type")):
-        # an optional tensor (`ref = model(x) if beta else None`): wherever it is used as a tensor, it is the
-        # tensor path's value
-        tensor, other = (a, b) if a.facts.get("type") == TENSOR else (b, a)
-        return with_sources(tensor, other.sources)
+    kinds = (a.facts.get("type"), b.facts.get("type"))
+    if (kinds[0] == NONE) != (kinds[1] == NONE) and (TENSOR in kinds or FUNCTION in kinds):
+        # an optional tensor (`ref = model(x) if beta else None`) or function (`fn = table.get(name)`): wherever
+        # it is used as a tensor or called, it is the other path's value
+        held, other = (a, b) if kinds[1] == NONE else (b, a)
+        return with_sources(held, other.sources)
     if _empty_list(a) or _empty_list(b):  # no element: the other path's elements are all there can be
         empty, full = (a, b) if _empty_list(a) else (b, a)
         if full.facts.get("type") == "list" and "element" in full.facts:
@@ -170,12 +173,24 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
     if "lp" not in facts and ("lp" in a.facts) != ("lp" in b.facts):  # a path that adds log-probs linearly
         holder = a if "lp" in a.facts else b
         facts.update((k, holder.facts[k]) for k in ("lp", "lp_at", "lp_seq") if k in holder.facts)
-    if facts.get("type") in _NAMED_BY and _NAMED_BY[facts["type"]] not in facts:
+    if "lp" in facts and facts.get("grad") != GRAPH and any(
+            side.facts.get("grad") == GRAPH or side.facts.get("lp_some") for side in (a, b) if "lp" in side.facts):
+        facts["lp_some"] = True  # the log-probs' path carries the graph that the joined `grad` no longer says
+    if facts.get("type") == FUNCTION and "function" not in facts:
+        options = _options(a) + tuple(o for o in _options(b) if o not in _options(a))
+        if all(o.facts.get("function") is not None for o in options) and len(options) <= MAX_CANDIDATES:
+            facts["candidates"] = options  # one of these functions: a call runs each (`Flow`)
+    if facts.get("type") in _NAMED_BY and _NAMED_BY[facts["type"]] not in facts and "candidates" not in facts:
         del facts["type"]  # two different functions (classes, imported names): which one is unknown
     sources = a.sources | b.sources
     if sources:
         facts["sources"] = sources
     return Value(facts, why)
+
+
+def _options(v: Value) -> Tuple[Value, ...]:
+    """The functions a function value may be: its candidates, or itself."""
+    return v.facts.get("candidates") or (v,)
 
 
 def _empty_list(v: Value) -> bool:
@@ -212,6 +227,8 @@ def signature(v: Value) -> Tuple:
             item = id(item)
         elif key == "bound":
             item = signature(item)
+        elif key == "candidates":
+            item = tuple(signature(option) for option in item)
         parts.append((key, item))
     return tuple(parts)
 

@@ -1209,6 +1209,8 @@ class Frame:
             found = item_of(base, key)
             if found is not None:
                 return found
+        elif self._table(node.value, base):
+            return with_sources(join_all(item for _, item in base.facts["items"]), base.sources)
         for domain in domains():
             found = domain.subscript(self, base, node)
             if found is not None:
@@ -1421,6 +1423,9 @@ class Frame:
         # (`Adam if fused else SGD`): the callee is then not known.
         if kind == FUNCTION and "function" in callee.facts:
             return self._invoke(callee.facts["function"], node, args, kwargs, callee.facts.get("bound"))
+        if kind == FUNCTION and "candidates" in callee.facts:  # one of several: what any of them may return
+            return join_all(self._invoke(option.facts["function"], node, args, kwargs, option.facts.get("bound"))
+                            for option in callee.facts["candidates"])
         if kind == CLASS and "cls" in callee.facts:
             return self._construct(callee.facts["cls"], node, args, kwargs)
         if kind == REF and "qual" in callee.facts:
@@ -1443,6 +1448,8 @@ class Frame:
             receiver = receiver.but(type=MODEL, model=receiver.facts["place"])
         if receiver is not None:
             name = _tail(node.func)
+            if name == "get" and isinstance(node.func, cst.Attribute) and self._table(node.func.value, receiver):
+                return self._lookup(receiver, node, args)
             for domain in domains():
                 found = domain.method(self, receiver, name, node, args, kwargs)
                 if found is not None:
@@ -1453,6 +1460,22 @@ class Frame:
             if found is not None:
                 return found
         return self._opaque(node, args, kwargs)
+
+    def _table(self, expr: cst.CSTNode, held: Value) -> bool:
+        """Whether `expr` names a lookup table of the module (`ModuleIR.table`): its items are all it holds."""
+        return held.facts.get("type") == DICT and "items" in held.facts and isinstance(expr, cst.Name) and \
+            self.ir.table(expr.value)
+
+    def _lookup(self, table: Value, node: cst.Call, args: List[Value]) -> Value:
+        """`table.get(key)` / `table.get(key, default)`: the item of a constant key, else any item (the default
+        where the key may be missing; without one, None, which the code tests before it uses the item)."""
+        key = literal(node.args[0].value) if node.args and not node.args[0].keyword else NO_KEY
+        default = args[1] if len(args) > 1 else None
+        if key is not NO_KEY:
+            found = item_of(table, key) or default or value(type=NONE)
+        else:
+            found = join_all([item for _, item in table.facts["items"]] + ([default] if default is not None else []))
+        return with_sources(found, table.sources)
 
     def _opaque(self, node: cst.Call, args: List[Value], kwargs: Dict[str, Value]) -> Value:
         """A call nobody here can interpret. Handed a model or a tensor with a graph, its result may carry
@@ -1881,6 +1904,9 @@ def resolve_import(importer: str, level: int, dotted: str, settings, dependencie
             return flow, ir.functions[name]
         if len(rest) == 1 and name in flow.globals and flow.globals[name].facts.get("type") == NUMBER:
             return flow, flow.globals[name].but(origin=f"constant {name} of {os.path.basename(path)}")
+        if len(rest) == 1 and name in flow.globals and flow.globals[name].facts.get("type") == DICT and \
+                ir.table(name):
+            return flow, flow.globals[name]  # a lookup table (a registry of the module's functions)
         if name in ir.classes:
             cls = ir.classes[name]
             if len(rest) == 1:

@@ -147,6 +147,7 @@ class ModuleIR:
         self.output_read: set = set()
         self.top = FunctionIR(module, MODULE_SCOPE, MODULE_SCOPE, self)
         self.flow = None  # the interpreter of this module (`rllint.analysis.flow.Flow`), once built
+        self._tables: Dict[str, bool] = {}
         _Builder(self).run()
 
     # ---- questions ----
@@ -169,10 +170,82 @@ class ModuleIR:
         yield self.top
         yield from self.functions.values()
 
+    def table(self, name: str) -> bool:
+        """Whether the module-level name `name` is a lookup table: bound here once, at the top level, to a dict
+        written with literal keys (or imported), and only ever read in this module (`name[k]`, `name.get(k)`,
+        `k in name`, `list(name)`): every key it can hold is written where it is built."""
+        if name not in self._tables:
+            self._tables[name] = _read_only_table(self.module, name)
+        return self._tables[name]
+
     def escapes(self, function: FunctionIR) -> bool:
         """Whether the function is mentioned as a value (passed, stored, returned): callers this module
         does not show may run it."""
         return bool(self.mentions.get(function.name))
+
+
+_TABLE_READS = frozenset({"get", "keys", "items", "values", "copy", "__getitem__", "__contains__"})
+_READ_BY = frozenset({"len", "list", "sorted", "tuple", "set", "iter", "print", "str", "repr", "any", "all",
+                      "enumerate", "isinstance", "bool"})
+
+
+def _read_only_table(module: cst.Module, name: str) -> bool:
+    """See `ModuleIR.table`."""
+    parents: Dict[int, cst.CSTNode] = {}
+    targets = set()  # what statements bind, store into or delete
+    bindings: List[cst.CSTNode] = []
+    stack: List[cst.CSTNode] = [module]
+    while stack:
+        node = stack.pop()
+        for child in children(node):
+            parents[id(child)] = node
+            stack.append(child)
+        if isinstance(node, cst.AssignTarget) or isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+            targets.add(id(node.target))
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            targets.add(id(node.target))
+        elif isinstance(node, cst.Del):
+            targets.add(id(node.target))
+    for node in _names(module, name):
+        parent = parents.get(id(node))
+        if id(node) in targets or isinstance(parent, cst.ImportAlias):
+            bindings.append(node)
+        elif isinstance(parent, cst.Attribute) and parent.attr is node:
+            continue  # `x.name`: another object's attribute
+        elif not _read(node, parent, parents, targets):
+            return False
+    if len(bindings) != 1:
+        return False
+    binding = parents.get(id(bindings[0]))
+    if isinstance(binding, cst.ImportAlias):
+        return True
+    statement = parents.get(id(binding))
+    return isinstance(binding, cst.AssignTarget) and isinstance(statement, cst.Assign) and \
+        len(statement.targets) == 1 and parents.get(id(parents.get(id(statement)))) is module and \
+        isinstance(statement.value, cst.Dict) and all(
+            isinstance(e, cst.DictElement) and isinstance(e.key, (cst.SimpleString, cst.Integer))
+            for e in statement.value.elements)
+
+
+def _names(module: cst.Module, name: str) -> Iterator[cst.Name]:
+    stack: List[cst.CSTNode] = [module]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name) and node.value == name:
+            yield node
+        stack.extend(children(node))
+
+
+def _read(node: cst.Name, parent: Optional[cst.CSTNode], parents: Dict[int, cst.CSTNode], targets: set) -> bool:
+    """A use of a table that reads it: indexed (not stored into), a reading method, `in`, a reading builtin."""
+    if isinstance(parent, cst.Subscript) and parent.value is node:
+        return id(parent) not in targets
+    if isinstance(parent, cst.Attribute) and parent.value is node:
+        return parent.attr.value in _TABLE_READS
+    if isinstance(parent, cst.ComparisonTarget) or isinstance(parent, cst.For) and parent.iter is node:
+        return True
+    call = parents.get(id(parent)) if isinstance(parent, cst.Arg) else None
+    return isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in _READ_BY
 
 
 def _block(body: cst.BaseSuite) -> Sequence[cst.CSTNode]:

@@ -1051,8 +1051,9 @@ class KLEstimatorDirection(TensorRule):
     the policy's gradient minus log-probs computed without any (a reference or rollout forward
     under `no_grad`, the reference log-probs a TRL GRPO trainer hands `compute_loss`, the
     rollout log-probs verl hands a registered policy loss), carried through helpers, other
-    modules, lists and returned dicts to what is handed to autograd (a `backward`, the loss a
-    trainer framework backpropagates). It is reported where the difference is written, or at
+    modules, lists and returned dicts, the functions a lookup table (a registry that the code only
+    reads) may dispatch to, and the branch of a penalty that a flag switches on, to what is handed
+    to autograd (a `backward`, the loss a trainer framework backpropagates). It is reported where the difference is written, or at
     the call of the helper of another module that returns it; the k3 form `exp(d) - d - 1`,
     a difference weighted by advantages, and the policy against its own detached copy are not.
 

@@ -103,29 +103,39 @@ def tensor_result(operands: Operands, **facts) -> Value:
 # holds `exp` of such a difference (a ratio), written at that node; `exp(d) - d` is then the k3 estimator, whose
 # linear part `-d` is no k1 estimator of its own. `lp_seq`: the sum was taken over the time axis of per-token
 # terms and not divided by a length since (a sequence's log-prob, `(logp * mask).sum(-1)`); `lp_seq_exp`: the
-# tensor holds `exp` of a difference that is such a sum (a whole-sequence ratio), written at that node.
+# tensor holds `exp` of a difference that is such a sum (a whole-sequence ratio), written at that node. `lp_some`:
+# the log-probs are those of one path only (`kl = logp - ref if beta else torch.tensor(0.)`), whose gradient the
+# value's joined `grad` no longer says: on that path they carry the graph their `lp` counts.
 LINEAR = frozenset({"sum", "mean", "nanmean", "gather", "take_along_dim", "squeeze", "unsqueeze", "transpose",
                     "permute", "view", "reshape", "flatten", "float", "double", "half", "bfloat16", "to", "type",
                     "contiguous", "clone", "cuda", "cpu", "detach"})
 
 
-def settle(result: Value, lp: Optional[Tuple[int, int]], at: Optional[cst.CSTNode] = None) -> Value:
+def settle(result: Value, lp: Optional[Tuple[int, int]], at: Optional[cst.CSTNode] = None, some: bool = False
+           ) -> Value:
     """`result` holding the log-probs `lp`: fixed ones are those computed without gradient where they were
     made (a reference's, a rollout's); the policy's, cut from their graph later, and any whose gradient is
-    unknown, make no known sum."""
+    unknown, make no known sum. `some`: an operand's log-probs are those of one path (`lp_some`), whose
+    gradient the joined value does not know; only a known cut (`.detach()`, no_grad) drops them."""
     if lp is None:
         return result
     graph, fixed = lp
     grad = result.facts.get("grad")
-    if grad is None:
-        return result.but(lp=None, lp_at=None)
-    if grad != GRAPH and graph:  # the policy's log-probs cut from their graph (`logp.detach()`): no role known
-        return result.but(lp=None, lp_at=None)
+    if grad is None and not some:
+        return result.but(lp=None, lp_at=None, lp_some=None)
+    if grad not in (GRAPH, None) and graph:  # the policy's log-probs cut from their graph (`logp.detach()`)
+        return result.but(lp=None, lp_at=None, lp_some=None)
     if not graph and not fixed:
-        return result.but(lp=None, lp_at=None)
+        return result.but(lp=None, lp_at=None, lp_some=None)
+    result = result.but(lp_some=True if some else None)
     if at is None or graph != -fixed:
         return result.but(lp=(graph, fixed), lp_at=None)
     return result.but(lp=(graph, fixed), lp_at=at)
+
+
+def _some(*operands: Value) -> bool:
+    """Whether an operand holds the log-probs of one path only (`lp_some`)."""
+    return any(v.facts.get("lp_some") for v in operands if v.facts.get("lp") is not None)
 
 
 def sequence(result: Value, summed: bool) -> Value:
@@ -177,25 +187,26 @@ def _linear_arith(operator: cst.CSTNode, left: Value, right: Value, node: cst.CS
         lp = (a[0] + sign * b[0], a[1] + sign * b[1])
         at = left.facts.get("lp_at") if balanced(a) else right.facts.get("lp_at") if balanced(b) else node
         summed = all(v.facts.get("lp_seq") for v in (left, right) if v.facts.get("lp") is not None)
-        return sequence(settle(result, lp, at), summed)
+        return sequence(settle(result, lp, at, _some(left, right)), summed)
     if a is not None and b is not None:
         return result.but(lp=None, lp_at=None)
     held, other = (left, right) if a is not None else (right, left)
-    lp, at = held.facts["lp"], held.facts.get("lp_at")
+    lp, at, some = held.facts["lp"], held.facts.get("lp_at"), _some(held)
     multiply = isinstance(operator, (cst.Multiply, cst.MultiplyAssign))
     if not multiply and (held is right or not isinstance(operator, (cst.Divide, cst.DivideAssign))):
         return result.but(lp=None, lp_at=None)
     if other.facts.get("type") == NUMBER:
         number = other.facts.get("number")
         if number is None:
-            return settle(result, lp, at) if balanced(lp) else result.but(lp=None, lp_at=None)
+            return settle(result, lp, at, some) if balanced(lp) else result.but(lp=None, lp_at=None)
         if number == 0:
             return result.but(lp=None, lp_at=None)
-        return sequence(settle(result, lp if number > 0 else (-lp[0], -lp[1]), at), multiply and held.facts.get("lp_seq"))
+        return sequence(settle(result, lp if number > 0 else (-lp[0], -lp[1]), at, some),
+                        multiply and held.facts.get("lp_seq"))
     if other.facts.get("type") == TENSOR and other.facts.get("grad") != GRAPH and (
             (multiply and other.facts.get("content") == MASK) or (not multiply and balanced(lp))):
         # masked (a masked sequence sum stays one), or divided by a count (`.sum() / mask.sum()`: a mean)
-        return sequence(settle(result, lp, at), multiply and held.facts.get("lp_seq"))
+        return sequence(settle(result, lp, at, some), multiply and held.facts.get("lp_seq"))
     return result.but(lp=None, lp_at=None)
 
 
@@ -674,7 +685,7 @@ def apply(name: str, ops: Operands, x: Optional[Value]) -> Optional[Value]:
         return result
     if name in LINEAR:
         summed = _over_time(ops, x) if name == "sum" else x.facts.get("lp_seq") and name not in ("mean", "nanmean")
-        return sequence(settle(result, x.facts["lp"], x.facts.get("lp_at")), summed)
+        return sequence(settle(result, x.facts["lp"], x.facts.get("lp_at"), _some(x)), summed)
     if name in ("exp", "expm1") and balanced(x.facts["lp"]) and x.facts.get("lp_at") is not None:
         return result.but(lp_exp=x.facts["lp_at"], lp_seq_exp=x.facts["lp_at"] if x.facts.get("lp_seq") else None)
     return result
@@ -770,7 +781,8 @@ def index_tensor(base: Value, node: cst.Subscript, is_number: Callable[[cst.CSTN
                 facts["content"] = base.facts["content"]
     result = Value({"type": TENSOR, "obj": base.facts.get("obj", node), "view": node, **facts},
                    {k: (node,) for k in facts})
-    for fact in ("grad", "cut", "sources", "stat", "saved", "sampled", "logp", "forwards", "lp", "lp_at", "lp_seq"):
+    for fact in ("grad", "cut", "sources", "stat", "saved", "sampled", "logp", "forwards", "lp", "lp_at", "lp_seq",
+                 "lp_some"):
         if fact in base.facts:
             result.facts[fact] = base.facts[fact]
             if fact in base.why:
@@ -915,7 +927,7 @@ def _concat(name: str, ops: Operands, args: List[Value]) -> Value:
     if element is not None and element.facts.get("rank") is not None:
         facts["rank"] = element.facts["rank"] + (1 if name == "stack" else 0)
     result = tensor_result(Operands(None, inputs, {}, ops.node, ops.grad_mode, ops.ints), **facts)
-    result = settle(result, element.facts.get("lp"), element.facts.get("lp_at"))
+    result = settle(result, element.facts.get("lp"), element.facts.get("lp_at"), _some(element))
     return with_sources(result, parts.sources)
 
 
