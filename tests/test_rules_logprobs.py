@@ -4,7 +4,7 @@ import textwrap
 import pytest
 
 from rllint.registry import load_rules
-from rllint.runner import lint_text
+from rllint.runner import lint_files, lint_text
 from rllint.settings import Settings
 
 
@@ -547,3 +547,65 @@ def test_rl109_labels_a_helper_of_another_module_writes_one_position_early(tmp_p
         summaries.clear_cache()
         result = lint_files([str(tmp_path / "train.py")], Settings(select=["RL109"]))
         assert [d.line for d in result.diagnostics] == expected
+
+
+GAE_FROM_CALLER = """
+    import torch
+
+
+    def kl_rewards(logps, ref_logps, scores, ends, kl_coef=0.1):
+        rewards = -kl_coef * (logps - ref_logps)
+        rewards[torch.arange(len(ends)), ends] += scores
+        return rewards
+
+
+    def gae(values, rewards, starts, gamma=1.0, lam=0.95):
+        width = rewards.shape[1]
+        out = torch.zeros_like(rewards)
+        for i in range(rewards.shape[0]):
+            last = 0.0
+            for t in reversed(range(starts[i], BOUND)):
+                nxt = values[i, t + 1] if t + 1 < width else 0.0
+                last = rewards[i, t] + gamma * nxt - values[i, t] + gamma * lam * last
+                out[i, t] = last
+        return out
+
+
+    def step(critic, seqs, attention_mask, logps, ref_logps, scores, starts):
+        ends = attention_mask.sum(-1) - 1
+        with torch.no_grad():
+            values = critic(seqs).squeeze(-1)[:, :-1]
+            rewards = REWARDS
+            PREPARE
+            return gae(rewards=rewards, values=values, starts=starts)
+"""
+
+
+@pytest.mark.parametrize("rewards, prepare, bound, reported", [
+    ("kl_rewards(logps, ref_logps, scores, ends)", "pass", "width", True),
+    ("kl_rewards(logps * attention_mask[:, 1:], ref_logps * attention_mask[:, 1:], scores, ends)",
+     "values = values * attention_mask[:, 1:]", "width", False),  # the helper's log-probs are masked: so is its result
+    ("kl_rewards(logps, ref_logps, scores, ends)", "values = values * attention_mask[:, 1:]", "width", True),
+    ("kl_rewards(logps, ref_logps, scores, ends) * attention_mask[:, 1:]", "values = values * attention_mask[:, 1:]",
+     "width", False),  # both rows masked by the caller
+    ("kl_rewards(logps, ref_logps, scores, ends)", "rewards[attention_mask[:, 1:] == 0] = 0\n"
+     "            values[attention_mask[:, 1:] == 0] = 0", "width", False),  # zeroed in place after the end
+    ("kl_rewards(logps, ref_logps, scores, ends)", "pass", "int(ends[i]) + 1", False),  # bounded by the response
+])
+def test_gae_over_padding_follows_its_rows_to_the_caller_and_into_helpers(rewards, prepare, bound, reported):
+    source = GAE_FROM_CALLER.replace("REWARDS", rewards).replace("PREPARE", prepare).replace("BOUND", bound)
+    found = findings(source, select=("RL208",))
+    assert [(line, code) for line, code, _ in found] == ([(16, "RL208")] if reported else [])
+
+
+def test_gae_over_padding_rows_no_caller_of_the_file_shows_are_not_judged(tmp_path):
+    gae_only = GAE_FROM_CALLER.replace("BOUND", "width").split("def step")[0]
+    assert findings(gae_only, select=("RL208",)) == []
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "advantage.py").write_text(textwrap.dedent(gae_only))
+    caller = "from advantage import gae, kl_rewards\n\n\ndef step" + GAE_FROM_CALLER.split("def step")[1].replace(
+        "REWARDS", "kl_rewards(logps, ref_logps, scores, ends)").replace("PREPARE", "pass")
+    (tmp_path / "train.py").write_text(textwrap.dedent(caller))
+    result = lint_files([str(tmp_path / "advantage.py"), str(tmp_path / "train.py")],
+                        Settings(select=["RL208"], root=tmp_path))
+    assert result.diagnostics == []  # a caller in another module: its arguments are that module's

@@ -12,10 +12,10 @@ from rllint.analysis.flow import Flow
 from rllint.analysis.imports import Imports
 from rllint.analysis.numbers import NumberReads
 from rllint.analysis.purpose import RLCodeOnly
-from rllint.analysis.returns import Recursions, full_width
-from rllint.analysis.syntax import updates_in_place, walk
-from rllint.analysis.tensors import (ADVANTAGES, MASK, REWARDS, TOKEN_IDS, Kind, Tensors, int_value,
-                                     last_part, name_kind)
+from rllint.analysis.returns import PaddedRows, Recursions, full_width
+from rllint.analysis.syntax import walk
+from rllint.analysis.tensors import (ADVANTAGES, MASK, REWARDS, Kind, Tensors, int_value,
+                                     last_part)
 from rllint.analysis.values import Value, Values, format_number
 from rllint.diagnostic import Severity, Tier
 from rllint.registry import CSTRule, Option
@@ -931,12 +931,6 @@ class MismatchedMaskNormalizer(RLCodeOnly, TensorRule):
                     denominator=tensors.code(count[0], 40))
 
 
-# What zeroes a row after the response ends: mask arithmetic and fills, or a row built from zeros and filled.
-_MASKING_CALLS = {"masked_fill", "masked_fill_", "where", "zeros", "zeros_like", "new_zeros", "full", "full_like",
-                  "new_full", "empty", "empty_like", "scatter", "scatter_", "scatter_add", "scatter_add_", "mul_",
-                  "masked_scatter", "masked_select", "pad"}
-
-
 _NO_KIND = Kind("")
 
 
@@ -944,16 +938,19 @@ class GAEOverPadding(RLCodeOnly, TensorRule):
     """
     ## What it does
     Reports a GAE or discounted-return loop that runs backwards over every position of padded
-    rows (`for t in reversed(range(values.size(-1)))` reading `values[:, t]`) when a tensor it
-    reads was computed in the same function (a critic forward, per-token rewards) and never
-    zeroed after the response ends, and no mask or done flag takes part in the recursion. Only
-    functions that deal in token sequences (token ids or masks in sight) are judged: the
-    fixed-length episodes of a control task have no padding.
+    rows (`for t in reversed(range(values.size(-1)))` reading `values[:, t]`, or per row
+    `for t in reversed(range(starts[i], T))` reading `values[i, t]`) when a tensor it reads was
+    computed where the file shows it (a critic forward, per-token rewards: in the function, in a
+    helper of the file that returns it, or by the callers of the function when it is a parameter)
+    and never zeroed after the response ends, and no mask or done flag takes part in the
+    recursion. Only rows that pass through a function dealing in token sequences (token ids or
+    masks in sight) are judged: the fixed-length episodes of a control task have no padding.
 
     Loops bounded by the length of one response, rows multiplied by the response mask (or
-    filled with `masked_fill` / `where`, or built from zeros) before the loop, recursions that
-    multiply by a mask or `1 - dones[:, t]`, and rows that come from a caller (a parameter, a
-    batch key: what the caller did is not visible) are not reported.
+    filled with `masked_fill` / `where`, built from zeros, or zeroed in place after the end)
+    before the loop, here, in a helper or at a caller, recursions that multiply by a mask or
+    `1 - dones[:, t]`, and rows whose origin is not visible (a parameter no caller of the file
+    passes, a batch key) are not reported.
 
     ## Why is this bad?
     At the last real token the recursion bootstraps from `values[:, t + 1]`, the critic's
@@ -993,72 +990,14 @@ class GAEOverPadding(RLCodeOnly, TensorRule):
         recursion = self.file.fact(Recursions).at(node)
         if recursion is None or recursion.stopped or not recursion.rows:
             return
-        tensors = self.tensors()
-        bound = tensors.resolve(recursion.bound)
-        if not full_width(bound) or not _token_rows(tensors, node):
+        if not full_width(self.tensors().resolve(recursion.bound)):
             return
+        rows = self.file.fact(PaddedRows)
         uses = {n.value: n for n in walk(node.body) if isinstance(n, cst.Name)}
         for row in recursion.rows:
-            if self._unmasked(tensors, uses[row]):
+            if rows.leaking(uses[row]):
                 self.report(node, row=row)
                 return
-
-    @staticmethod
-    def _unmasked(tensors: Tensors, use: cst.Name) -> bool:
-        """The row was computed here (a call is visible in how it was built) and nothing masks it."""
-        value = tensors.value_of(use)
-        if value is None:
-            return False  # a parameter, or a name this function does not assign
-        seen: Set[str] = set()
-        pending: List[cst.BaseExpression] = [value]
-        computed = False
-        while pending:
-            expr = pending.pop()
-            for node in walk(expr):
-                if isinstance(node, cst.Call):
-                    computed = True
-                    op, _ = tensors.call_name(node)
-                    if op in _MASKING_CALLS:
-                        return False
-                if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply) and any(
-                        (tensors.kind(side) or _NO_KIND).kind == MASK for side in (node.left, node.right)):
-                    return False  # `x * mask`; a mask given to a forward (`attention_mask=`) masks nothing
-                if isinstance(node, cst.Name) and node.value not in seen:
-                    seen.add(node.value)
-                    earlier = tensors.value_of(node)
-                    if earlier is not None:
-                        pending.append(earlier)
-        return computed and not _masked_in_place(tensors, use)
-
-
-def _token_rows(tensors: Tensors, loop: cst.For) -> bool:
-    """Whether the function deals in token sequences (token ids or a mask), whose rows are padded; the
-    fixed-length episodes of a control task are not."""
-    scope = tensors.scope(loop.target)
-    if scope is None:
-        return False
-    for node in walk(scope.node):
-        if isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)):
-            kind = name_kind(last_part(node))
-            if kind is not None and kind.kind in (MASK, TOKEN_IDS):
-                return True
-    return False
-
-
-def _masked_in_place(tensors: Tensors, use: cst.Name) -> bool:
-    """`values *= mask`, `values[~mask] = 0`, `values.masked_fill_(...)`, `values.mul_(mask)` in the function."""
-    scope = tensors.scope(use)
-    if scope is None:
-        return True
-    name = use.value
-    for node in walk(scope.node):
-        if updates_in_place(node, name):
-            return True
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
-                isinstance(node.func.value, cst.Name) and node.func.value.value == name and \
-                node.func.attr.value in _MASKING_CALLS:
-            return True
-    return False
 
 
 # Comparisons that test a magnitude (`std > 0`, `n != 0`); equality, membership and identity tests
