@@ -736,3 +736,54 @@ def test_log_probs_of_one_path_keep_the_graph_of_that_path():
     assert engine.facts("penalty", "lp") == {"lp": (1, -1)}
     assert engine.facts("cut", "lp") == {"lp": None}  # detached: the policy's log-probs lost their graph
     assert engine.facts("loss", "grad", "lp") == {"grad": GRAPH, "lp": (1, -1)}
+
+
+def test_settings_read_whole_from_yaml_answer_get_and_optional_sections(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "run.yml").write_text("use_lora: true\nlora:\n  r: 8\n  dropout: 0.1\n")
+    source = """
+    import yaml
+
+    with open("run.yml") as handle:
+        config = yaml.safe_load(handle)
+    lora = config.get("lora")
+    missing = config.get("absent", 0.5)
+    optional = config["lora"] if config["use_lora"] else None
+    dropout = optional["dropout"]
+    """
+    path = tmp_path / "train.py"
+    path.write_text(source)
+    engine = Engine(source, path=str(path))
+    assert engine.facts("lora", "type")["type"] == "dict"
+    assert engine.facts("missing", "number") == {"number": 0.5}  # a key the file does not write: the default
+    assert engine.facts("dropout", "number", "origin") == {"number": 0.1, "origin": "lora.dropout in run.yml"}
+
+
+def test_a_parameter_left_at_none_takes_the_none_branch_in_a_call():
+    engine = Engine(CAUSAL + """
+    class Wrapper:
+        def __init__(self, name, model_class=None):
+            if model_class is None:
+                model_class = AutoModelForCausalLM
+            self.model = model_class.from_pretrained(name)
+
+    wrapped = Wrapper("gpt2")
+    inner = wrapped.model
+    """)
+    assert engine.facts("inner", "type", "arch") == {"type": "model", "arch": CAUSAL_LM}
+
+
+def test_accelerate_prepare_hands_back_the_models_and_peft_adapters_and_sampling_are_events():
+    engine = Engine(CAUSAL + """
+    from accelerate import Accelerator
+    from peft import LoraConfig, get_peft_model
+
+    accelerator = Accelerator()
+    adapted = get_peft_model(policy, LoraConfig(r=8, lora_dropout=0.05))
+    plain = get_peft_model(policy, LoraConfig(r=8))
+    prepared, opt = accelerator.prepare(adapted, optimizer)
+    ids = prepared.generate(prompts, do_sample=True)
+    """)
+    assert engine.facts("prepared", "type", "arch") == {"type": "model", "arch": CAUSAL_LM}
+    assert sorted(e.extra["p"].facts["number"] for e in engine.flow.dropouts) == [0.0, 0.05]  # PEFT's default: 0
+    assert [engine.code(e.node) for e in engine.flow.generations] == ["prepared.generate(prompts, do_sample=True)"]

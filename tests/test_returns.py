@@ -52,9 +52,17 @@ def a(r, T):
         acc = acc + r[:, k]
     for k in reversed(range(T)):
         print(r[:, k])
-    for k in reversed(range(1, T)):
-        acc = r[:, k] + acc
 """) == []
+
+
+def test_a_recursion_from_a_start_to_the_width_counts_by_its_upper_bound():
+    assert recursions("""
+def a(r, v, starts, T):
+    for i in range(r.shape[0]):
+        acc = 0
+        for k in reversed(range(starts[i], T)):
+            acc = r[i, k] + 0.9 * acc - v[i, k]
+""") == [("k", "T", ["r", "v"], False)]
 
 
 def test_full_width_bounds():

@@ -2,7 +2,7 @@
 every positive, and every look-alike RULES.md says must stay silent."""
 import textwrap
 
-from rllint.runner import lint_text
+from rllint.runner import lint_files, lint_text
 from rllint.settings import Settings
 
 # What makes a script an RL run: a clipped policy-gradient update.
@@ -289,3 +289,92 @@ def test_rl316_an_sglang_engine_given_unpadded_token_ids_is_silent():
     '''
     assert lines("RL316", source) == []
     assert lines("RL316", source.replace("padding=False", "padding=True")) == []  # an engine, not a HF model
+
+
+# ---- RL317 through a wrapper class of another module, its LoRA dropout read from the run's YAML ----
+
+WRAPPER = """\
+    import torch
+    import torch.nn.functional as F
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+
+    class LM:
+        def __init__(self, name, use_lora=False, lora=None):
+            self.model = AutoModelForCausalLM.from_pretrained(name)
+            if use_lora:
+                settings = LoraConfig(r=lora["r"], LORA_DROPOUT target_modules=["q_proj", "v_proj"])
+                self.model = get_peft_model(self.model, settings)
+
+        def sample(self, ids):
+            with torch.no_grad():
+                return self.model.generate(ids, do_sample=True, max_new_tokens=256)
+
+        def token_logps(self, ids):
+            logits = self.model.forward(input_ids=ids).logits[:, :-1]
+            return F.log_softmax(logits, dim=-1).gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+"""
+
+TRAIN = """\
+    import torch
+    import yaml
+
+    from lm import LM
+
+    with open("run.yml") as handle:
+        config = yaml.safe_load(handle)
+
+    llm = LM(config["model"], use_lora=config["use_lora"], lora=config.get("lora") if config["use_lora"] else None)
+    ref = LM(config["model"])
+    ref.model.eval()
+    llm.model.train()
+    optimizer = torch.optim.AdamW(llm.model.parameters(), lr=1e-6)
+
+    for prompts, scores in batches:
+        BEFORE
+        ids = SAMPLE
+        with torch.no_grad():
+            old = llm.token_logps(ids)
+            base = ref.token_logps(ids)
+        AFTER
+        new = llm.token_logps(ids)
+        ratio = torch.exp(new - old)
+        adv = ((scores - scores.mean()) / (scores.std() + 1e-6))[:, None]
+        loss = -torch.min(ratio * adv, torch.clamp(ratio, 0.8, 1.2) * adv).mean() + 0.05 * (new - base).pow(2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def wrapped(tmp_path, dropout="0.1", lora_dropout='lora_dropout=lora["dropout"],', before="pass", after="pass",
+            sample="llm.sample(prompts)"):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "lm.py").write_text(textwrap.dedent(WRAPPER).replace("LORA_DROPOUT", lora_dropout))
+    (tmp_path / "run.yml").write_text(f"model: Qwen/Qwen2.5-1.5B-Instruct\nuse_lora: true\nlora:\n  r: 8\n"
+                                      f"  dropout: {dropout}\n")
+    train = textwrap.dedent(TRAIN).replace("BEFORE", before).replace("AFTER", after).replace("SAMPLE", sample)
+    (tmp_path / "train.py").write_text(train)
+    result = lint_files([str(tmp_path / "train.py")], Settings(select=["RL317"], root=tmp_path))
+    return [(d.line, d.message) for d in result.diagnostics]
+
+
+def test_rl317_a_wrapper_of_another_module_samples_with_the_lora_policy_in_train_mode(tmp_path):
+    (line, message), = wrapped(tmp_path)
+    assert line == 17 and "samples rollouts with `llm.model` in train mode" in message
+    assert "lora_dropout=0.1, lora.dropout in run.yml" in message
+
+
+def test_rl317_the_old_log_prob_pass_of_a_wrapper_under_no_grad(tmp_path):
+    (line, message), = wrapped(tmp_path, sample="vllm_engine.generate(prompts)")
+    assert line == 19 and "computes old log-probs with `llm.model`" in message
+
+
+def test_rl317_wrapper_look_alikes(tmp_path):
+    assert wrapped(tmp_path, dropout="0.0") == []  # no dropout
+    assert wrapped(tmp_path, lora_dropout="") == []  # PEFT's default dropout is 0
+    assert wrapped(tmp_path, before="llm.model.eval()", after="llm.model.train()") == []  # eval around both passes
+    # the reference's pass in eval mode, the policy's sampled elsewhere
+    assert wrapped(tmp_path, sample="vllm_engine.generate(prompts)", before="llm.model.eval()",
+                   after="llm.model.train()") == []

@@ -108,7 +108,8 @@ class Flow:
         self.ir.flow = self
         self.values: Dict[cst.CSTNode, Value] = {}
         self._events: Dict[str, Dict[Tuple[cst.CSTNode, Optional[cst.Call]], Event]] = {
-            "inplace": {}, "stopper": {}, "backward": {}, "forward": {}, "weighted": {}, "policy_gradient": {}}
+            "inplace": {}, "stopper": {}, "backward": {}, "forward": {}, "weighted": {}, "policy_gradient": {},
+            "generate": {}, "dropout": {}}
         self.reads: Dict[cst.CSTNode, List[Tuple[cst.CSTNode, cst.CSTNode]]] = {}  # obj -> (read, statement)
         self.saved: Dict[cst.CSTNode, List[Tuple[cst.CSTNode, str]]] = {}  # obj -> (statement, op)
         self.opaque: Set[cst.CSTNode] = set()  # calls out of sight handed a model or a graph (`Frame._opaque`)
@@ -195,6 +196,17 @@ class Flow:
     @property
     def forwards(self) -> List[Event]:
         return list(self._events["forward"].values())
+
+    @property
+    def generations(self) -> List[Event]:
+        """`model.generate(...)` calls: sampling with a model (`target`)."""
+        return list(self._events["generate"].values())
+
+    @property
+    def dropouts(self) -> List[Event]:
+        """Models given a dropout probability where they are built or adapted (`extra["p"]`, a Value): PEFT's
+        `get_peft_model` with a `LoraConfig` (its `lora_dropout`, 0 when not given)."""
+        return list(self._events["dropout"].values())
 
     def record(self, kind: str, event: Event) -> None:
         """Keep an event; `saved` and `read` events fill `saved` and `reads` (keyed by the tensor object)."""
@@ -457,6 +469,8 @@ class Flow:
         """`self.name` of an instance of `cls`: what the methods assign it (joined), else the class attribute."""
         key = (cls.name, name)
         if key in self._attributes:
+            if self._attributes[key] is None:  # still being found: what is read now is provisional
+                _ANALYSES.provisional = getattr(_ANALYSES, "provisional", 0) + 1
             return self._attributes[key]
         self._attributes[key] = None  # while it is being found: unknown
         found: List[Value] = []
@@ -660,9 +674,12 @@ class Flow:
         self._summary_count += 1
         params = {p.name: args.get(p.name) or self.default(p, function) for p in function.params if not p.star}
         frame = Frame(self, function, params, mode, depth=depth + 1, record=False)
+        provisional = getattr(_ANALYSES, "provisional", 0)
         frame.run()
         result = (frame.returned(), frame.collected)
-        if cached is None:  # the outermost interpretation keeps its answer
+        if getattr(_ANALYSES, "provisional", 0) != provisional:
+            self._summaries.pop(key, None)  # it read an attribute still being found (met in a caller's analysis)
+        elif cached is None:  # the outermost interpretation keeps its answer
             self._summaries[key] = result
         return result
 
@@ -922,8 +939,8 @@ class Frame:
                 self.env = join_env(self.env, other)
 
     def _none_test(self, test: cst.BaseExpression) -> Optional[bool]:
-        """The outcome of `x is None` / `x is not None` when x holds a value of a known type other than None
-        (on every path that reaches here): False and True; None when it is not such a test."""
+        """The outcome of `x is None` / `x is not None` when x holds a value of a known type (on every path that
+        reaches here): None itself, or another; None when it is not such a test."""
         if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
             return None
         target = test.comparisons[0]
@@ -932,11 +949,11 @@ class Frame:
         if not isinstance(test.left, (cst.Name, cst.Attribute)):
             return None
         kind = self.expr(test.left).facts.get("type")
-        if kind is None or kind == NONE:
+        if kind is None:
             return None
         if isinstance(target.operator, cst.Is):
-            return False
-        return True if isinstance(target.operator, cst.IsNot) else None
+            return kind == NONE
+        return kind != NONE if isinstance(target.operator, cst.IsNot) else None
 
     def _truth(self, test: Value) -> Optional[bool]:
         """Whether a branch's test is known true or false in a call interpreted with its arguments (a flag the
@@ -1448,7 +1465,8 @@ class Frame:
             receiver = receiver.but(type=MODEL, model=receiver.facts["place"])
         if receiver is not None:
             name = _tail(node.func)
-            if name == "get" and isinstance(node.func, cst.Attribute) and self._table(node.func.value, receiver):
+            if name == "get" and isinstance(node.func, cst.Attribute) and self._table(node.func.value, receiver) and \
+                    node.args and not any(a.keyword or a.star for a in node.args):
                 return self._lookup(receiver, node, args)
             for domain in domains():
                 found = domain.method(self, receiver, name, node, args, kwargs)
@@ -1462,9 +1480,10 @@ class Frame:
         return self._opaque(node, args, kwargs)
 
     def _table(self, expr: cst.CSTNode, held: Value) -> bool:
-        """Whether `expr` names a lookup table of the module (`ModuleIR.table`): its items are all it holds."""
-        return held.facts.get("type") == DICT and "items" in held.facts and isinstance(expr, cst.Name) and \
-            self.ir.table(expr.value)
+        """Whether `expr` names a lookup table of the module (`ModuleIR.table`), or holds a dict read whole from a
+        settings file (`complete`): its items are all it holds."""
+        return held.facts.get("type") == DICT and "items" in held.facts and (held.facts.get("complete") or isinstance(
+            expr, cst.Name) and self.ir.table(expr.value))
 
     def _lookup(self, table: Value, node: cst.Call, args: List[Value]) -> Value:
         """`table.get(key)` / `table.get(key, default)`: the item of a constant key, else any item (the default

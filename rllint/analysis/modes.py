@@ -21,6 +21,8 @@ from typing import Dict, FrozenSet, List, NamedTuple, Optional, Set, Tuple
 
 import libcst as cst
 
+from rllint.analysis.domains.models import OPTIMIZERS
+from rllint.analysis.flow import Flow
 from rllint.analysis.roles import ModelRoles, body_of, call_name, calls_in, child_blocks, header
 from rllint.analysis.syntax import dotted, keyword, positional, walk
 from rllint.analysis.text import Scopes, TextSources, argument, number
@@ -223,8 +225,21 @@ class Dropout:
                 for target in node.targets:
                     if isinstance(target.target, cst.Attribute) and _DROPOUT_KEY.search(target.target.attr.value):
                         self._note(base, values, node.value, target.target.attr.value)
+        for event in file.fact(Flow).dropouts:  # adapters built here or by the file's calls of other modules
+            self._adapted(lora, event.extra["p"])
         active = lora == {True} or base == {True}
         self.active: Optional[bool] = False if disabled else (True if active else None)
+
+    def _adapted(self, seen: Set[Optional[bool]], p) -> None:
+        """A LoRA dropout the fact engine followed to where it is written (a settings file the run reads)."""
+        number = p.facts.get("number")
+        if number is None:
+            seen.add(None)
+            return
+        seen.add(number > 0)
+        origin = p.facts.get("origin")
+        if number > 0 and not self.why:
+            self.why = f"lora_dropout={number:g}" + (f", {origin}" if origin and origin != "literal" else "")
 
     def _family(self, seen: Set[Optional[bool]], name: str) -> None:
         """The dropout of a model loaded by its hub id (a literal or a module constant)."""
@@ -242,3 +257,67 @@ class Dropout:
         seen.add(value.number > 0)
         if value.number > 0 and not self.why:
             self.why = f"{what}={value.number:g}"
+
+
+class PolicyPasses:
+    """Rollouts and old-log-prob passes of the policy that the fact engine follows into the methods of a wrapper
+    class of another module (`llm.generate(...)` sampling with `self.model`, `llm.logps(ids)` under no_grad
+    running its forward), a class that never sets a mode itself: `at(call)` gives the policy's name at that call
+    of this file (`llm.model`) and what the pass does. The policy is a model whose parameters an optimizer of the
+    file is built with."""
+
+    def __init__(self, file) -> None:
+        flow: Flow = file.fact(Flow)
+        flow.analyze_all()
+        trained = _optimized(flow)
+        self._passes: Dict[int, Tuple[str, str]] = {}
+        events = [(e, "samples rollouts") for e in flow.generations] + [
+            (e, "computes old log-probs") for e in flow.forwards if e.grad_mode is False]
+        for event, what in events:
+            if event.local or _sets_modes(event.function):
+                continue  # a pass of this file is the roles' and the modes' own; one whose class sets modes, unknown
+            name = _model_name(flow, event)
+            call = event.via if event.via is not None else event.node
+            if name in trained and id(call) not in self._passes:
+                self._passes[id(call)] = (name, what)
+
+    def at(self, call: cst.Call) -> Optional[Tuple[str, str]]:
+        return self._passes.get(id(call))
+
+
+def _sets_modes(function) -> bool:
+    """Whether the class of a method of another module (or its module, for a function) sets a train / eval mode
+    anywhere: then the mode its pass runs in is not the one its caller left."""
+    scope = function.cls.node if function.cls is not None else function.module.module
+    return any(isinstance(node, cst.Call) and mode_set(node) is not None for node in walk(scope, into_functions=True))
+
+
+def _optimized(flow: Flow) -> Set[str]:
+    """The names of the models whose parameters an optimizer of the file is built with (`AdamW(m.parameters())`)."""
+    found = set()
+    for function in flow.ir.all_functions():
+        for site in function.calls:
+            if call_name(site.node) in OPTIMIZERS:
+                for node in walk(site.node):
+                    if isinstance(node, cst.Call) and call_name(node) in ("parameters", "named_parameters") and \
+                            isinstance(node.func, cst.Attribute) and dotted(node.func.value):
+                        found.add(dotted(node.func.value))
+    return found
+
+
+def _model_name(flow: Flow, event) -> Optional[str]:
+    """The name in this file of the model an event's call runs: `m` of `m.generate(...)` / `m.forward(...)` /
+    `m(...)`; in a method that this file's call runs on a receiver (`llm.generate(...)` running
+    `self.model.generate(...)`), the receiver's attribute (`llm.model`)."""
+    func = event.node.func
+    model = func.value if isinstance(func, cst.Attribute) and func.attr.value in ("generate", "forward") else func
+    name = dotted(model)
+    if name is None or event.via is None:
+        return name if event.local else None
+    function, via = event.function, event.via
+    if flow.value(via.func).facts.get("function") is not function or not isinstance(via.func, cst.Attribute) or \
+            function.cls is None or not function.params:
+        return None  # the pass runs deeper than the method this call runs
+    receiver, owner = dotted(via.func.value), function.params[0].name
+    head, _, rest = name.partition(".")
+    return f"{receiver}.{rest}" if receiver and head == owner and rest else None

@@ -16,7 +16,7 @@ from rllint.analysis.imports import Imports
 from rllint.analysis.ir import FunctionIR
 from rllint.analysis.rewards import RewardFunctions
 from rllint.analysis.grad import GradFlow
-from rllint.analysis.modes import TRAIN, Dropout, ModelModes
+from rllint.analysis.modes import TRAIN, Dropout, ModelModes, PolicyPasses
 from rllint.analysis.roles import POLICY, ModelRoles
 from rllint.analysis.syntax import dotted, keyword, positional, walk
 from rllint.analysis.text import (AnswerLookups, GEN_IDS, PROMPT, PROMPTS, RE_FUNCTIONS, TEXT, MarkerChecks, Scope, Scopes,
@@ -1662,9 +1662,13 @@ class DropoutInRollout(FunctionRule):
     the policy under `torch.no_grad()`) that the policy reaches in train mode: a
     `policy.train()` comes before it with no `policy.eval()` in between, in the same
     function, on the next turn of a loop, through the file's helpers or at the calls
-    of the function it is in; when the file shows that the model samples dropout in
-    train mode: LoRA with `lora_dropout > 0`, a dropout probability above 0 where a
-    model is built or configured, or a GPT-2 / OPT model. A model the file never
+    of the function it is in; also a pass that a method of a wrapper class of another
+    module runs on the policy it holds (`llm.generate(...)` sampling with `self.model`,
+    where `llm.model.train()` was called and the class sets no mode itself); when the
+    file shows that the model samples dropout in train mode: LoRA with `lora_dropout > 0`
+    (also where another module builds the adapter, with the value the run's settings file
+    gives it), a dropout probability above 0 where a model is built or configured, or a
+    GPT-2 / OPT model. A model the file never
     sets to train mode (`from_pretrained` models start in eval mode), models with
     zero dropout, `disable_dropout`, and a call that hands the model to code outside
     the file in between are not reported. Each `train()` is reported once, at the
@@ -1730,6 +1734,8 @@ class DropoutInRollout(FunctionRule):
             model, what = dotted(roles.unwrap(node.func.value)) or "", "samples rollouts"
         elif id(node) in self._old_logp_passes():
             model, what = self._old_logp_passes()[id(node)], "computes old log-probs"
+        elif self.file.fact(PolicyPasses).at(node) is not None:  # through the methods of a wrapper class
+            model, what = self.file.fact(PolicyPasses).at(node)
         else:
             return
         modes = self.file.fact(ModelModes).at(node, model, self.function)

@@ -21,9 +21,9 @@ import libcst as cst
 
 from rllint.analysis.domains.base import Domain
 from rllint.analysis.domains.torch_ops import OPS, Operands, gradient, tensor_result
-from rllint.analysis.facts import (BATCH, CAUSAL_LM, GRAPH, IDS, LOGITS, MODEL, NLL, NO_GRAD, OPTIMIZER, OUTPUT, PARAMS,
-                                   SEQ2SEQ, SEQ_CLS, TENSOR, TIME, TOKENIZER, TUPLE, UNKNOWN, VALUE_HEAD, VOCAB, Value,
-                                   value, with_sources)
+from rllint.analysis.facts import (BATCH, CAUSAL_LM, GRAPH, IDS, LOGITS, MODEL, NLL, NO_GRAD, NUMBER, OPTIMIZER, OUTPUT,
+                                   PARAMS, SEQ2SEQ, SEQ_CLS, TENSOR, TIME, TOKENIZER, TUPLE, UNKNOWN, VALUE_HEAD, VOCAB,
+                                   Value, item_of, value, with_sources)
 
 # Methods that return the model they are called on (or the same parameters).
 SAME_MODEL = frozenset({"to", "cuda", "cpu", "eval", "train", "half", "float", "bfloat16", "requires_grad_"})
@@ -37,6 +37,8 @@ OPTIMIZERS = frozenset({"Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "Adafactor
 WRAPPERS = frozenset({"DistributedDataParallel", "DataParallel", "FullyShardedDataParallel", "DDP", "FSDP",
                       "compile"})
 _PRETRAINED = ("from_pretrained", "from_config")
+ADAPTER = "adapter"  # the settings of a PEFT adapter (`LoraConfig(...)`): `items`, its keyword arguments
+ACCELERATOR = "accelerator"  # an `accelerate.Accelerator`
 
 
 def architecture(cls: str) -> Optional[str]:
@@ -60,6 +62,15 @@ class Models(Domain):
     def call(self, frame, qual, node, args, kwargs):
         owner, _, tail = qual.rpartition(".")
         first = args[0] if args else None
+        if qual == "accelerate.Accelerator":  # its `prepare` hands back the models it is given
+            return value((node,), type=ACCELERATOR)
+        if qual.startswith("peft.") and tail == "LoraConfig":  # its settings, for the model it adapts
+            return Value({"type": ADAPTER, "items": tuple(kwargs.items())}, {"type": (node,)})
+        if qual.startswith("peft.") and tail == "get_peft_model":
+            settings = args[1] if len(args) > 1 else kwargs.get("peft_config")
+            if settings is not None and settings.facts.get("type") == ADAPTER:  # PEFT's default dropout is 0
+                p = item_of(settings, "lora_dropout") or value((node,), type=NUMBER, number=0.0, origin="literal")
+                frame.emit("dropout", node, first or UNKNOWN, "lora_dropout", p=p)
         if tail in _PRETRAINED:
             cls = owner.rsplit(".", 1)[-1]
             if "Tokenizer" in cls or cls.endswith("Processor"):
@@ -95,6 +106,7 @@ class Models(Domain):
         if name in SAME_MODEL:
             return receiver
         if name == "generate":
+            frame.emit("generate", node, receiver, "generate")
             return Value({"type": TENSOR, "rank": 2, "axes": (BATCH, TIME), "content": IDS, "sampled": True,
                           "grad": NO_GRAD, "obj": node},
                          {"rank": (node,), "content": (node,), "sampled": (node,), "grad": (node,)})
