@@ -744,3 +744,65 @@ def test_rl110_look_alikes_of_the_registry_k1(tmp_path):
     # a registry that code adds to (a decorator, another entry): what the lookup finds is unknown
     assert registry_loss(tmp_path, extra="\n\ndef register(name, fn):\n    REGISTRY[name] = fn\n") == []
     assert registry_loss(tmp_path, lookup="reg_lookup(config.regularizer)") == []  # a function out of sight
+
+
+POLICY_CLASS = """\
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    from transformers import AutoModelForCausalLM
+
+
+    class Policy(nn.Module):
+        def __init__(self, name):
+            super().__init__()
+            self.model = AutoModelForCausalLM.from_pretrained(name)
+
+        def forward(self, ids):
+            return self.model(input_ids=ids).logits
+
+        def frozen_logps(self, ids):
+            with torch.no_grad():
+                logits = self.forward(ids)
+            return F.log_softmax(logits[:, :-1], -1).gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+
+        def logps(self, ids):
+            logits = self.forward(ids)
+            return F.log_softmax(logits[:, :-1], -1).gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+"""
+
+TRAINER = """\
+    import torch
+
+    from lib.policy import Policy
+
+
+    class Trainer:
+        def __init__(self, policy, ref):
+            self.policy, self.ref = policy, ref
+            self.optimizer = torch.optim.AdamW(policy.parameters(), lr=1e-5)
+
+        def step(self, ids, adv, old):
+            with torch.no_grad():
+                base = self.ref.frozen_logps(ids)
+            current = {current}
+            loss = -(torch.exp(current - old) * adv).mean() + 0.1 * ((current - base) ** 2).mean()
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+
+
+    trainer = Trainer(Policy("gpt2"), Policy("gpt2"))
+"""
+
+
+def test_rl505_a_method_of_another_module_s_policy_class_that_runs_its_forward_under_no_grad(tmp_path):
+    build(tmp_path, {"lib/__init__.py": "", "lib/policy.py": POLICY_CLASS,
+                     "train.py": TRAINER.format(current="self.policy.frozen_logps(ids)")})
+    settings = Settings(select=["RL505"], root=tmp_path)
+    result = lint_files([str(tmp_path / "train.py")], settings, isolated=False)
+    (finding,) = result.diagnostics
+    assert finding.line == 14 and "under no_grad in `Policy.frozen_logps` of policy.py" in finding.message
+    build(tmp_path, {"lib/__init__.py": "", "lib/policy.py": POLICY_CLASS,
+                     "train.py": TRAINER.format(current="self.policy.logps(ids)")})
+    assert found(tmp_path, ["RL505"], "train.py") == []  # the no_grad method only for the reference: silent

@@ -114,6 +114,8 @@ class Flow:
         self.saved: Dict[cst.CSTNode, List[Tuple[cst.CSTNode, str]]] = {}  # obj -> (statement, op)
         self.opaque: Set[cst.CSTNode] = set()  # calls out of sight handed a model or a graph (`Frame._opaque`)
         self.returned: Dict[FunctionIR, Value] = {}  # what each function returns in its own context
+        # a call of another module's function whose result was cut from the graph there -> where (its node there)
+        self.cut_inside: Dict[cst.Call, cst.CSTNode] = {}
         self.globals: Dict[str, Value] = {}
         self._state: Dict[FunctionIR, str] = {}
         self._modes: Dict[FunctionIR, Optional[bool]] = {}
@@ -128,6 +130,7 @@ class Flow:
         self._imported: Dict[Tuple[str, int], Optional[object]] = {}
         self._trained_places: Optional[Set[Tuple]] = None
         self.depth_of_callers = 0  # 1 for a module read to find the callers of another's functions
+        self.for_callers = bool(getattr(file, "for_callers", False))
         self._analyze(self.ir.top)
 
     # ---- events ----
@@ -469,8 +472,6 @@ class Flow:
         """`self.name` of an instance of `cls`: what the methods assign it (joined), else the class attribute."""
         key = (cls.name, name)
         if key in self._attributes:
-            if self._attributes[key] is None:  # still being found: what is read now is provisional
-                _ANALYSES.provisional = getattr(_ANALYSES, "provisional", 0) + 1
             return self._attributes[key]
         self._attributes[key] = None  # while it is being found: unknown
         found: List[Value] = []
@@ -657,10 +658,11 @@ class Flow:
         frame.env = dict(self.globals)
         return frame.expr(expr)
 
-    def summary(self, function: FunctionIR, args: Dict[str, Value], mode: Optional[bool], depth: int
-                ) -> Tuple[Value, List[Tuple[str, "Event"]]]:
+    def summary(self, function: FunctionIR, args: Dict[str, Value], mode: Optional[bool], depth: int,
+                keep: bool = True) -> Tuple[Value, List[Tuple[str, "Event"]]]:
         """What `function` returns when called with `args` in gradient mode `mode`, and the events of that run
-        (the caller records them as happening through its call)."""
+        (the caller records them as happening through its call). A run asked by a module read to find callers
+        (`keep` False) is not remembered: it may run while an attribute it reads is still being found."""
         if depth >= MAX_DEPTH or self._summary_count >= MAX_SUMMARIES:
             return UNKNOWN, []
         key = (id(function), mode, tuple(sorted((k, signature(v)) for k, v in args.items())))
@@ -674,11 +676,10 @@ class Flow:
         self._summary_count += 1
         params = {p.name: args.get(p.name) or self.default(p, function) for p in function.params if not p.star}
         frame = Frame(self, function, params, mode, depth=depth + 1, record=False)
-        provisional = getattr(_ANALYSES, "provisional", 0)
         frame.run()
         result = (frame.returned(), frame.collected)
-        if getattr(_ANALYSES, "provisional", 0) != provisional:
-            self._summaries.pop(key, None)  # it read an attribute still being found (met in a caller's analysis)
+        if not keep:
+            self._summaries.pop(key, None)
         elif cached is None:  # the outermost interpretation keeps its answer
             self._summaries[key] = result
         return result
@@ -1536,10 +1537,12 @@ class Frame:
         if receiver is not None and function.params and function.params[0].index == 0:
             values[function.params[0].name] = receiver
         owner: Flow = function.module.flow
-        result, events = owner.summary(function, values, self.mode, self.depth)
+        result, events = owner.summary(function, values, self.mode, self.depth, keep=not self.flow.for_callers)
         if owner is not self.flow:  # what the other module read makes this file's result stale when it changes
             self.flow.file.dependencies.update(owner.file.dependencies)
         if result.facts.get("cut") is not None and (self.mode is False or function.module is not self.ir):
+            if function.module is not self.ir:  # where in the other module, for a message
+                self.flow.cut_inside.setdefault(node, result.facts["cut"])
             result = result.but(cut=node)  # cut at this call: it runs under no_grad, or in another module
         if result.facts.get("grad") is not None and function.module is not self.ir:
             result = result.but(why={"grad": (node,) + result.reason("grad")})  # reported in this file

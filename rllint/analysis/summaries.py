@@ -40,6 +40,7 @@ class ModuleFile:
         self.dependencies: Dict[str, str] = {}
         self._facts: Dict[type, object] = {}
         self._positions = None  # libcst positions, computed when a finding is placed here (`place_of`)
+        self.for_callers = False  # a copy read to find the callers of another module's functions (`load`)
 
     def fact(self, analysis: type):
         if analysis not in self._facts:
@@ -85,6 +86,7 @@ def load(path: str, settings, for_callers: bool = False) -> Tuple[str, Optional[
         tree = ast.parse(text)
         if sum(1 for _ in ast.walk(tree)) <= MAX_NODES:
             module = ModuleFile(path, text, cst.parse_module(text), settings, tree)
+            module.for_callers = for_callers
     except (OSError, SourceError, SyntaxError, ValueError, RecursionError, MemoryError, cst.ParserSyntaxError):
         module = None
     _LOADED[key] = (stamp, digest, module)

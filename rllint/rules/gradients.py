@@ -6,6 +6,7 @@ backward) and only words findings.
 """
 from __future__ import annotations
 
+import os
 import re
 from typing import List, Optional, Tuple
 
@@ -444,6 +445,10 @@ class PolicyForwardUnderNoGrad(RLCodeOnly, CSTRule):
                     not event.local or loss.sources & flow.opaque:
                 continue
             how = "`.detach()`" if _is_detach(cut) else "under no_grad"
+            helper = flow.value(cut.func).facts.get("function") if cut in flow.cut_inside else None
+            if helper is not None:  # in the helper of another module this call runs
+                how = f"{'`.detach()`' if _is_detach(flow.cut_inside[cut]) else 'under no_grad'} in " \
+                      f"`{helper.qualname}` of {os.path.basename(helper.module.path)}"
             self.report(cut, loss=_code(self, _loss_expr(event.node), 40), line=lines.line(event.node), how=how)
 
 
