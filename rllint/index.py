@@ -57,7 +57,9 @@ class Function:
     runs: Tuple[str, ...]  # parameters it calls as a model (`model(ids)`, `model.forward(...)`)
     no_grad: bool  # it runs them, and every run is under `no_grad` / `inference_mode` (or it is decorated so)
     on_tokens: bool  # a run is given token tensors (`input_ids=`) or its `.logits` are read
-    logprobs: bool  # it computes log-probs (`log_softmax`, `-cross_entropy(reduction="none")`) and returns a value
+    # it computes log-probs (`log_softmax`, `-cross_entropy(reduction="none")`) and returns a value or takes a backward
+    # step (a loss helper that backpropagates what it computes)
+    logprobs: bool
     temperature: Optional[float]  # the default of its `temperature` parameter, when a number is written
     divides: bool  # it divides by its `temperature` parameter
 
@@ -87,6 +89,8 @@ def summarize(tree: ast.Module, nodes: Optional[AstNodes] = None) -> Summary:
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             functions[node.name] = _function(node)
+    # A function of this module named like a sampler (`def generate(...)`) samples where its body does.
+    own = set(functions)
     for node in nodes.in_source_order(ast.Import, ast.ImportFrom):
         imports.extend(_import_entries(node))
     for node in nodes.of(ast.FunctionDef, ast.AsyncFunctionDef):
@@ -105,7 +109,7 @@ def summarize(tree: ast.Module, nodes: Optional[AstNodes] = None) -> Summary:
         if tail in _WHOLE and node.args:
             whole.add(_tail(node.args[0]))
         whole.update(_tail(k.value) for k in node.keywords if k.arg is None)
-        if tail in SAMPLER_CALLS:
+        if tail in SAMPLER_CALLS and not (isinstance(node.func, ast.Name) and node.func.id in own):
             samples.extend(_number(k.value) for k in node.keywords if k.arg == "temperature")
     return Summary(functions, tuple(imports), frozenset(reads), frozenset(whole - passed_on), tuple(samples),
                    frozenset(called))
@@ -129,7 +133,7 @@ def _function(node: ast.FunctionDef) -> Function:
     candidates = {p for p in params if p not in ("self", "cls")}
     decorated = any(_tail(d.func if isinstance(d, ast.Call) else d) in _NO_GRAD for d in node.decorator_list)
     runs: Dict[str, bool] = {}  # parameter -> every run of it is under no_grad
-    on_tokens = logprobs = divides = returns = False
+    on_tokens = logprobs = divides = used = False  # used: it returns a value or takes a backward step
     for inner, no_grad in _walk(node.body, decorated):
         if isinstance(inner, ast.Call):
             model = _run(inner, candidates)
@@ -137,6 +141,7 @@ def _function(node: ast.FunctionDef) -> Function:
                 runs[model] = runs.get(model, True) and no_grad
                 on_tokens |= any(k.arg in _TOKEN_KEYWORDS for k in inner.keywords)
             logprobs |= _tail(inner.func) in _LOG_SOFTMAX
+            used |= _tail(inner.func) == "backward"
             divides |= _tail(inner.func) in ("div", "div_", "true_divide") and any(
                 _is_name(a, "temperature") for a in inner.args)
         elif isinstance(inner, ast.UnaryOp) and isinstance(inner.op, ast.USub):
@@ -148,10 +153,10 @@ def _function(node: ast.FunctionDef) -> Function:
         elif isinstance(inner, ast.Attribute) and inner.attr == "logits":
             on_tokens = True
         elif isinstance(inner, ast.Return) and inner.value is not None:
-            returns = True
+            used = True
     temperature = _number(defaults["temperature"]) if "temperature" in defaults else None
     return Function(params, tuple(p for p in params if p in runs), bool(runs) and all(runs.values()),
-                    on_tokens and bool(runs), logprobs and returns, temperature,
+                    on_tokens and bool(runs), logprobs and used, temperature,
                     divides and "temperature" in params)
 
 

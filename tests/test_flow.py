@@ -656,3 +656,90 @@ def test_a_module_read_for_its_functions_finds_a_function_tree_by_qualified_name
     assert module.function_tree("Collator") is None  # a class is no function
     assert module.function_tree("missing") is None
     assert module.function_tree("build.inner") is None
+
+
+def _drawn(engine):
+    """The temperatures of the tokens the file's functions draw by hand in their own context, by the code of the
+    draw (None: not known)."""
+    return sorted((engine.code(e.node), e.target.facts.get("number")) for e in engine.flow.draws if e.via is None)
+
+
+def test_logits_divided_by_a_temperature_and_the_hand_written_draws_that_sample_them():
+    engine = Engine(CAUSAL + """
+    def draws(ids, t):
+        logits = policy(ids).logits[:, -1, :]
+        scaled = logits / 0.7
+        probs = torch.softmax(scaled, dim=-1)
+        a = torch.multinomial(probs, 1)
+        b = torch.argmax(scaled - torch.log(-torch.log(torch.rand_like(scaled) + 1e-20) + 1e-20), dim=-1)
+        q = torch.empty_like(probs).exponential_(1)
+        c = probs.div(q).argmax(dim=-1)
+        d = (logits + 0.5 * (-torch.log(-torch.log(torch.rand_like(logits))))).argmax(-1)
+        e = torch.multinomial(F.softmax(logits / t, dim=-1), 1)
+        return a, b, c, d, e
+
+    draws(torch.zeros(1, 4, dtype=torch.long), 1.3)
+    """)
+    assert engine.facts("logits", "temperature")["temperature"][0].facts["number"] == 1.0  # raw
+    assert engine.facts("scaled", "temperature")["temperature"][0].facts["number"] == 0.7
+    assert engine.facts("probs", "temperature")["temperature"][1] == "weights"
+    assert engine.facts("q", "noise") == {"noise": "exponential"}
+    assert _drawn(engine) == [
+        ("(logits + 0.5 * (-torch.log(-torch.log(torch.rand_like(logits))))).argmax(-1)", 0.5),
+        ("probs.div(q).argmax(dim=-1)", 0.7),
+        ("torch.argmax(scaled - torch.log(-torch.log(torch.rand_like(scaled) + 1e-20) + 1e-20), dim=-1)", 0.7),
+        ("torch.multinomial(F.softmax(logits / t, dim=-1), 1)", 1.3),
+        ("torch.multinomial(probs, 1)", 0.7)]
+
+
+def test_what_draws_no_token_from_tempered_logits_is_no_draw():
+    engine = Engine(CAUSAL + """
+    def not_draws(ids, scores):
+        logits = policy(ids).logits[:, -1, :]
+        greedy = torch.argmax(logits / 0.7, dim=-1)
+        gaussian = torch.argmax(logits + torch.randn_like(logits), dim=-1)
+        uniform = torch.argmax(logits + torch.rand_like(logits), dim=-1)
+        negated = torch.argmax(-logits - torch.log(-torch.log(torch.rand_like(logits))), dim=-1)
+        unknown = torch.multinomial(torch.softmax(scores, dim=-1), 1)
+        over_time = torch.multinomial(torch.softmax(policy(ids).logits / 0.7, dim=1)[:, :, 0], 1)
+        return greedy, gaussian, uniform, negated, unknown, over_time
+    """)
+    assert _drawn(engine) == []
+
+
+def test_a_gumbel_helper_draws_at_the_temperature_each_call_gives_it():
+    """LLaDA's sampler: argmax of exp(logits) / E ** T, which is softmax(logits / T); T = 0 returns the logits."""
+    engine = Engine(CAUSAL + """
+    def add_gumbel_noise(logits, temperature):
+        if temperature == 0:
+            return logits
+        logits = logits.to(torch.float64)
+        noise = torch.rand_like(logits, dtype=torch.float64)
+        gumbel_noise = (-torch.log(noise + 1e-10)) ** temperature
+        return (logits.exp() + 1e-10) / (gumbel_noise + 1e-10)
+
+    def generate(ids, temperature=0.0):
+        logits = policy(ids).logits
+        return torch.argmax(add_gumbel_noise(logits, temperature=temperature), dim=-1)
+
+    def rollouts(ids):
+        return generate(ids, temperature=0.6), generate(ids), generate(ids, 1.0)
+    """)
+    found = [(e.target.facts.get("number"), engine.code(e.via)) for e in engine.flow.draws if e.via is not None]
+    assert sorted(found) == [(0.6, "generate(ids, temperature=0.6)"), (1.0, "generate(ids, 1.0)")]  # greedy at 0
+
+
+def test_comparisons_of_known_numbers_pick_the_branch_a_call_takes():
+    engine = Engine("""
+    def pick(t, low=0.5):
+        if t == 0:
+            return "greedy"
+        if low < t <= 1:
+            return 1.5
+        return 2.5
+
+    a, b, c = pick(0), pick(0.7), pick(3)
+    """)
+    assert engine.facts("a", "type") == {"type": "text"}
+    assert engine.facts("b", "number") == {"number": 1.5}
+    assert engine.facts("c", "number") == {"number": 2.5}

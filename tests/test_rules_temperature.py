@@ -565,3 +565,104 @@ def test_labelled_losses_that_are_not_the_sampled_policy_s_log_probs_are_left_al
                                                                           "            logp =")
     unlabelled = _LABELLED.format(temperature=0.9, scored="logp = -policy(input_ids=seq).loss", update="-logp * reward")
     assert [_lint_plain(s) for s in (at_one, not_negated, with_no_graph, unlabelled)] == [[], [], [], []]
+
+
+# ---- samplers of other modules: a Gumbel-max draw at the temperature each call passes ----
+
+_GUMBEL_PROJECT = {
+    "sampling.py": """
+        import torch
+        import torch.nn.functional as F
+        from transformers import AutoModel
+
+        def add_gumbel_noise(logits, temperature):
+            if temperature == 0:
+                return logits
+            noise = torch.rand_like(logits, dtype=torch.float64)
+            return logits.exp() / (-torch.log(noise)) ** temperature
+
+        def generate(model, prompt, steps=64, temperature=0.0):
+            x = prompt
+            for _ in range(steps):
+                logits = model(x).logits
+                x0 = torch.argmax(add_gumbel_noise(logits, temperature=temperature), dim=-1)
+                confidence = F.log_softmax(logits, dim=-1).gather(-1, x0.unsqueeze(-1))
+                x = torch.cat([x, x0[:, -1:]], dim=-1)
+            return x, confidence
+
+        def main():
+            model = AutoModel.from_pretrained("GSAI-ML/LLaDA-8B-Instruct", trust_remote_code=True)
+            print(generate(model, torch.zeros(1, 4, dtype=torch.long), temperature=0.6))
+    """,
+    "losses.py": """
+        import torch.nn.functional as F
+
+        def reinforce_loss(model, ids, advantages, temperature=1.):
+            logits = model(ids).logits / temperature
+            token_logps = F.log_softmax(logits, dim=-1).gather(-1, ids.unsqueeze(-1)).squeeze(-1)
+            (-(token_logps.sum(-1) * advantages)).mean().backward()
+    """,
+    "train.py": """
+        import argparse
+
+        from transformers import AutoModel
+
+        from losses import reinforce_loss
+        from sampling import generate
+
+        def train(args):
+            model = AutoModel.from_pretrained("GSAI-ML/LLaDA-8B-Instruct", trust_remote_code=True)
+            for prompt, advantages in []:
+                ids, _ = generate(model, prompt, {sampled})
+                reinforce_loss(model, ids, advantages{scored})
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--temperature", type=float, default=1.0)
+        train(parser.parse_args())
+    """,
+    "run.sh": "accelerate launch train.py --temperature {launched}\n",
+}
+
+
+def _gumbel(tmp_path, sampled="temperature=args.temperature", scored="", launched="0.6"):
+    from rllint.runner import lint_files
+
+    (tmp_path / "pyproject.toml").write_text("")
+    for name, text in _GUMBEL_PROJECT.items():
+        (tmp_path / name).write_text(textwrap.dedent(text).format(sampled=sampled, scored=scored, launched=launched))
+    result = lint_files([str(tmp_path / "train.py")], Settings(select=["RL309"]))
+    return [(d.line, d.code) for d in result.diagnostics]
+
+
+def test_a_gumbel_max_sampler_of_another_module_draws_at_the_temperature_the_call_passes(tmp_path):
+    """duterscmy/JustGRPO: rollouts drawn at the launcher's 0.6 by a helper two modules away, and a loss helper
+    that backpropagates log-probs at its default temperature 1."""
+    assert _gumbel(tmp_path) == [(13, "RL309")]
+    assert _gumbel(tmp_path, sampled="64, args.temperature") == [(13, "RL309")]  # by position
+
+
+def test_gumbel_max_look_alikes_are_not_reported(tmp_path):
+    assert _gumbel(tmp_path, launched="1.0") == []  # drawn at 1
+    assert _gumbel(tmp_path, sampled="") == []  # at the sampler's default 0: greedy, nothing drawn
+    assert _gumbel(tmp_path, scored=", temperature=args.temperature") == []  # the loss is told the temperature
+    assert _gumbel(tmp_path, scored=", args.temperature") == []
+
+
+def test_a_hand_written_gumbel_max_sampler_in_the_file(tmp_path):
+    source = """
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        def sample(model, ids, temperature={t}):
+            logits = model(ids).logits[:, -1]
+            gumbel = -torch.log(-torch.log(torch.rand_like(logits)))
+            return torch.argmax(logits / temperature + gumbel, dim=-1)
+
+        def logps(model, ids):
+            return torch.log_softmax(model(ids).logits, dim=-1)
+
+        policy = AutoModelForCausalLM.from_pretrained("gpt2")
+        logps(policy, sample(policy, None))
+    """
+    assert _lint_plain(source.format(t="0.7")) == [(11, "RL309")]
+    assert _lint_plain(source.format(t="1.0")) == []

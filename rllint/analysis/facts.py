@@ -29,6 +29,14 @@ Facts (absent = unknown):
   (`rllint.analysis.domains.torch_ops.settle`); where a difference of the two kinds was written; `lp_seq`: summed
   over the time axis (a sequence's log-prob); `lp_seq_exp`: `exp` of such a difference (a whole-sequence ratio).
 - `filled`: a new tensor of zeros (0) or ones (1), a mask once only 0s and 1s are written into it.
+- sampling (`rllint.analysis.domains.torch_ops`): `temperature`, on logits and what keeps their distribution
+  over the vocabulary (a slice, a cast, a top-k mask, `softmax`, `exp`): (T, form), T the NUMBER value the raw
+  logits were divided by (1 for a model's `.logits`), form LOG_SPACE (`l / T` up to a constant per row: logits,
+  log-probs) or WEIGHTS (`exp(l / T)` up to a positive factor per row: probabilities, unnormalised weights);
+  `noise`, independent noise of a known law (UNIFORM `rand`, EXPONENTIAL `-log(U)`, GUMBEL `-log(E)`, and the
+  negatives `log(U)`, `log(E)`) with `noise_scale`, the NUMBER value s of `s * G` or `E ** s`; `gumbel_max`,
+  the NUMBER value T for which the argmax of this tensor draws a token from `softmax(l / T)` (logits at T plus
+  Gumbel noise, weights at T divided by exponential noise).
 - `sources`: nodes of interest whose result flows into this value (`.item()` calls, string slices):
   a value that reaches `backward()` carries the stoppers that cut its gradient in its sources.
 - `obj`: the node that made this tensor object (aliases and views share it).
@@ -56,6 +64,10 @@ GRAPH, NO_GRAD, DETACHED = "graph", "no_grad", "detached"
 STD, VAR, NORM = "std", "var", "norm"
 # text
 COMPLETION, PROMPT, GOLD = "completion", "prompt", "gold"
+# laws of noise, and the forms of tempered logits
+UNIFORM, EXPONENTIAL, GUMBEL, NEG_EXPONENTIAL, NEG_GUMBEL = "uniform", "exponential", "gumbel", "-exponential", \
+    "-gumbel"
+LOG_SPACE, WEIGHTS = "log", "weights"
 # architectures
 CAUSAL_LM, SEQ_CLS, VALUE_HEAD, SEQ2SEQ = "causal_lm", "seq_cls", "value_head", "seq2seq"
 

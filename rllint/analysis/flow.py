@@ -15,7 +15,7 @@ training step itself (it calls `backward`) and for the methods a trainer framewo
 
 Rules ask `Flow`: `value(expr)`, `grad_mode(statement)`, `callers(function)`, `frozen(model)`,
 `trained(model)`, and the events the interpretation saw (`inplace`, `stoppers`, `backwards`,
-`forwards`, `saved`, `reads`).
+`forwards`, `draws`, `saved`, `reads`).
 """
 from __future__ import annotations
 
@@ -108,7 +108,8 @@ class Flow:
         self.ir.flow = self
         self.values: Dict[cst.CSTNode, Value] = {}
         self._events: Dict[str, Dict[Tuple[cst.CSTNode, Optional[cst.Call]], Event]] = {
-            "inplace": {}, "stopper": {}, "backward": {}, "forward": {}, "weighted": {}, "policy_gradient": {}}
+            "inplace": {}, "stopper": {}, "backward": {}, "forward": {}, "weighted": {}, "policy_gradient": {},
+            "draw": {}}
         self.reads: Dict[cst.CSTNode, List[Tuple[cst.CSTNode, cst.CSTNode]]] = {}  # obj -> (read, statement)
         self.saved: Dict[cst.CSTNode, List[Tuple[cst.CSTNode, str]]] = {}  # obj -> (statement, op)
         self.opaque: Set[cst.CSTNode] = set()  # calls out of sight handed a model or a graph (`Frame._opaque`)
@@ -195,6 +196,13 @@ class Flow:
     @property
     def forwards(self) -> List[Event]:
         return list(self._events["forward"].values())
+
+    @property
+    def draws(self) -> List[Event]:
+        """Tokens drawn from tempered logits by hand (`torch_ops.draw`), here or in a helper a call of this file runs:
+        each event's target is the temperature (a NUMBER value, its number absent when not known)."""
+        self.analyze_all()
+        return list(self._events["draw"].values())
 
     def record(self, kind: str, event: Event) -> None:
         """Keep an event; `saved` and `read` events fill `saved` and `reads` (keyed by the tensor object)."""
@@ -1239,13 +1247,16 @@ class Frame:
     def _comparison(self, node: cst.Comparison) -> Value:
         left = self.expr(node.left)
         sources = left.sources
+        compared = []
         for target in node.comparisons:
-            sources |= self.expr(target.comparator).sources
+            right = self.expr(target.comparator)
+            compared.append(right)
+            sources |= right.sources
         if left.facts.get("type") == TENSOR:
             facts = {k: left.facts[k] for k in ("rank", "axes") if k in left.facts}
             return with_sources(Value({"type": TENSOR, "grad": "no_grad", "content": "mask", "obj": node, **facts},
                                       {"grad": (node,)}), sources)
-        return with_sources(value((node,), type=BOOL), sources)
+        return with_sources(value((node,), type=BOOL, number=_compared(left, node.comparisons, compared)), sources)
 
     def _sequence(self, node: cst.CSTNode) -> Value:
         items = []
@@ -1661,6 +1672,23 @@ def element_of(iterable: Value) -> Value:
                 facts[fact] = iterable.facts[fact]
         return Value(facts, {"grad": iterable.reason("grad")} if "grad" in facts else {})
     return with_sources(UNKNOWN, iterable.sources)
+
+
+_ORDER = {cst.Equal: lambda a, b: a == b, cst.NotEqual: lambda a, b: a != b, cst.LessThan: lambda a, b: a < b,
+          cst.LessThanEqual: lambda a, b: a <= b, cst.GreaterThan: lambda a, b: a > b,
+          cst.GreaterThanEqual: lambda a, b: a >= b}
+
+
+def _compared(left: Value, comparisons: Sequence[cst.ComparisonTarget], rights: List[Value]) -> Optional[float]:
+    """The truth (1.0 / 0.0) of a comparison of known numbers (`temperature == 0`, `0 < lr <= 1`), else None."""
+    outcome = True
+    for target, right in zip(comparisons, rights):
+        test = _ORDER.get(type(target.operator))
+        if test is None or any(v.facts.get("type") != NUMBER or "number" not in v.facts for v in (left, right)):
+            return None
+        outcome = outcome and test(left.facts["number"], right.facts["number"])
+        left = right
+    return float(outcome)
 
 
 def compute(operator: cst.CSTNode, a: float, b: float) -> Optional[float]:

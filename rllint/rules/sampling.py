@@ -217,14 +217,26 @@ def _samplers(file, values: Optional[Values] = None) -> List[Optional[Setting]]:
     read as helpers are): a sampler's `temperature=` or its framework config's default, and hand-written
     samplers; None for one not known."""
     found: List[Optional[Setting]] = []
+    own = {s.name.value for s in file.module.body if isinstance(s, cst.FunctionDef)}  # they sample where they do
     for node in walk(file.module, into_functions=True):
-        if isinstance(node, cst.Call) and call_tail(node) in _SAMPLER_CALLS:
+        if isinstance(node, cst.Call) and call_tail(node) in _SAMPLER_CALLS and \
+                not (isinstance(node.func, cst.Name) and node.func.value in own):
             arg = keyword(node, "temperature")
             if arg is not None:
                 found.append(_temperature_of(file, arg.value, values))
             else:
                 found.extend(_framework_temperature(file, node))
-    return found + _drawn(file)
+    # A draw in a function of this module counts in that function's own context (its callers' temperatures
+    # joined), not once more for each call of it here: a demo `main()` is not every caller.
+    return found + _drawn(file) + [_drawn_at(event.target) for event in file.fact(Flow).draws
+                                   if event.via is None or not event.local]
+
+
+def _drawn_at(temperature) -> Optional[Setting]:
+    """The setting of a token drawn by hand at a temperature the engine follows (None: not known)."""
+    if "number" not in temperature.facts:
+        return None
+    return Setting(temperature.facts["number"], temperature.facts.get("origin") or _written(temperature))
 
 
 def _temperature_of(file, expr: cst.BaseExpression, values: Optional[Values]) -> Optional[Setting]:

@@ -20,7 +20,7 @@ from typing import Dict, List, Optional
 import libcst as cst
 
 from rllint.analysis.domains.base import Domain
-from rllint.analysis.domains.torch_ops import OPS, Operands, gradient, tensor_result
+from rllint.analysis.domains.torch_ops import OPS, Operands, gradient, raw_logits, tensor_result
 from rllint.analysis.facts import (BATCH, CAUSAL_LM, GRAPH, IDS, LOGITS, MODEL, NLL, NO_GRAD, OPTIMIZER, OUTPUT, PARAMS,
                                    SEQ2SEQ, SEQ_CLS, TENSOR, TIME, TOKENIZER, TUPLE, UNKNOWN, VALUE_HEAD, VOCAB, Value,
                                    value, with_sources)
@@ -204,6 +204,8 @@ def output_field(output: Value, attr: str, node: cst.CSTNode) -> Value:
             facts.update(rank=3, axes=(BATCH, TIME, VOCAB), content=LOGITS, dist=2)
         elif arch == SEQ_CLS:
             facts.update(rank=2, axes=(BATCH, None))
+        if arch != SEQ_CLS:  # a language model's logits, which nothing has divided yet
+            facts.update(temperature=raw_logits(node))
     elif attr == "last_hidden_state":
         facts.update(rank=3, axes=(BATCH, TIME, None))
     elif attr == "loss":
