@@ -44,6 +44,17 @@ _TOKEN_KEYWORDS = {"input_ids", "attention_mask", "inputs_embeds", "position_ids
 SAMPLER_CALLS = frozenset({"generate", "GenerationConfig", "SamplingParams", "sample", "sample_async",
                            "generate_sequences", "GRPOConfig", "RLOOConfig", "OnlineDPOConfig", "PPOConfig",
                            "PPOv2Config", "XPOConfig", "NashMDConfig", "GKDConfig"})
+# Samplers whose temperature is their first argument, under a keyword of another name: (package, call) -> keyword.
+_FIRST_ARGUMENT_TEMPERATURE = {("mlx_lm", "make_sampler"): "temp"}
+
+
+def temperature_keyword(qualified: Optional[str]) -> Optional[str]:
+    """The keyword of a sampler that takes its temperature first (mlx_lm's `make_sampler(temp, top_p, ...)`), by
+    the dotted name its call resolves to through the imports; None for any other call."""
+    parts = (qualified or "").split(".")
+    return _FIRST_ARGUMENT_TEMPERATURE.get((parts[0], parts[-1])) if len(parts) > 1 else None
+
+
 # Calls that hand a configuration object over as a whole: its fields are read by whoever receives it.
 _WHOLE = frozenset({"vars", "asdict", "astuple", "fields", "to_dict", "model_dump", "dict", "to_container",
                     "replace", "to_yaml", "save", "update"})
@@ -93,6 +104,8 @@ def summarize(tree: ast.Module, nodes: Optional[AstNodes] = None) -> Summary:
     own = set(functions)
     for node in nodes.in_source_order(ast.Import, ast.ImportFrom):
         imports.extend(_import_entries(node))
+    aliases = {local: f"{module}.{imported}" if imported else module for local, module, level, imported in imports
+               if not level}
     for node in nodes.of(ast.FunctionDef, ast.AsyncFunctionDef):
         if node.args.kwarg is not None:
             passed_on.add(node.args.kwarg.arg)
@@ -111,6 +124,10 @@ def summarize(tree: ast.Module, nodes: Optional[AstNodes] = None) -> Summary:
         whole.update(_tail(k.value) for k in node.keywords if k.arg is None)
         if tail in SAMPLER_CALLS and not (isinstance(node.func, ast.Name) and node.func.id in own):
             samples.extend(_number(k.value) for k in node.keywords if k.arg == "temperature")
+        first = temperature_keyword(_dotted(node.func, aliases))
+        if first is not None:
+            given = [k.value for k in node.keywords if k.arg == first] or node.args[:1]
+            samples.extend(_number(v) for v in given)  # none given: greedy (0), no draw
     return Summary(functions, tuple(imports), frozenset(reads), frozenset(whole - passed_on), tuple(samples),
                    frozenset(called))
 
@@ -195,6 +212,18 @@ def _tail(node: ast.AST) -> str:
     if isinstance(node, ast.Attribute):
         return node.attr
     return node.id if isinstance(node, ast.Name) else ""
+
+
+def _dotted(node: ast.AST, aliases: Dict[str, str]) -> Optional[str]:
+    """The dotted name a callee stands for through the module's imports (`make_sampler` ->
+    `mlx_lm.sample_utils.make_sampler`); None for what is not a dotted name."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([aliases.get(node.id, node.id)] + parts[::-1])
 
 
 def _is_name(node: ast.AST, name: str) -> bool:

@@ -743,3 +743,31 @@ def test_comparisons_of_known_numbers_pick_the_branch_a_call_takes():
     assert engine.facts("a", "type") == {"type": "text"}
     assert engine.facts("b", "number") == {"number": 1.5}
     assert engine.facts("c", "number") == {"number": 2.5}
+
+
+def test_setattr_by_a_name_the_code_writes_stores_it_and_by_any_other_name_unsets_the_defaults():
+    engine = Engine("""
+    from dataclasses import dataclass
+
+    @dataclass
+    class Config:
+        temperature: float = 0.7
+        lr: float = 1e-6
+
+    def update(cfg, settings):
+        for key, held in settings.items():
+            if hasattr(cfg, key):
+                setattr(cfg, key, held)
+        return cfg
+
+    def main(settings, path):
+        config = Config()
+        setattr(config, "lr", 3e-6)
+        named = config.lr
+        if path:
+            config = update(config, settings)
+        either = config.temperature
+        return named, either
+    """)
+    assert engine.facts("named", "number") == {"number": 3e-6}
+    assert engine.facts("either", "number") == {"number": None}  # the defaults hold on one path only

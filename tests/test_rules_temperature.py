@@ -666,3 +666,51 @@ def test_a_hand_written_gumbel_max_sampler_in_the_file(tmp_path):
     """
     assert _lint_plain(source.format(t="0.7")) == [(11, "RL309")]
     assert _lint_plain(source.format(t="1.0")) == []
+
+
+# ---- mlx_lm's `make_sampler(temp, ...)`: the temperature is the first argument ----
+
+_MLX = """
+    import argparse
+    from dataclasses import dataclass
+
+    import mlx.nn as nn
+    from mlx_lm import generate
+    from mlx_lm.sample_utils import make_sampler
+
+    @dataclass
+    class Config:
+        temperature: float = 0.7
+
+    def update(cfg, settings):
+        for key, held in settings.items():
+            setattr(cfg, key, held)
+        return cfg
+
+    def rollout(model, tokenizer, prompt, cfg, args):
+        sampler = make_sampler({temp}, top_p=0.95)
+        greedy = make_sampler(0.0, top_p=1.0)
+        return generate(model, tokenizer, prompt=prompt, sampler=sampler), greedy
+
+    def logps(model, ids):
+        logits = model(ids)
+        return nn.log_softmax(logits, axis=-1)
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--temp", type=float, default=0.6)
+    args = parser.parse_args()
+    rollout(None, None, "", {config}, args)
+"""
+
+
+def test_an_mlx_sampler_samples_at_its_first_argument():
+    assert _lint_plain(_MLX.format(temp="0.8", config="Config()")) == [(25, "RL309")]
+    assert _lint_plain(_MLX.format(temp="temp=args.temp", config="Config()")) == [(25, "RL309")]
+    assert _lint_plain(_MLX.format(temp="cfg.temperature", config="Config()")) == [(25, "RL309")]
+
+
+def test_mlx_sampler_look_alikes_are_not_reported():
+    assert _lint_plain(_MLX.format(temp="1.0", config="Config()")) == []
+    assert _lint_plain(_MLX.format(temp="temp=1.0", config="Config()")) == []
+    # a config whose fields a file of settings sets by name: its default is no evidence
+    assert _lint_plain(_MLX.format(temp="cfg.temperature", config="update(Config(), vars(args))")) == []

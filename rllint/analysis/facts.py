@@ -20,7 +20,9 @@ Facts (absent = unknown):
 - `text`: COMPLETION (decoded from sampled ids, or a scoring function's completion), PROMPT, GOLD.
 - `number`: the number, and `origin`, how it got here ("literal", "default of parameter `lr`"...).
 - configuration (`rllint.analysis.domains.config`): `fields`, the arguments a dataclass instance was built
-  with (field -> Value); `literal`, the text of a string setting.
+  with (field -> Value); `literal`, the text of a string setting; `fields_set`, attributes were set by a name
+  the code does not write (`setattr(cfg, k, v)`): a field not in `fields` no longer holds its default (a join
+  keeps it when either path has it).
 - models: `model` (the node that built the object, its identity), `arch` (CAUSAL_LM, SEQ_CLS, VALUE_HEAD),
   `weightless` (an `nn.Module` of the project that holds no parameters: a loss written as a module).
 - containers: `items` (dict: key -> Value; tuple/list: position -> Value) and `element` (what any element
@@ -179,6 +181,8 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
             reasons = a.why.get(key, ()) + tuple(n for n in b.why.get(key, ()) if n not in a.why.get(key, ()))
             if reasons:
                 why[key] = reasons
+    if a.facts.get("fields_set") or b.facts.get("fields_set"):  # on one path, any attribute may have been set
+        facts["fields_set"] = True
     if "lp" not in facts and ("lp" in a.facts) != ("lp" in b.facts):  # a path that adds log-probs linearly
         holder = a if "lp" in a.facts else b
         facts.update((k, holder.facts[k]) for k in ("lp", "lp_at", "lp_seq") if k in holder.facts)

@@ -1182,6 +1182,8 @@ class Frame:
             method = owner.method_of(cls, attr)
             if method is not None:
                 return value(type=FUNCTION, function=method).but(bound=base)
+            if base.facts.get("fields_set"):  # set by a name out of sight: neither its default nor its stores hold
+                return with_sources(UNKNOWN.but(bound=base), base.sources)
             if kind == MODEL and attr in MODULE_METHODS:  # `nn.Module.cuda`, inherited: the models domain's
                 return with_sources(UNKNOWN.but(bound=base), base.sources)
             stored = owner.class_attribute(cls, attr)
@@ -1369,6 +1371,9 @@ class Frame:
                 receiver if receiver is not None else UNKNOWN)
             self.emit("backward", node, loss, "backward")
             return value(type=NONE)
+        if name == "setattr" and isinstance(node.func, cst.Name) and "setattr" not in self.env and len(args) == 3:
+            self._setattr(node, args[2])
+            return value(type=NONE)
         if name in ("append", "extend") and receiver is not None and receiver.facts.get("type") == LIST and args \
                 and isinstance(node.func, cst.Attribute):
             self._grow(node.func.value, receiver, args[0] if name == "append" else element_of(args[0]))
@@ -1380,6 +1385,24 @@ class Frame:
         if result.facts.get("saved"):
             self.saved(result, result.facts["saved"])
         return with_sources(result, sources)
+
+    def _setattr(self, node: cst.Call, stored: Value) -> None:
+        """`setattr(obj, "name", v)` is `obj.name = v`; with a name not written here (`for k, v in d.items():
+        setattr(cfg, k, v)`), any attribute of `obj` may have changed: what it held and its fields' defaults are
+        no longer known (`fields_set`)."""
+        holder = place(node.args[0].value)
+        if holder is None:
+            return
+        attribute = literal(node.args[1].value)
+        if isinstance(attribute, str) and attribute.isidentifier():
+            self.env[f"{holder}.{attribute}"] = stored
+            self.stored_on.add(holder.split(".", 1)[0])
+            return
+        for key in [k for k in self.env if k.startswith(holder + ".")]:
+            del self.env[key]
+        current = self.env.get(holder)
+        if current is not None and current.facts.get("type") in (INSTANCE, "config"):
+            self.env[holder] = current.but(fields_set=True, why={"fields_set": (node,)})
 
     def _settings_handed(self, node: cst.Call) -> None:
         """A dict whose every key is known (a file of settings) that a call may change (`cfg.update(...)`, a

@@ -24,7 +24,7 @@ from rllint.analysis.text import Scope, Scopes, call_tail
 from rllint.analysis.values import RemoteNode, Values
 from rllint.diagnostic import Severity, Tier
 from rllint.files import KINDS
-from rllint.index import SAMPLER_CALLS as _SAMPLER_CALLS, ProjectIndex
+from rllint.index import SAMPLER_CALLS as _SAMPLER_CALLS, ProjectIndex, temperature_keyword
 from rllint.registry import CSTRule, Option
 from rllint.rules.decoding import FunctionRule, generation_kwargs
 
@@ -218,9 +218,16 @@ def _samplers(file, values: Optional[Values] = None) -> List[Optional[Setting]]:
     samplers; None for one not known."""
     found: List[Optional[Setting]] = []
     own = {s.name.value for s in file.module.body if isinstance(s, cst.FunctionDef)}  # they sample where they do
+    imports = file.fact(Imports)
     for node in walk(file.module, into_functions=True):
-        if isinstance(node, cst.Call) and call_tail(node) in _SAMPLER_CALLS and \
-                not (isinstance(node.func, cst.Name) and node.func.value in own):
+        if not isinstance(node, cst.Call):
+            continue
+        first = temperature_keyword(imports.qualified(node.func))
+        if first is not None:  # `make_sampler(temp, top_p=...)`, read by the engine alone
+            arg = keyword(node, first) or next((a for a in node.args if a.keyword is None and not a.star), None)
+            if arg is not None:
+                found.append(_temperature_of(file, arg.value, None))
+        elif call_tail(node) in _SAMPLER_CALLS and not (isinstance(node.func, cst.Name) and node.func.value in own):
             arg = keyword(node, "temperature")
             if arg is not None:
                 found.append(_temperature_of(file, arg.value, values))
