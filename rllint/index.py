@@ -44,6 +44,8 @@ _TOKEN_KEYWORDS = {"input_ids", "attention_mask", "inputs_embeds", "position_ids
 SAMPLER_CALLS = frozenset({"generate", "GenerationConfig", "SamplingParams", "sample", "sample_async",
                            "generate_sequences", "GRPOConfig", "RLOOConfig", "OnlineDPOConfig", "PPOConfig",
                            "PPOv2Config", "XPOConfig", "NashMDConfig", "GKDConfig"})
+# Calls that draw a token by hand (from tempered weights, or as a Gumbel-max argmax).
+_DRAWS = frozenset({"multinomial", "argmax"})
 # Samplers whose temperature is their first argument, under a keyword of another name: (package, call) -> keyword.
 _FIRST_ARGUMENT_TEMPERATURE = {("mlx_lm", "make_sampler"): "temp"}
 
@@ -85,6 +87,7 @@ class Summary:
     whole: FrozenSet[str]  # objects handed over whole (`**vars(args)`, `asdict(cfg)`, `Config(**cfg)`), not `**kwargs`
     samples: Tuple[Optional[float], ...]  # temperatures passed to samplers (None: not a written number)
     called: FrozenSet[str]  # names called as functions (`f(...)`, `mod.f(...)`: "f")
+    draws: bool  # it calls `multinomial` or `argmax`: a token may be drawn by hand here (the engine says)
 
 
 def summarize(tree: ast.Module, nodes: Optional[AstNodes] = None) -> Summary:
@@ -129,7 +132,7 @@ def summarize(tree: ast.Module, nodes: Optional[AstNodes] = None) -> Summary:
             given = [k.value for k in node.keywords if k.arg == first] or node.args[:1]
             samples.extend(_number(v) for v in given)  # none given: greedy (0), no draw
     return Summary(functions, tuple(imports), frozenset(reads), frozenset(whole - passed_on), tuple(samples),
-                   frozenset(called))
+                   frozenset(called), bool(called & _DRAWS))
 
 
 def _import_entries(node: ast.stmt) -> List[Tuple[str, str, int, str]]:
@@ -644,6 +647,17 @@ class ProjectIndex:
             if path not in seen:
                 seen.add(path)
                 yield path, summary
+
+    def may_draw(self, path: str, summary: Summary) -> bool:
+        """Whether the module at `path` (with `summary`) or a project module it imports draws a token by hand:
+        worth asking the engine at which temperature."""
+        if summary.draws:
+            return True
+        for imported in _imported_files(path, summary.imports):
+            found = self.summary(imported) if imported != self.path else self.own
+            if found is not None and found.draws:
+                return True
+        return False
 
     def others(self, names: Set[str]) -> Iterator[Tuple[str, Summary]]:
         """The other Python files of the project whose text mentions one of `names`, with their summaries

@@ -714,3 +714,109 @@ def test_mlx_sampler_look_alikes_are_not_reported():
     assert _lint_plain(_MLX.format(temp="temp=1.0", config="Config()")) == []
     # a config whose fields a file of settings sets by name: its default is no evidence
     assert _lint_plain(_MLX.format(temp="cfg.temperature", config="update(Config(), vars(args))")) == []
+
+
+# ---- a sampler object built by a trainer of another module, the loss a third module's class ----
+
+_TREE_PROJECT = {
+    "cfg.py": """
+        from dataclasses import dataclass
+
+        @dataclass
+        class Config:
+            temperature: float = 0.8
+            steps: int = 8
+    """,
+    "noise.py": """
+        import torch
+
+        def add_gumbel_noise(logits, temperature):
+            if temperature == 0:
+                return logits
+            noise = torch.rand_like(logits, dtype=torch.float64)
+            return (logits.exp() + 1e-10) / ((-torch.log(noise + 1e-10)) ** temperature + 1e-10)
+    """,
+    "builder.py": """
+        import torch
+
+        from noise import add_gumbel_noise
+
+        class Builder:
+            def __init__(self, model, config):
+                self.model = model
+                self.config = config
+
+            def rollout(self, state):
+                steps = []
+                for _ in range(self.config.steps):
+                    logits = self.model(state, attention_mask=state != 0).logits[0]
+                    child = torch.argmax(add_gumbel_noise(logits, self.config.temperature), dim=-1)
+                    steps.append((state, child))
+                    state = child
+                return steps
+    """,
+    "loss.py": """
+        import torch.nn.functional as F
+
+        class TreeLoss:
+            def _transition_logp(self, model, parent, child):
+                logits = model(parent.unsqueeze(0)).logits[0]{tempered}
+                return F.log_softmax(logits, dim=-1).gather(-1, child.unsqueeze(-1)).sum()
+
+            def trajectory_logp(self, model, steps):
+                return sum(self._transition_logp(model, p, c) for p, c in steps)
+
+            def entropy_report(self, model, ids):
+                return F.log_softmax(model(ids).logits, dim=-1).mean()
+    """,
+    "trainer.py": """
+        from builder import Builder
+        from loss import TreeLoss
+
+        class Trainer:
+            def __init__(self, model, config):
+                self.model = model
+                self.builder = Builder(model, config)
+                self.loss = TreeLoss()
+
+            def step(self, prompt, advantage):
+                steps = self.builder.rollout(prompt)
+                (-advantage * self.loss.trajectory_logp(self.model, steps)).backward()
+    """,
+    "run.py": """
+        import torch
+        from transformers import AutoModel
+
+        from cfg import Config
+        from trainer import Trainer
+
+        def main():
+            model = AutoModel.from_pretrained("GSAI-ML/LLaDA-8B-Instruct", trust_remote_code=True)
+            trainer = Trainer(model, {config})
+            trainer.step(torch.zeros(1, 8, dtype=torch.long), 1.0)
+
+        main()
+    """,
+}
+
+
+def _tree(tmp_path, config="Config()", tempered=""):
+    from rllint.runner import lint_files
+
+    (tmp_path / "pyproject.toml").write_text("")
+    for name, text in _TREE_PROJECT.items():
+        (tmp_path / name).write_text(textwrap.dedent(text).format(config=config, tempered=tempered))
+    result = lint_files([str(tmp_path / "loss.py")], Settings(select=["RL309"]))
+    return [(d.line, d.code) for d in result.diagnostics]
+
+
+def test_a_loss_method_a_trainer_reaches_scores_what_the_sampler_object_it_built_drew(tmp_path):
+    """ScottBiggs2/EntropyTree-GRPO-Dev: the builder draws at its config's 0.8 (a Gumbel-max helper); the trainer
+    that builds it hands the draws to a loss class of another module, whose private method scores them at 1.
+    The loss's `entropy_report`, which no sampling module reaches, is not reported."""
+    assert _tree(tmp_path) == [(7, "RL309")]
+
+
+def test_a_sampler_object_at_one_or_a_tempered_loss_is_not_reported(tmp_path):
+    assert _tree(tmp_path, config="Config(temperature=1.0)") == []
+    assert _tree(tmp_path, tempered=" / 0.8") == []

@@ -128,6 +128,9 @@ class Flow:
         self._imported: Dict[Tuple[str, int], Optional[object]] = {}
         self._trained_places: Optional[Set[Tuple]] = None
         self.depth_of_callers = 0  # 1 for a module read to find the callers of another's functions
+        # Interpreting the top level can read another module that asks for this file's flow again (to find the
+        # callers of its functions): that is this one, not a second flow that would take over `ir.flow`.
+        file._facts[Flow] = self
         self._analyze(self.ir.top)
 
     # ---- events ----
@@ -487,6 +490,11 @@ class Flow:
         self._attributes[key] = result
         return result
 
+    def stored_elsewhere(self, cls: ClassIR, name: str) -> bool:
+        """Whether a method of `cls` (or of a base) other than `__init__` assigns `self.name`."""
+        return any(method.name != "__init__" and next(_self_stores(stmt, name), None) is not None
+                   for method in self._methods(cls) for stmt in method.statements)
+
     def imported(self, qual: str, level: int) -> Optional[object]:
         """The function or class of another project module that an imported name stands for (None: a
         library's, unreadable, or `cross-module-values` is off)."""
@@ -652,11 +660,12 @@ class Flow:
         return frame.expr(expr)
 
     def summary(self, function: FunctionIR, args: Dict[str, Value], mode: Optional[bool], depth: int
-                ) -> Tuple[Value, List[Tuple[str, "Event"]]]:
-        """What `function` returns when called with `args` in gradient mode `mode`, and the events of that run
-        (the caller records them as happening through its call)."""
+                ) -> Tuple[Value, List[Tuple[str, "Event"]], Dict[str, Value]]:
+        """What `function` returns when called with `args` in gradient mode `mode`, the events of that run (the
+        caller records them as happening through its call), and what a method stored on its instance
+        (`self.config = config`: attribute -> value)."""
         if depth >= MAX_DEPTH or self._summary_count >= MAX_SUMMARIES:
-            return UNKNOWN, []
+            return UNKNOWN, [], {}
         key = (id(function), mode, tuple(sorted((k, signature(v)) for k, v in args.items())))
         cached = self._summaries.get(key)
         if cached is not None and cached is not _IN_PROGRESS:
@@ -669,7 +678,12 @@ class Flow:
         params = {p.name: args.get(p.name) or self.default(p, function) for p in function.params if not p.star}
         frame = Frame(self, function, params, mode, depth=depth + 1, record=False)
         frame.run()
-        result = (frame.returned(), frame.collected)
+        stores: Dict[str, Value] = {}
+        if function.cls is not None and function.params and function.params[0].index == 0 and not _is_static(function):
+            prefix = function.params[0].name + "."
+            stores = {key[len(prefix):]: held for key, held in frame.env.items()
+                      if key.startswith(prefix) and key[len(prefix):].isidentifier()}
+        result = (frame.returned(), frame.collected, stores)
         if cached is None:  # the outermost interpretation keeps its answer
             self._summaries[key] = result
         return result
@@ -1520,7 +1534,9 @@ class Frame:
         return self._opaque(node, args, kwargs)
 
     def _invoke(self, function: FunctionIR, node: cst.Call, args: List[Value], kwargs: Dict[str, Value],
-                receiver: Optional[Value]) -> Value:
+                receiver: Optional[Value], stores: Optional[Dict[str, Value]] = None) -> Value:
+        """What a call of a project function returns with these arguments; `stores`, when given, receives what it
+        stored on its instance."""
         bound = function.bind(node, method=receiver is not None)
         values = {param: self._argument(expr, node, args, kwargs) for param, expr in bound.items()}
         if function.module is not self.ir:  # another module cannot see which of this file's objects train
@@ -1528,7 +1544,9 @@ class Frame:
         if receiver is not None and function.params and function.params[0].index == 0:
             values[function.params[0].name] = receiver
         owner: Flow = function.module.flow
-        result, events = owner.summary(function, values, self.mode, self.depth)
+        result, events, stored = owner.summary(function, values, self.mode, self.depth)
+        if stores is not None:
+            stores.update(stored)
         if owner is not self.flow:  # what the other module read makes this file's result stale when it changes
             self.flow.file.dependencies.update(owner.file.dependencies)
         if result.facts.get("cut") is not None and (self.mode is False or function.module is not self.ir):
@@ -1562,7 +1580,12 @@ class Frame:
             instance = instance.but(type=MODEL, model=node, why={"model": (node,)})
         init = owner.method_of(cls, "__init__")
         if init is not None:
-            self._invoke(init, node, args, kwargs, instance)
+            stored: Dict[str, Value] = {}
+            self._invoke(init, node, args, kwargs, instance, stored)
+            if instance.facts.get("type") == INSTANCE:  # what this construction stored, where no other method stores
+                own = {k: v for k, v in stored.items() if v.facts.get("type") and not owner.stored_elsewhere(cls, k)}
+                if own:
+                    instance = instance.but(fields=tuple(own.items()))
         elif any(c.fields for c in owner._class_chain(cls)):
             # a dataclass (pydantic, attrs) without an `__init__` of its own: the generated one stores each
             # argument in the field of its name, positional ones in the order the fields are declared

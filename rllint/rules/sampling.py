@@ -384,15 +384,19 @@ class LogprobsIgnoreTemperature(FunctionRule):
                      and not constructor_default(v)]
             if not found:
                 known = []
-                for path, summary in self.file.fact(ProjectIndex).neighbours():
+                index = self.file.fact(ProjectIndex)
+                sampling: Set[str] = set()  # the names the neighbours that sample call
+                for path, summary in index.neighbours():
                     numbers = [(n, f"sampled in {os.path.basename(path)}") for n in summary.samples]
-                    if any(n is None for n, _ in numbers):
-                        numbers = self._followed(path)
-                    known.extend(n for n in numbers if n[0] != 0)  # greedy decoding (prompt log-probs) draws none
+                    if any(n is None for n, _ in numbers) or not numbers and index.may_draw(path, summary):
+                        numbers = self._followed(path)  # the engine reads what the index cannot, and draws by hand
+                    numbers = [n for n in numbers if n[0] != 0]  # greedy decoding (prompt log-probs) draws none
+                    known.extend(numbers)
+                    if numbers:
+                        sampling |= summary.called
                 if any(number is None for number, _ in known):
                     known = []  # a temperature that neither the index nor the engine reads: mixed evidence
-                self._callers = {n for path, summary in self.file.fact(ProjectIndex).neighbours() if summary.samples
-                                 for n in summary.called} if known else None
+                self._callers = sampling if known else None
             tempered = [v for v in known if v[0] != 1]
             self._temperature = (tempered[0] if tempered and len(tempered) == len(known) else None,)
         return self._temperature[0]
@@ -479,10 +483,24 @@ class LogprobsIgnoreTemperature(FunctionRule):
 
     def _scores_here(self) -> bool:
         """Whether log-probs computed here score the rollouts: always when this module samples; when another
-        module does, only in a function of this module that it calls."""
-        return self._callers is None or not (
-            self.function is None or self.function.name.value not in self._callers
-            or self.function.name.value not in self.file.fact(ProjectIndex).own.functions or len(self._functions) > 1)
+        module does, only in a function or method of this module that it calls, or that one of those calls here
+        (`self._token_logps(...)` of the `compute_loss` a trainer calls)."""
+        if self._callers is None:
+            return True
+        if self.function is None or len(self._functions) > 1:
+            return False
+        flow = self.file.fact(Flow)
+        pending = [f for f in flow.ir.all_functions() if f.node is self.function]
+        seen: Set[object] = set()
+        while pending and len(seen) < 64:
+            function = pending.pop()
+            if function in seen or function.module is not flow.ir:
+                continue
+            seen.add(function)
+            if function.name in self._callers and (function.cls is not None or function.parent is None):
+                return True
+            pending.extend(site.function for site in flow.callers(function))
+        return False
 
     def _check(self, node: cst.CSTNode, operand: Optional[cst.BaseExpression]) -> None:
         if operand is None or self.sampling_temperature() is None:

@@ -762,16 +762,21 @@ def sampling_arith(operator: cst.CSTNode, left: Value, right: Value, result: Val
     return result
 
 
-def draw(frame, name: str, node: cst.Call, x: Optional[Value]) -> None:
+def draw(frame, name: str, ops: Operands, x: Optional[Value]) -> None:
     """A token drawn from tempered logits: `multinomial` of weights at T, the argmax of a Gumbel-max perturbation at
-    T. The event's target is T (a NUMBER value, its number absent when not known)."""
+    T, and greedy decoding (the argmax of the logits over the vocabulary) at 0. The event's target is T (a NUMBER
+    value, its number absent when not known)."""
     if x is None:
         return
     tempered = x.facts.get("temperature")
     if name == "multinomial" and tempered is not None and tempered[1] == WEIGHTS:
-        frame.emit("draw", node, tempered[0])
+        frame.emit("draw", ops.node, tempered[0])
     elif name == "argmax" and x.facts.get("gumbel_max") is not None:
-        frame.emit("draw", node, x.facts["gumbel_max"])
+        frame.emit("draw", ops.node, x.facts["gumbel_max"])
+    elif name == "argmax" and tempered is not None:
+        rank, dim = x.facts.get("rank"), ops.ints(1 if ops.receiver is None else 0, "dim")
+        if dim == -1 or (rank is not None and norm_axis(dim, rank) == rank - 1):
+            frame.emit("draw", ops.node, Value({"type": NUMBER, "number": 0.0, "origin": "greedy"}, {"number": (ops.node,)}))
 
 
 def apply(name: str, ops: Operands, x: Optional[Value]) -> Optional[Value]:
@@ -901,7 +906,7 @@ class Torch(Domain):
         ops = Operands(None, args, kwargs, node, frame.mode, int_reader(node))
         first = args[0] if args else kwargs.get("input")
         result = apply(tail, ops, first)
-        draw(frame, tail, node, first)
+        draw(frame, tail, ops, first)
         if result is not None:
             return result
         if tail in ("cat", "stack", "concat"):
@@ -942,7 +947,7 @@ class Torch(Domain):
             return value((node,), type=NUMBER).but(axis_role=role)
         ops = Operands(receiver, args, kwargs, node, frame.mode, int_reader(node))
         result = apply(name, ops, receiver)
-        draw(frame, name, node, receiver)
+        draw(frame, name, ops, receiver)
         return result if result is not None else tensor_result(ops)
 
     def attribute(self, frame, base, attr, node):
