@@ -317,12 +317,21 @@ class LogprobsIgnoreTemperature(FunctionRule):
     (`log_softmax`, `-cross_entropy(..., reduction="none")`) over logits that were never
     divided by that temperature, and `-loss` of the trained policy's forward given `labels=`
     (the labels' mean log-prob, which the model takes from its raw logits); a log-prob helper (of the same module or another) whose
-    `temperature` parameter defaults to 1 and that is called without it; and a division of
+    `temperature` parameter defaults to 1 and that is called without it (one that returns the
+    log-probs, or backpropagates a loss of them); and a division of
     log-probs (rather than logits) by the temperature. The sampling temperature is the
     file's own, or, when the file samples nothing, that of the project modules it imports or
-    that import it (followed through their configuration too). A sampler is a `temperature=`
-    given to `generate`, `GenerationConfig`, `SamplingParams` or an RL trainer's config, or a
-    hand-written one: `torch.multinomial` of a softmax over logits divided by T. Where a sampler
+    that import it (followed through their configuration too, and through what they build:
+    a sampler object keeps the config it was constructed with); then only a function or
+    method of this module that a function they call reaches scores the rollouts. A sampler is a
+    `temperature=` given to `generate`, `GenerationConfig`, `SamplingParams` or an RL trainer's
+    config, the first argument of mlx_lm's `make_sampler`, or a token drawn by hand from a
+    model's logits divided by T: `torch.multinomial` of their softmax, or the argmax of a
+    Gumbel-max perturbation (`logits / T` plus Gumbel noise, `exp(logits) / E ** T` as
+    LLaDA's `add_gumbel_noise`, weights divided by exponential noise), here or in a helper of
+    another module that a call of this file runs with its temperature; greedy decoding (the
+    argmax of the logits) draws at 0. A function of the module named like a sampler samples
+    where its body does. Where a sampler
     at temperature 1 is among them (rollouts at 1, evaluation at 0.7) nothing is reported:
     which sampler drew the rollouts is not known. Nor is a temperature that is only a
     constructor's default. The temperature is read after every layer of configuration: a
