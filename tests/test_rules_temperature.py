@@ -820,3 +820,33 @@ def test_a_loss_method_a_trainer_reaches_scores_what_the_sampler_object_it_built
 def test_a_sampler_object_at_one_or_a_tempered_loss_is_not_reported(tmp_path):
     assert _tree(tmp_path, config="Config(temperature=1.0)") == []
     assert _tree(tmp_path, tempered=" / 0.8") == []
+
+
+# ---- generate's own scores: processed at the temperature that drew the tokens ----
+
+_SCORES = """
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    def rollout(model, ids, params):
+        out = model.generate(ids, do_sample=True, temperature=params.temperature, output_scores=True,
+                             output_logits=True, return_dict_in_generate=True)
+        step_logits = torch.stack([step[0] for step in out.{field}])
+        return out.sequences, step_logits.log_softmax(dim=-1)
+
+    class Params:
+        def __init__(self, temperature=0.7):
+            self.temperature = temperature
+
+    policy = AutoModelForCausalLM.from_pretrained("gpt2")
+    rollout(policy, None, Params(temperature=0.8))
+"""
+
+
+def test_the_scores_generate_returns_are_at_the_temperature_that_drew_the_tokens():
+    """RobotSail/mini-grpo: `output_scores` are the processed logits, already divided by the temperature."""
+    assert _lint_plain(_SCORES.format(field="scores")) == []
+
+
+def test_the_raw_logits_generate_returns_are_not():
+    assert _lint_plain(_SCORES.replace("params.temperature", "0.7").format(field="logits")) == [(9, "RL309")]

@@ -34,7 +34,8 @@ Facts (absent = unknown):
 - sampling (`rllint.analysis.domains.torch_ops`): `temperature`, on logits and what keeps their distribution
   over the vocabulary (a slice, a cast, a top-k mask, `softmax`, `exp`): (T, form), T the NUMBER value the raw
   logits were divided by (1 for a model's `.logits`), form LOG_SPACE (`l / T` up to a constant per row: logits,
-  log-probs) or WEIGHTS (`exp(l / T)` up to a positive factor per row: probabilities, unnormalised weights);
+  log-probs) or WEIGHTS (`exp(l / T)` up to a positive factor per row: probabilities, unnormalised weights),
+  T's `drawn` the sampler call whose own temperature it is (`generate`'s processed `scores`), whatever its number;
   `noise`, independent noise of a known law (UNIFORM `rand`, EXPONENTIAL `-log(U)`, GUMBEL `-log(E)`, and the
   negatives `log(U)`, `log(E)`) with `noise_scale`, the NUMBER value s of `s * G` or `E ** s`; `gumbel_max`,
   the NUMBER value T for which the argmax of this tensor draws a token from `softmax(l / T)` (logits at T plus

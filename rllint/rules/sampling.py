@@ -515,13 +515,20 @@ class LogprobsIgnoreTemperature(FunctionRule):
         if operand is None or self.sampling_temperature() is None:
             return
         sources = self._sources(operand, self.scope)
-        if any(self._handled(n) or self._tempering(n) for n in sources):
+        if any(self._handled(n) or self._tempering(n) for n in sources) or self._at_sampling_temperature(operand):
             return
         if not self._scores_here():
             return  # another module samples: only a function of this module that it calls computes its log-probs
         if any(isinstance(n, cst.Attribute) and n.attr.value == "logits" or isinstance(n, cst.Name)
                and "logits" in n.value.lower() for n in sources):
             self.report(node, what=self._what(*self.sampling_temperature()))
+
+    def _at_sampling_temperature(self, operand: cst.BaseExpression) -> bool:
+        """Logits the engine knows are at the sampling temperature, or at the one their tokens were drawn at
+        (`generate(..., output_scores=True)`'s processed `scores`)."""
+        tempered = self.file.fact(Flow).value(operand).facts.get("temperature")
+        return tempered is not None and (tempered[0].facts.get("drawn") is not None
+                                         or tempered[0].facts.get("number") == self.sampling_temperature()[0])
 
     @staticmethod
     def _handled(node: cst.CSTNode) -> bool:
@@ -676,6 +683,13 @@ class TruncatedSamplingFullLogprobs(LogprobsIgnoreTemperature):
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         return None
+
+    def _at_sampling_temperature(self, operand: cst.BaseExpression) -> bool:
+        """Logits the engine knows are at the sampling temperature, or at the one their tokens were drawn at
+        (`generate(..., output_scores=True)`'s processed `scores`)."""
+        tempered = self.file.fact(Flow).value(operand).facts.get("temperature")
+        return tempered is not None and (tempered[0].facts.get("drawn") is not None
+                                         or tempered[0].facts.get("number") == self.sampling_temperature()[0])
 
     @staticmethod
     def _handled(node: cst.CSTNode) -> bool:

@@ -1040,6 +1040,8 @@ def _concat(name: str, ops: Operands, args: List[Value]) -> Value:
         facts["rank"] = element.facts["rank"] + (1 if name == "stack" else 0)
     result = tensor_result(Operands(None, inputs, {}, ops.node, ops.grad_mode, ops.ints), **facts)
     result = settle(result, element.facts.get("lp"), element.facts.get("lp_at"))
+    if name == "stack" and "temperature" in element.facts:  # steps' logits stacked on a new axis: still at T
+        result = result.but(temperature=element.facts["temperature"])
     return with_sources(result, parts.sources)
 
 
