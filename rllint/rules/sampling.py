@@ -343,9 +343,10 @@ class LogprobsIgnoreTemperature(FunctionRule):
     since: the release the project pins decides; without a pin, the releases that accept every
     flag or keyword the project gives the config, else that default is not known). Logits
     given to a helper (of this module or another) that divides them by its `temperature`
-    parameter are tempered, and so are the processed `scores` that `generate(..., output_scores=True,
-    return_dict_in_generate=True)` returns: the temperature that drew the tokens. A TRL config whose `generation_kwargs` sample at another
-    temperature than its `temperature`, by which TRL's loss divides the logits, is reported too.
+    parameter are tempered, and so are the processed `scores` that `generate(...,
+    output_scores=True, return_dict_in_generate=True)` returns: the temperature that drew the
+    tokens. A TRL config whose `generation_kwargs` sample at another temperature than its
+    `temperature`, by which TRL's loss divides the logits, is reported too.
 
     ## Why is this bad?
     The sampler drew tokens from `softmax(logits / T)`. Log-probs computed from the raw
