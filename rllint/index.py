@@ -44,6 +44,19 @@ _TOKEN_KEYWORDS = {"input_ids", "attention_mask", "inputs_embeds", "position_ids
 SAMPLER_CALLS = frozenset({"generate", "GenerationConfig", "SamplingParams", "sample", "sample_async",
                            "generate_sequences", "GRPOConfig", "RLOOConfig", "OnlineDPOConfig", "PPOConfig",
                            "PPOv2Config", "XPOConfig", "NashMDConfig", "GKDConfig"})
+# Calls that draw a token by hand (from tempered weights, or as a Gumbel-max argmax).
+_DRAWS = frozenset({"multinomial", "argmax"})
+# Samplers whose temperature is their first argument, under a keyword of another name: (package, call) -> keyword.
+_FIRST_ARGUMENT_TEMPERATURE = {("mlx_lm", "make_sampler"): "temp"}
+
+
+def temperature_keyword(qualified: Optional[str]) -> Optional[str]:
+    """The keyword of a sampler that takes its temperature first (mlx_lm's `make_sampler(temp, top_p, ...)`), by
+    the dotted name its call resolves to through the imports; None for any other call."""
+    parts = (qualified or "").split(".")
+    return _FIRST_ARGUMENT_TEMPERATURE.get((parts[0], parts[-1])) if len(parts) > 1 else None
+
+
 # Calls that hand a configuration object over as a whole: its fields are read by whoever receives it.
 _WHOLE = frozenset({"vars", "asdict", "astuple", "fields", "to_dict", "model_dump", "dict", "to_container",
                     "replace", "to_yaml", "save", "update"})
@@ -57,7 +70,9 @@ class Function:
     runs: Tuple[str, ...]  # parameters it calls as a model (`model(ids)`, `model.forward(...)`)
     no_grad: bool  # it runs them, and every run is under `no_grad` / `inference_mode` (or it is decorated so)
     on_tokens: bool  # a run is given token tensors (`input_ids=`) or its `.logits` are read
-    logprobs: bool  # it computes log-probs (`log_softmax`, `-cross_entropy(reduction="none")`) and returns a value
+    # it computes log-probs (`log_softmax`, `-cross_entropy(reduction="none")`) and returns a value or takes a backward
+    # step (a loss helper that backpropagates what it computes)
+    logprobs: bool
     temperature: Optional[float]  # the default of its `temperature` parameter, when a number is written
     divides: bool  # it divides by its `temperature` parameter
 
@@ -72,6 +87,7 @@ class Summary:
     whole: FrozenSet[str]  # objects handed over whole (`**vars(args)`, `asdict(cfg)`, `Config(**cfg)`), not `**kwargs`
     samples: Tuple[Optional[float], ...]  # temperatures passed to samplers (None: not a written number)
     called: FrozenSet[str]  # names called as functions (`f(...)`, `mod.f(...)`: "f")
+    draws: bool  # it calls `multinomial` or `argmax`: a token may be drawn by hand here (the engine says)
 
 
 def summarize(tree: ast.Module, nodes: Optional[AstNodes] = None) -> Summary:
@@ -87,8 +103,12 @@ def summarize(tree: ast.Module, nodes: Optional[AstNodes] = None) -> Summary:
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             functions[node.name] = _function(node)
+    # A function of this module named like a sampler (`def generate(...)`) samples where its body does.
+    own = set(functions)
     for node in nodes.in_source_order(ast.Import, ast.ImportFrom):
         imports.extend(_import_entries(node))
+    aliases = {local: f"{module}.{imported}" if imported else module for local, module, level, imported in imports
+               if not level}
     for node in nodes.of(ast.FunctionDef, ast.AsyncFunctionDef):
         if node.args.kwarg is not None:
             passed_on.add(node.args.kwarg.arg)
@@ -105,10 +125,14 @@ def summarize(tree: ast.Module, nodes: Optional[AstNodes] = None) -> Summary:
         if tail in _WHOLE and node.args:
             whole.add(_tail(node.args[0]))
         whole.update(_tail(k.value) for k in node.keywords if k.arg is None)
-        if tail in SAMPLER_CALLS:
+        if tail in SAMPLER_CALLS and not (isinstance(node.func, ast.Name) and node.func.id in own):
             samples.extend(_number(k.value) for k in node.keywords if k.arg == "temperature")
+        first = temperature_keyword(_dotted(node.func, aliases))
+        if first is not None:
+            given = [k.value for k in node.keywords if k.arg == first] or node.args[:1]
+            samples.extend(_number(v) for v in given)  # none given: greedy (0), no draw
     return Summary(functions, tuple(imports), frozenset(reads), frozenset(whole - passed_on), tuple(samples),
-                   frozenset(called))
+                   frozenset(called), bool(called & _DRAWS))
 
 
 def _import_entries(node: ast.stmt) -> List[Tuple[str, str, int, str]]:
@@ -129,7 +153,7 @@ def _function(node: ast.FunctionDef) -> Function:
     candidates = {p for p in params if p not in ("self", "cls")}
     decorated = any(_tail(d.func if isinstance(d, ast.Call) else d) in _NO_GRAD for d in node.decorator_list)
     runs: Dict[str, bool] = {}  # parameter -> every run of it is under no_grad
-    on_tokens = logprobs = divides = returns = False
+    on_tokens = logprobs = divides = used = False  # used: it returns a value or takes a backward step
     for inner, no_grad in _walk(node.body, decorated):
         if isinstance(inner, ast.Call):
             model = _run(inner, candidates)
@@ -137,6 +161,7 @@ def _function(node: ast.FunctionDef) -> Function:
                 runs[model] = runs.get(model, True) and no_grad
                 on_tokens |= any(k.arg in _TOKEN_KEYWORDS for k in inner.keywords)
             logprobs |= _tail(inner.func) in _LOG_SOFTMAX
+            used |= _tail(inner.func) == "backward"
             divides |= _tail(inner.func) in ("div", "div_", "true_divide") and any(
                 _is_name(a, "temperature") for a in inner.args)
         elif isinstance(inner, ast.UnaryOp) and isinstance(inner.op, ast.USub):
@@ -148,10 +173,10 @@ def _function(node: ast.FunctionDef) -> Function:
         elif isinstance(inner, ast.Attribute) and inner.attr == "logits":
             on_tokens = True
         elif isinstance(inner, ast.Return) and inner.value is not None:
-            returns = True
+            used = True
     temperature = _number(defaults["temperature"]) if "temperature" in defaults else None
     return Function(params, tuple(p for p in params if p in runs), bool(runs) and all(runs.values()),
-                    on_tokens and bool(runs), logprobs and returns, temperature,
+                    on_tokens and bool(runs), logprobs and used, temperature,
                     divides and "temperature" in params)
 
 
@@ -190,6 +215,18 @@ def _tail(node: ast.AST) -> str:
     if isinstance(node, ast.Attribute):
         return node.attr
     return node.id if isinstance(node, ast.Name) else ""
+
+
+def _dotted(node: ast.AST, aliases: Dict[str, str]) -> Optional[str]:
+    """The dotted name a callee stands for through the module's imports (`make_sampler` ->
+    `mlx_lm.sample_utils.make_sampler`); None for what is not a dotted name."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([aliases.get(node.id, node.id)] + parts[::-1])
 
 
 def _is_name(node: ast.AST, name: str) -> bool:
@@ -610,6 +647,17 @@ class ProjectIndex:
             if path not in seen:
                 seen.add(path)
                 yield path, summary
+
+    def may_draw(self, path: str, summary: Summary) -> bool:
+        """Whether the module at `path` (with `summary`) or a project module it imports draws a token by hand:
+        worth asking the engine at which temperature."""
+        if summary.draws:
+            return True
+        for imported in _imported_files(path, summary.imports):
+            found = self.summary(imported) if imported != self.path else self.own
+            if found is not None and found.draws:
+                return True
+        return False
 
     def others(self, names: Set[str]) -> Iterator[Tuple[str, Summary]]:
         """The other Python files of the project whose text mentions one of `names`, with their summaries

@@ -787,3 +787,189 @@ def test_accelerate_prepare_hands_back_the_models_and_peft_adapters_and_sampling
     assert engine.facts("prepared", "type", "arch") == {"type": "model", "arch": CAUSAL_LM}
     assert sorted(e.extra["p"].facts["number"] for e in engine.flow.dropouts) == [0.0, 0.05]  # PEFT's default: 0
     assert [engine.code(e.node) for e in engine.flow.generations] == ["prepared.generate(prompts, do_sample=True)"]
+
+
+def _drawn(engine):
+    """The temperatures of the tokens the file's functions draw by hand in their own context, by the code of the
+    draw (None: not known)."""
+    return sorted((engine.code(e.node), e.target.facts.get("number")) for e in engine.flow.draws if e.via is None)
+
+
+def test_logits_divided_by_a_temperature_and_the_hand_written_draws_that_sample_them():
+    engine = Engine(CAUSAL + """
+    def draws(ids, t):
+        logits = policy(ids).logits[:, -1, :]
+        scaled = logits / 0.7
+        probs = torch.softmax(scaled, dim=-1)
+        a = torch.multinomial(probs, 1)
+        b = torch.argmax(scaled - torch.log(-torch.log(torch.rand_like(scaled) + 1e-20) + 1e-20), dim=-1)
+        q = torch.empty_like(probs).exponential_(1)
+        c = probs.div(q).argmax(dim=-1)
+        d = (logits + 0.5 * (-torch.log(-torch.log(torch.rand_like(logits))))).argmax(-1)
+        e = torch.multinomial(F.softmax(logits / t, dim=-1), 1)
+        return a, b, c, d, e
+
+    draws(torch.zeros(1, 4, dtype=torch.long), 1.3)
+    """)
+    assert engine.facts("logits", "temperature")["temperature"][0].facts["number"] == 1.0  # raw
+    assert engine.facts("scaled", "temperature")["temperature"][0].facts["number"] == 0.7
+    assert engine.facts("probs", "temperature")["temperature"][1] == "weights"
+    assert engine.facts("q", "noise") == {"noise": "exponential"}
+    assert _drawn(engine) == [
+        ("(logits + 0.5 * (-torch.log(-torch.log(torch.rand_like(logits))))).argmax(-1)", 0.5),
+        ("probs.div(q).argmax(dim=-1)", 0.7),
+        ("torch.argmax(scaled - torch.log(-torch.log(torch.rand_like(scaled) + 1e-20) + 1e-20), dim=-1)", 0.7),
+        ("torch.multinomial(F.softmax(logits / t, dim=-1), 1)", 1.3),
+        ("torch.multinomial(probs, 1)", 0.7)]
+
+
+def test_what_draws_no_token_from_tempered_logits_is_no_draw_and_greedy_decoding_draws_at_zero():
+    engine = Engine(CAUSAL + """
+    def not_draws(ids, scores):
+        logits = policy(ids).logits[:, -1, :]
+        greedy = torch.argmax(logits / 0.7, dim=-1)
+        gaussian = torch.argmax(logits + torch.randn_like(logits), dim=-1)
+        uniform = torch.argmax(logits + torch.rand_like(logits), dim=-1)
+        negated = torch.argmax(-logits - torch.log(-torch.log(torch.rand_like(logits))), dim=-1)
+        unknown = torch.multinomial(torch.softmax(scores, dim=-1), 1)
+        over_time = torch.multinomial(torch.softmax(policy(ids).logits / 0.7, dim=1)[:, :, 0], 1)
+        return greedy, gaussian, uniform, negated, unknown, over_time
+    """)
+    assert _drawn(engine) == [("torch.argmax(logits / 0.7, dim=-1)", 0.0)]  # greedy decoding draws at 0
+
+
+def test_a_gumbel_helper_draws_at_the_temperature_each_call_gives_it():
+    """LLaDA's sampler: argmax of exp(logits) / E ** T, which is softmax(logits / T); T = 0 returns the logits."""
+    engine = Engine(CAUSAL + """
+    def add_gumbel_noise(logits, temperature):
+        if temperature == 0:
+            return logits
+        logits = logits.to(torch.float64)
+        noise = torch.rand_like(logits, dtype=torch.float64)
+        gumbel_noise = (-torch.log(noise + 1e-10)) ** temperature
+        return (logits.exp() + 1e-10) / (gumbel_noise + 1e-10)
+
+    def generate(ids, temperature=0.0):
+        logits = policy(ids).logits
+        return torch.argmax(add_gumbel_noise(logits, temperature=temperature), dim=-1)
+
+    def rollouts(ids):
+        return generate(ids, temperature=0.6), generate(ids), generate(ids, 1.0)
+    """)
+    found = [(e.target.facts.get("number"), engine.code(e.via)) for e in engine.flow.draws if e.via is not None]
+    assert sorted(found) == [(0.0, "generate(ids)"), (0.6, "generate(ids, temperature=0.6)"),
+                             (1.0, "generate(ids, 1.0)")]  # at 0 the helper returns the logits: greedy
+
+
+def test_comparisons_of_known_numbers_pick_the_branch_a_call_takes():
+    engine = Engine("""
+    def pick(t, low=0.5):
+        if t == 0:
+            return "greedy"
+        if low < t <= 1:
+            return 1.5
+        return 2.5
+
+    a, b, c = pick(0), pick(0.7), pick(3)
+    """)
+    assert engine.facts("a", "type") == {"type": "text"}
+    assert engine.facts("b", "number") == {"number": 1.5}
+    assert engine.facts("c", "number") == {"number": 2.5}
+
+
+def test_setattr_by_a_name_the_code_writes_stores_it_and_by_any_other_name_unsets_the_defaults():
+    engine = Engine("""
+    from dataclasses import dataclass
+
+    @dataclass
+    class Config:
+        temperature: float = 0.7
+        lr: float = 1e-6
+
+    def update(cfg, settings):
+        for key, held in settings.items():
+            if hasattr(cfg, key):
+                setattr(cfg, key, held)
+        return cfg
+
+    def main(settings, path):
+        config = Config()
+        setattr(config, "lr", 3e-6)
+        named = config.lr
+        if path:
+            config = update(config, settings)
+        either = config.temperature
+        return named, either
+    """)
+    assert engine.facts("named", "number") == {"number": 3e-6}
+    assert engine.facts("either", "number") == {"number": None}  # the defaults hold on one path only
+
+
+def test_a_caller_module_whose_top_level_reads_back_its_imports_keeps_one_flow(tmp_path):
+    """Reading the callers of `Outer.__init__` builds run.py's flow, whose top level reads `Inner.cfg` and so asks
+    for the callers of `Inner.__init__`, in run.py again: that is the flow being built, not a second one that
+    would take over run.py's functions and miss what the first lookup analysed there (`later`)."""
+    import ast
+
+    import libcst as cst
+
+    from rllint.analysis import summaries
+    from rllint.analysis.flow import Flow
+    from rllint.runner import FileContext
+    from rllint.settings import Settings
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "inner.py").write_text(
+        "class Inner:\n"
+        "    def __init__(self, cfg):\n"
+        "        self.cfg = cfg\n"
+        "    def reset(self):\n"
+        "        self.cfg = None\n"
+        "    def setting(self):\n"
+        "        return self.cfg\n")
+    (tmp_path / "outer.py").write_text(
+        "class Outer:\n"
+        "    def __init__(self, temperature):\n"
+        "        self.temperature = temperature\n")
+    (tmp_path / "run.py").write_text(
+        "from inner import Inner\n"
+        "from outer import Outer\n"
+        "def main():\n"
+        "    return Inner(1).setting()\n"
+        "def later():\n"
+        "    return Outer(0.5)\n"
+        "main()\n")
+    text = (tmp_path / "outer.py").read_text()
+    summaries.clear_cache()
+    outer = FileContext(str(tmp_path / "outer.py"), text, cst.parse_module(text), ast.parse(text),
+                        Settings(root=tmp_path))
+    flow = outer.fact(Flow)
+    flow.analyze_all()
+    given = [node for node in flow.values if isinstance(node, cst.Name) and node.value == "temperature"]
+    assert flow.value(given[-1]).facts.get("number") == 0.5
+    summaries.clear_cache()
+
+
+def test_an_instance_holds_what_its_own_construction_stored_unless_another_method_stores_it_too():
+    engine = Engine("""
+    class Sampler:
+        def __init__(self, temperature, steps):
+            self.temperature = temperature
+            self.steps = steps
+
+        def restart(self):
+            self.steps = 0
+
+        def settings(self):
+            return self.temperature, self.steps
+
+    def main():
+        cold, hot = Sampler(0.3, 8), Sampler(0.9, 8)
+        t_cold, s_cold = cold.settings()
+        t_hot, s_hot = hot.settings()
+        return t_cold, t_hot, s_cold
+    """)
+    assert engine.facts("t_cold", "number") == {"number": 0.3}
+    assert engine.facts("t_hot", "number") == {"number": 0.9}
+    # `restart` stores it too: what this construction stored is not what the attribute holds wherever it is read
+    assert engine.facts("s_cold", "number")["number"] != 8.0

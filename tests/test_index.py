@@ -81,6 +81,28 @@ def test_module_facts():
     assert {"run", "go", "SamplingParams", "vars"} <= summary.called
 
 
+def test_a_loss_helper_that_backpropagates_its_log_probs_and_a_module_s_own_sampler_named_generate():
+    summary = summarize(ast.parse(textwrap.dedent("""
+        import torch.nn.functional as F
+
+        def reinforce(model, ids, adv, temperature=1.0):
+            logps = F.log_softmax(model(ids).logits / temperature, dim=-1)
+            (-(logps.sum(-1) * adv)).mean().backward()
+
+        def logged(model, ids, temperature=1.0):
+            print(F.log_softmax(model(ids).logits / temperature, dim=-1).mean())
+
+        def generate(model, ids, temperature=0.0):
+            return ids
+
+        def main(model, ids):
+            generate(model, ids, temperature=0.6)
+            model.generate(ids, temperature=0.7)
+    """)))
+    assert summary.functions["reinforce"].logprobs and not summary.functions["logged"].logprobs
+    assert summary.samples == (0.7,)  # the module's own `generate` samples where its body does
+
+
 # ---- RL505 and RL502 through a helper of another module ---------------------------------------------------
 
 SCORING = """\

@@ -565,3 +565,288 @@ def test_labelled_losses_that_are_not_the_sampled_policy_s_log_probs_are_left_al
                                                                           "            logp =")
     unlabelled = _LABELLED.format(temperature=0.9, scored="logp = -policy(input_ids=seq).loss", update="-logp * reward")
     assert [_lint_plain(s) for s in (at_one, not_negated, with_no_graph, unlabelled)] == [[], [], [], []]
+
+
+# ---- samplers of other modules: a Gumbel-max draw at the temperature each call passes ----
+
+_GUMBEL_PROJECT = {
+    "sampling.py": """
+        import torch
+        import torch.nn.functional as F
+        from transformers import AutoModel
+
+        def add_gumbel_noise(logits, temperature):
+            if temperature == 0:
+                return logits
+            noise = torch.rand_like(logits, dtype=torch.float64)
+            return logits.exp() / (-torch.log(noise)) ** temperature
+
+        def generate(model, prompt, steps=64, temperature=0.0):
+            x = prompt
+            for _ in range(steps):
+                logits = model(x).logits
+                x0 = torch.argmax(add_gumbel_noise(logits, temperature=temperature), dim=-1)
+                confidence = F.log_softmax(logits, dim=-1).gather(-1, x0.unsqueeze(-1))
+                x = torch.cat([x, x0[:, -1:]], dim=-1)
+            return x, confidence
+
+        def main():
+            model = AutoModel.from_pretrained("GSAI-ML/LLaDA-8B-Instruct", trust_remote_code=True)
+            print(generate(model, torch.zeros(1, 4, dtype=torch.long), temperature=0.6))
+    """,
+    "losses.py": """
+        import torch.nn.functional as F
+
+        def reinforce_loss(model, ids, advantages, temperature=1.):
+            logits = model(ids).logits / temperature
+            token_logps = F.log_softmax(logits, dim=-1).gather(-1, ids.unsqueeze(-1)).squeeze(-1)
+            (-(token_logps.sum(-1) * advantages)).mean().backward()
+    """,
+    "train.py": """
+        import argparse
+
+        from transformers import AutoModel
+
+        from losses import reinforce_loss
+        from sampling import generate
+
+        def train(args):
+            model = AutoModel.from_pretrained("GSAI-ML/LLaDA-8B-Instruct", trust_remote_code=True)
+            for prompt, advantages in []:
+                ids, _ = generate(model, prompt, {sampled})
+                reinforce_loss(model, ids, advantages{scored})
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--temperature", type=float, default=1.0)
+        train(parser.parse_args())
+    """,
+    "run.sh": "accelerate launch train.py --temperature {launched}\n",
+}
+
+
+def _gumbel(tmp_path, sampled="temperature=args.temperature", scored="", launched="0.6"):
+    from rllint.runner import lint_files
+
+    (tmp_path / "pyproject.toml").write_text("")
+    for name, text in _GUMBEL_PROJECT.items():
+        (tmp_path / name).write_text(textwrap.dedent(text).format(sampled=sampled, scored=scored, launched=launched))
+    result = lint_files([str(tmp_path / "train.py")], Settings(select=["RL309"]))
+    return [(d.line, d.code) for d in result.diagnostics]
+
+
+def test_a_gumbel_max_sampler_of_another_module_draws_at_the_temperature_the_call_passes(tmp_path):
+    """duterscmy/JustGRPO: rollouts drawn at the launcher's 0.6 by a helper two modules away, and a loss helper
+    that backpropagates log-probs at its default temperature 1."""
+    assert _gumbel(tmp_path) == [(13, "RL309")]
+    assert _gumbel(tmp_path, sampled="64, args.temperature") == [(13, "RL309")]  # by position
+
+
+def test_gumbel_max_look_alikes_are_not_reported(tmp_path):
+    assert _gumbel(tmp_path, launched="1.0") == []  # drawn at 1
+    assert _gumbel(tmp_path, sampled="") == []  # at the sampler's default 0: greedy, nothing drawn
+    assert _gumbel(tmp_path, scored=", temperature=args.temperature") == []  # the loss is told the temperature
+    assert _gumbel(tmp_path, scored=", args.temperature") == []
+
+
+def test_a_hand_written_gumbel_max_sampler_in_the_file(tmp_path):
+    source = """
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        def sample(model, ids, temperature={t}):
+            logits = model(ids).logits[:, -1]
+            gumbel = -torch.log(-torch.log(torch.rand_like(logits)))
+            return torch.argmax(logits / temperature + gumbel, dim=-1)
+
+        def logps(model, ids):
+            return torch.log_softmax(model(ids).logits, dim=-1)
+
+        policy = AutoModelForCausalLM.from_pretrained("gpt2")
+        logps(policy, sample(policy, None))
+    """
+    assert _lint_plain(source.format(t="0.7")) == [(11, "RL309")]
+    assert _lint_plain(source.format(t="1.0")) == []
+
+
+# ---- mlx_lm's `make_sampler(temp, ...)`: the temperature is the first argument ----
+
+_MLX = """
+    import argparse
+    from dataclasses import dataclass
+
+    import mlx.nn as nn
+    from mlx_lm import generate
+    from mlx_lm.sample_utils import make_sampler
+
+    @dataclass
+    class Config:
+        temperature: float = 0.7
+
+    def update(cfg, settings):
+        for key, held in settings.items():
+            setattr(cfg, key, held)
+        return cfg
+
+    def rollout(model, tokenizer, prompt, cfg, args):
+        sampler = make_sampler({temp}, top_p=0.95)
+        greedy = make_sampler(0.0, top_p=1.0)
+        return generate(model, tokenizer, prompt=prompt, sampler=sampler), greedy
+
+    def logps(model, ids):
+        logits = model(ids)
+        return nn.log_softmax(logits, axis=-1)
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--temp", type=float, default=0.6)
+    args = parser.parse_args()
+    rollout(None, None, "", {config}, args)
+"""
+
+
+def test_an_mlx_sampler_samples_at_its_first_argument():
+    assert _lint_plain(_MLX.format(temp="0.8", config="Config()")) == [(25, "RL309")]
+    assert _lint_plain(_MLX.format(temp="temp=args.temp", config="Config()")) == [(25, "RL309")]
+    assert _lint_plain(_MLX.format(temp="cfg.temperature", config="Config()")) == [(25, "RL309")]
+
+
+def test_mlx_sampler_look_alikes_are_not_reported():
+    assert _lint_plain(_MLX.format(temp="1.0", config="Config()")) == []
+    assert _lint_plain(_MLX.format(temp="temp=1.0", config="Config()")) == []
+    # a config whose fields a file of settings sets by name: its default is no evidence
+    assert _lint_plain(_MLX.format(temp="cfg.temperature", config="update(Config(), vars(args))")) == []
+
+
+# ---- a sampler object built by a trainer of another module, the loss a third module's class ----
+
+_TREE_PROJECT = {
+    "cfg.py": """
+        from dataclasses import dataclass
+
+        @dataclass
+        class Config:
+            temperature: float = 0.8
+            steps: int = 8
+    """,
+    "noise.py": """
+        import torch
+
+        def add_gumbel_noise(logits, temperature):
+            if temperature == 0:
+                return logits
+            noise = torch.rand_like(logits, dtype=torch.float64)
+            return (logits.exp() + 1e-10) / ((-torch.log(noise + 1e-10)) ** temperature + 1e-10)
+    """,
+    "builder.py": """
+        import torch
+
+        from noise import add_gumbel_noise
+
+        class Builder:
+            def __init__(self, model, config):
+                self.model = model
+                self.config = config
+
+            def rollout(self, state):
+                steps = []
+                for _ in range(self.config.steps):
+                    logits = self.model(state, attention_mask=state != 0).logits[0]
+                    child = torch.argmax(add_gumbel_noise(logits, self.config.temperature), dim=-1)
+                    steps.append((state, child))
+                    state = child
+                return steps
+    """,
+    "loss.py": """
+        import torch.nn.functional as F
+
+        class TreeLoss:
+            def _transition_logp(self, model, parent, child):
+                logits = model(parent.unsqueeze(0)).logits[0]{tempered}
+                return F.log_softmax(logits, dim=-1).gather(-1, child.unsqueeze(-1)).sum()
+
+            def trajectory_logp(self, model, steps):
+                return sum(self._transition_logp(model, p, c) for p, c in steps)
+
+            def entropy_report(self, model, ids):
+                return F.log_softmax(model(ids).logits, dim=-1).mean()
+    """,
+    "trainer.py": """
+        from builder import Builder
+        from loss import TreeLoss
+
+        class Trainer:
+            def __init__(self, model, config):
+                self.model = model
+                self.builder = Builder(model, config)
+                self.loss = TreeLoss()
+
+            def step(self, prompt, advantage):
+                steps = self.builder.rollout(prompt)
+                (-advantage * self.loss.trajectory_logp(self.model, steps)).backward()
+    """,
+    "run.py": """
+        import torch
+        from transformers import AutoModel
+
+        from cfg import Config
+        from trainer import Trainer
+
+        def main():
+            model = AutoModel.from_pretrained("GSAI-ML/LLaDA-8B-Instruct", trust_remote_code=True)
+            trainer = Trainer(model, {config})
+            trainer.step(torch.zeros(1, 8, dtype=torch.long), 1.0)
+
+        main()
+    """,
+}
+
+
+def _tree(tmp_path, config="Config()", tempered=""):
+    from rllint.runner import lint_files
+
+    (tmp_path / "pyproject.toml").write_text("")
+    for name, text in _TREE_PROJECT.items():
+        (tmp_path / name).write_text(textwrap.dedent(text).format(config=config, tempered=tempered))
+    result = lint_files([str(tmp_path / "loss.py")], Settings(select=["RL309"]))
+    return [(d.line, d.code) for d in result.diagnostics]
+
+
+def test_a_loss_method_a_trainer_reaches_scores_what_the_sampler_object_it_built_drew(tmp_path):
+    """ScottBiggs2/EntropyTree-GRPO-Dev: the builder draws at its config's 0.8 (a Gumbel-max helper); the trainer
+    that builds it hands the draws to a loss class of another module, whose private method scores them at 1.
+    The loss's `entropy_report`, which no sampling module reaches, is not reported."""
+    assert _tree(tmp_path) == [(7, "RL309")]
+
+
+def test_a_sampler_object_at_one_or_a_tempered_loss_is_not_reported(tmp_path):
+    assert _tree(tmp_path, config="Config(temperature=1.0)") == []
+    assert _tree(tmp_path, tempered=" / 0.8") == []
+
+
+# ---- generate's own scores: processed at the temperature that drew the tokens ----
+
+_SCORES = """
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    def rollout(model, ids, params):
+        out = model.generate(ids, do_sample=True, temperature=params.temperature, output_scores=True,
+                             output_logits=True, return_dict_in_generate=True)
+        step_logits = torch.stack([step[0] for step in out.{field}])
+        return out.sequences, step_logits.log_softmax(dim=-1)
+
+    class Params:
+        def __init__(self, temperature=0.7):
+            self.temperature = temperature
+
+    policy = AutoModelForCausalLM.from_pretrained("gpt2")
+    rollout(policy, None, Params(temperature=0.8))
+"""
+
+
+def test_the_scores_generate_returns_are_at_the_temperature_that_drew_the_tokens():
+    """RobotSail/mini-grpo: `output_scores` are the processed logits, already divided by the temperature."""
+    assert _lint_plain(_SCORES.format(field="scores")) == []
+
+
+def test_the_raw_logits_generate_returns_are_not():
+    assert _lint_plain(_SCORES.replace("params.temperature", "0.7").format(field="logits")) == [(9, "RL309")]

@@ -20,7 +20,9 @@ Facts (absent = unknown):
 - `text`: COMPLETION (decoded from sampled ids, or a scoring function's completion), PROMPT, GOLD.
 - `number`: the number, and `origin`, how it got here ("literal", "default of parameter `lr`"...).
 - configuration (`rllint.analysis.domains.config`): `fields`, the arguments a dataclass instance was built
-  with (field -> Value); `literal`, the text of a string setting.
+  with (field -> Value); `literal`, the text of a string setting; `fields_set`, attributes were set by a name
+  the code does not write (`setattr(cfg, k, v)`): a field not in `fields` no longer holds its default (a join
+  keeps it when either path has it).
 - models: `model` (the node that built the object, its identity), `arch` (CAUSAL_LM, SEQ_CLS, VALUE_HEAD),
   `weightless` (an `nn.Module` of the project that holds no parameters: a loss written as a module).
 - containers: `items` (dict: key -> Value; tuple/list: position -> Value) and `element` (what any element
@@ -30,6 +32,15 @@ Facts (absent = unknown):
   over the time axis (a sequence's log-prob); `lp_seq_exp`: `exp` of such a difference (a whole-sequence ratio);
   `lp_some`: they are those of one path, which carries the graph they count whatever the joined `grad` says.
 - `filled`: a new tensor of zeros (0) or ones (1), a mask once only 0s and 1s are written into it.
+- sampling (`rllint.analysis.domains.torch_ops`): `temperature`, on logits and what keeps their distribution
+  over the vocabulary (a slice, a cast, a top-k mask, `softmax`, `exp`): (T, form), T the NUMBER value the raw
+  logits were divided by (1 for a model's `.logits`), form LOG_SPACE (`l / T` up to a constant per row: logits,
+  log-probs) or WEIGHTS (`exp(l / T)` up to a positive factor per row: probabilities, unnormalised weights),
+  T's `drawn` the sampler call whose own temperature it is (`generate`'s processed `scores`), whatever its number;
+  `noise`, independent noise of a known law (UNIFORM `rand`, EXPONENTIAL `-log(U)`, GUMBEL `-log(E)`, and the
+  negatives `log(U)`, `log(E)`) with `noise_scale`, the NUMBER value s of `s * G` or `E ** s`; `gumbel_max`,
+  the NUMBER value T for which the argmax of this tensor draws a token from `softmax(l / T)` (logits at T plus
+  Gumbel noise, weights at T divided by exponential noise).
 - `sources`: nodes of interest whose result flows into this value (`.item()` calls, string slices):
   a value that reaches `backward()` carries the stoppers that cut its gradient in its sources.
 - `obj`: the node that made this tensor object (aliases and views share it).
@@ -58,6 +69,10 @@ GRAPH, NO_GRAD, DETACHED = "graph", "no_grad", "detached"
 STD, VAR, NORM = "std", "var", "norm"
 # text
 COMPLETION, PROMPT, GOLD = "completion", "prompt", "gold"
+# laws of noise, and the forms of tempered logits
+UNIFORM, EXPONENTIAL, GUMBEL, NEG_EXPONENTIAL, NEG_GUMBEL = "uniform", "exponential", "gumbel", "-exponential", \
+    "-gumbel"
+LOG_SPACE, WEIGHTS = "log", "weights"
 # architectures
 CAUSAL_LM, SEQ_CLS, VALUE_HEAD, SEQ2SEQ = "causal_lm", "seq_cls", "value_head", "seq2seq"
 
@@ -170,6 +185,8 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
             reasons = a.why.get(key, ()) + tuple(n for n in b.why.get(key, ()) if n not in a.why.get(key, ()))
             if reasons:
                 why[key] = reasons
+    if a.facts.get("fields_set") or b.facts.get("fields_set"):  # on one path, any attribute may have been set
+        facts["fields_set"] = True
     if "lp" not in facts and ("lp" in a.facts) != ("lp" in b.facts):  # a path that adds log-probs linearly
         holder = a if "lp" in a.facts else b
         facts.update((k, holder.facts[k]) for k in ("lp", "lp_at", "lp_seq") if k in holder.facts)

@@ -15,7 +15,7 @@ training step itself (it calls `backward`) and for the methods a trainer framewo
 
 Rules ask `Flow`: `value(expr)`, `grad_mode(statement)`, `callers(function)`, `frozen(model)`,
 `trained(model)`, and the events the interpretation saw (`inplace`, `stoppers`, `backwards`,
-`forwards`, `saved`, `reads`).
+`forwards`, `draws`, `saved`, `reads`).
 """
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ class Flow:
         self.values: Dict[cst.CSTNode, Value] = {}
         self._events: Dict[str, Dict[Tuple[cst.CSTNode, Optional[cst.Call]], Event]] = {
             "inplace": {}, "stopper": {}, "backward": {}, "forward": {}, "weighted": {}, "policy_gradient": {},
-            "generate": {}, "dropout": {}}
+            "generate": {}, "dropout": {}, "draw": {}}
         self.reads: Dict[cst.CSTNode, List[Tuple[cst.CSTNode, cst.CSTNode]]] = {}  # obj -> (read, statement)
         self.saved: Dict[cst.CSTNode, List[Tuple[cst.CSTNode, str]]] = {}  # obj -> (statement, op)
         self.opaque: Set[cst.CSTNode] = set()  # calls out of sight handed a model or a graph (`Frame._opaque`)
@@ -131,6 +131,9 @@ class Flow:
         self._trained_places: Optional[Set[Tuple]] = None
         self.depth_of_callers = 0  # 1 for a module read to find the callers of another's functions
         self.for_callers = bool(getattr(file, "for_callers", False))
+        # Interpreting the top level can read another module that asks for this file's flow again (to find the
+        # callers of its functions): that is this one, not a second flow that would take over `ir.flow`.
+        file._facts[Flow] = self
         self._analyze(self.ir.top)
 
     # ---- events ----
@@ -210,6 +213,13 @@ class Flow:
         """Models given a dropout probability where they are built or adapted (`extra["p"]`, a Value): PEFT's
         `get_peft_model` with a `LoraConfig` (its `lora_dropout`, 0 when not given)."""
         return list(self._events["dropout"].values())
+
+    @property
+    def draws(self) -> List[Event]:
+        """Tokens drawn from tempered logits by hand (`torch_ops.draw`), here or in a helper a call of this file runs:
+        each event's target is the temperature (a NUMBER value, its number absent when not known)."""
+        self.analyze_all()
+        return list(self._events["draw"].values())
 
     def record(self, kind: str, event: Event) -> None:
         """Keep an event; `saved` and `read` events fill `saved` and `reads` (keyed by the tensor object)."""
@@ -494,6 +504,11 @@ class Flow:
         self._attributes[key] = result
         return result
 
+    def stored_elsewhere(self, cls: ClassIR, name: str) -> bool:
+        """Whether a method of `cls` (or of a base) other than `__init__` assigns `self.name`."""
+        return any(method.name != "__init__" and next(_self_stores(stmt, name), None) is not None
+                   for method in self._methods(cls) for stmt in method.statements)
+
     def imported(self, qual: str, level: int) -> Optional[object]:
         """The function or class of another project module that an imported name stands for (None: a
         library's, unreadable, or `cross-module-values` is off)."""
@@ -659,12 +674,13 @@ class Flow:
         return frame.expr(expr)
 
     def summary(self, function: FunctionIR, args: Dict[str, Value], mode: Optional[bool], depth: int,
-                keep: bool = True) -> Tuple[Value, List[Tuple[str, "Event"]]]:
-        """What `function` returns when called with `args` in gradient mode `mode`, and the events of that run
-        (the caller records them as happening through its call). A run asked by a module read to find callers
-        (`keep` False) is not remembered: it may run while an attribute it reads is still being found."""
+                keep: bool = True) -> Tuple[Value, List[Tuple[str, "Event"]], Dict[str, Value]]:
+        """What `function` returns when called with `args` in gradient mode `mode`, the events of that run (the
+        caller records them as happening through its call), and what a method stored on its instance
+        (`self.config = config`: attribute -> value). A run asked by a module read to find callers (`keep`
+        False) is not remembered: it may run while an attribute it reads is still being found."""
         if depth >= MAX_DEPTH or self._summary_count >= MAX_SUMMARIES:
-            return UNKNOWN, []
+            return UNKNOWN, [], {}
         key = (id(function), mode, tuple(sorted((k, signature(v)) for k, v in args.items())))
         cached = self._summaries.get(key)
         if cached is not None and cached is not _IN_PROGRESS:
@@ -677,7 +693,12 @@ class Flow:
         params = {p.name: args.get(p.name) or self.default(p, function) for p in function.params if not p.star}
         frame = Frame(self, function, params, mode, depth=depth + 1, record=False)
         frame.run()
-        result = (frame.returned(), frame.collected)
+        stores: Dict[str, Value] = {}
+        if function.cls is not None and function.params and function.params[0].index == 0 and not _is_static(function):
+            prefix = function.params[0].name + "."
+            stores = {key[len(prefix):]: held for key, held in frame.env.items()
+                      if key.startswith(prefix) and key[len(prefix):].isidentifier()}
+        result = (frame.returned(), frame.collected, stores)
         if not keep:
             self._summaries.pop(key, None)
         elif cached is None:  # the outermost interpretation keeps its answer
@@ -1192,6 +1213,8 @@ class Frame:
             method = owner.method_of(cls, attr)
             if method is not None:
                 return value(type=FUNCTION, function=method).but(bound=base)
+            if base.facts.get("fields_set"):  # set by a name out of sight: neither its default nor its stores hold
+                return with_sources(UNKNOWN.but(bound=base), base.sources)
             if kind == MODEL and attr in MODULE_METHODS:  # `nn.Module.cuda`, inherited: the models domain's
                 return with_sources(UNKNOWN.but(bound=base), base.sources)
             stored = owner.class_attribute(cls, attr)
@@ -1259,13 +1282,16 @@ class Frame:
     def _comparison(self, node: cst.Comparison) -> Value:
         left = self.expr(node.left)
         sources = left.sources
+        compared = []
         for target in node.comparisons:
-            sources |= self.expr(target.comparator).sources
+            right = self.expr(target.comparator)
+            compared.append(right)
+            sources |= right.sources
         if left.facts.get("type") == TENSOR:
             facts = {k: left.facts[k] for k in ("rank", "axes") if k in left.facts}
             return with_sources(Value({"type": TENSOR, "grad": "no_grad", "content": "mask", "obj": node, **facts},
                                       {"grad": (node,)}), sources)
-        return with_sources(value((node,), type=BOOL), sources)
+        return with_sources(value((node,), type=BOOL, number=_compared(left, node.comparisons, compared)), sources)
 
     def _sequence(self, node: cst.CSTNode) -> Value:
         items = []
@@ -1378,6 +1404,9 @@ class Frame:
                 receiver if receiver is not None else UNKNOWN)
             self.emit("backward", node, loss, "backward")
             return value(type=NONE)
+        if name == "setattr" and isinstance(node.func, cst.Name) and "setattr" not in self.env and len(args) == 3:
+            self._setattr(node, args[2])
+            return value(type=NONE)
         if name in ("append", "extend") and receiver is not None and receiver.facts.get("type") == LIST and args \
                 and isinstance(node.func, cst.Attribute):
             self._grow(node.func.value, receiver, args[0] if name == "append" else element_of(args[0]))
@@ -1389,6 +1418,24 @@ class Frame:
         if result.facts.get("saved"):
             self.saved(result, result.facts["saved"])
         return with_sources(result, sources)
+
+    def _setattr(self, node: cst.Call, stored: Value) -> None:
+        """`setattr(obj, "name", v)` is `obj.name = v`; with a name not written here (`for k, v in d.items():
+        setattr(cfg, k, v)`), any attribute of `obj` may have changed: what it held and its fields' defaults are
+        no longer known (`fields_set`)."""
+        holder = place(node.args[0].value)
+        if holder is None:
+            return
+        attribute = literal(node.args[1].value)
+        if isinstance(attribute, str) and attribute.isidentifier():
+            self.env[f"{holder}.{attribute}"] = stored
+            self.stored_on.add(holder.split(".", 1)[0])
+            return
+        for key in [k for k in self.env if k.startswith(holder + ".")]:
+            del self.env[key]
+        current = self.env.get(holder)
+        if current is not None and current.facts.get("type") in (INSTANCE, "config"):
+            self.env[holder] = current.but(fields_set=True, why={"fields_set": (node,)})
 
     def _settings_handed(self, node: cst.Call) -> None:
         """A dict whose every key is known (a file of settings) that a call may change (`cfg.update(...)`, a
@@ -1529,7 +1576,9 @@ class Frame:
         return self._opaque(node, args, kwargs)
 
     def _invoke(self, function: FunctionIR, node: cst.Call, args: List[Value], kwargs: Dict[str, Value],
-                receiver: Optional[Value]) -> Value:
+                receiver: Optional[Value], stores: Optional[Dict[str, Value]] = None) -> Value:
+        """What a call of a project function returns with these arguments; `stores`, when given, receives what it
+        stored on its instance."""
         bound = function.bind(node, method=receiver is not None)
         values = {param: self._argument(expr, node, args, kwargs) for param, expr in bound.items()}
         if function.module is not self.ir:  # another module cannot see which of this file's objects train
@@ -1537,7 +1586,10 @@ class Frame:
         if receiver is not None and function.params and function.params[0].index == 0:
             values[function.params[0].name] = receiver
         owner: Flow = function.module.flow
-        result, events = owner.summary(function, values, self.mode, self.depth, keep=not self.flow.for_callers)
+        result, events, stored = owner.summary(function, values, self.mode, self.depth,
+                                               keep=not self.flow.for_callers)
+        if stores is not None:
+            stores.update(stored)
         if owner is not self.flow:  # what the other module read makes this file's result stale when it changes
             self.flow.file.dependencies.update(owner.file.dependencies)
         if result.facts.get("cut") is not None and (self.mode is False or function.module is not self.ir):
@@ -1573,7 +1625,12 @@ class Frame:
             instance = instance.but(type=MODEL, model=node, why={"model": (node,)})
         init = owner.method_of(cls, "__init__")
         if init is not None:
-            self._invoke(init, node, args, kwargs, instance)
+            stored: Dict[str, Value] = {}
+            self._invoke(init, node, args, kwargs, instance, stored)
+            if instance.facts.get("type") == INSTANCE:  # what this construction stored, where no other method stores
+                own = {k: v for k, v in stored.items() if v.facts.get("type") and not owner.stored_elsewhere(cls, k)}
+                if own:
+                    instance = instance.but(fields=tuple(own.items()))
         elif any(c.fields for c in owner._class_chain(cls)):
             # a dataclass (pydantic, attrs) without an `__init__` of its own: the generated one stores each
             # argument in the field of its name, positional ones in the order the fields are declared
@@ -1706,6 +1763,23 @@ def element_of(iterable: Value) -> Value:
                 facts[fact] = iterable.facts[fact]
         return Value(facts, {"grad": iterable.reason("grad")} if "grad" in facts else {})
     return with_sources(UNKNOWN, iterable.sources)
+
+
+_ORDER = {cst.Equal: lambda a, b: a == b, cst.NotEqual: lambda a, b: a != b, cst.LessThan: lambda a, b: a < b,
+          cst.LessThanEqual: lambda a, b: a <= b, cst.GreaterThan: lambda a, b: a > b,
+          cst.GreaterThanEqual: lambda a, b: a >= b}
+
+
+def _compared(left: Value, comparisons: Sequence[cst.ComparisonTarget], rights: List[Value]) -> Optional[float]:
+    """The truth (1.0 / 0.0) of a comparison of known numbers (`temperature == 0`, `0 < lr <= 1`), else None."""
+    outcome = True
+    for target, right in zip(comparisons, rights):
+        test = _ORDER.get(type(target.operator))
+        if test is None or any(v.facts.get("type") != NUMBER or "number" not in v.facts for v in (left, right)):
+            return None
+        outcome = outcome and test(left.facts["number"], right.facts["number"])
+        left = right
+    return float(outcome)
 
 
 def compute(operator: cst.CSTNode, a: float, b: float) -> Optional[float]:

@@ -24,7 +24,7 @@ from rllint.analysis.text import Scope, Scopes, call_tail
 from rllint.analysis.values import RemoteNode, Values
 from rllint.diagnostic import Severity, Tier
 from rllint.files import KINDS
-from rllint.index import SAMPLER_CALLS as _SAMPLER_CALLS, ProjectIndex
+from rllint.index import SAMPLER_CALLS as _SAMPLER_CALLS, ProjectIndex, temperature_keyword
 from rllint.registry import CSTRule, Option
 from rllint.rules.decoding import FunctionRule, generation_kwargs
 
@@ -217,14 +217,33 @@ def _samplers(file, values: Optional[Values] = None) -> List[Optional[Setting]]:
     read as helpers are): a sampler's `temperature=` or its framework config's default, and hand-written
     samplers; None for one not known."""
     found: List[Optional[Setting]] = []
+    own = {s.name.value for s in file.module.body if isinstance(s, cst.FunctionDef)}  # they sample where they do
+    imports = file.fact(Imports)
     for node in walk(file.module, into_functions=True):
-        if isinstance(node, cst.Call) and call_tail(node) in _SAMPLER_CALLS:
+        if not isinstance(node, cst.Call):
+            continue
+        first = temperature_keyword(imports.qualified(node.func))
+        if first is not None:  # `make_sampler(temp, top_p=...)`, read by the engine alone
+            arg = keyword(node, first) or next((a for a in node.args if a.keyword is None and not a.star), None)
+            if arg is not None:
+                found.append(_temperature_of(file, arg.value, None))
+        elif call_tail(node) in _SAMPLER_CALLS and not (isinstance(node.func, cst.Name) and node.func.value in own):
             arg = keyword(node, "temperature")
             if arg is not None:
                 found.append(_temperature_of(file, arg.value, values))
             else:
                 found.extend(_framework_temperature(file, node))
-    return found + _drawn(file)
+    # A draw in a function of this module counts in that function's own context (its callers' temperatures
+    # joined), not once more for each call of it here: a demo `main()` is not every caller.
+    return found + _drawn(file) + [_drawn_at(event.target) for event in file.fact(Flow).draws
+                                   if event.via is None or not event.local]
+
+
+def _drawn_at(temperature) -> Optional[Setting]:
+    """The setting of a token drawn by hand at a temperature the engine follows (None: not known)."""
+    if "number" not in temperature.facts:
+        return None
+    return Setting(temperature.facts["number"], temperature.facts.get("origin") or _written(temperature))
 
 
 def _temperature_of(file, expr: cst.BaseExpression, values: Optional[Values]) -> Optional[Setting]:
@@ -298,12 +317,21 @@ class LogprobsIgnoreTemperature(FunctionRule):
     (`log_softmax`, `-cross_entropy(..., reduction="none")`) over logits that were never
     divided by that temperature, and `-loss` of the trained policy's forward given `labels=`
     (the labels' mean log-prob, which the model takes from its raw logits); a log-prob helper (of the same module or another) whose
-    `temperature` parameter defaults to 1 and that is called without it; and a division of
+    `temperature` parameter defaults to 1 and that is called without it (one that returns the
+    log-probs, or backpropagates a loss of them); and a division of
     log-probs (rather than logits) by the temperature. The sampling temperature is the
     file's own, or, when the file samples nothing, that of the project modules it imports or
-    that import it (followed through their configuration too). A sampler is a `temperature=`
-    given to `generate`, `GenerationConfig`, `SamplingParams` or an RL trainer's config, or a
-    hand-written one: `torch.multinomial` of a softmax over logits divided by T. Where a sampler
+    that import it (followed through their configuration too, and through what they build:
+    a sampler object keeps the config it was constructed with); then only a function or
+    method of this module that a function they call reaches scores the rollouts. A sampler is a
+    `temperature=` given to `generate`, `GenerationConfig`, `SamplingParams` or an RL trainer's
+    config, the first argument of mlx_lm's `make_sampler`, or a token drawn by hand from a
+    model's logits divided by T: `torch.multinomial` of their softmax, or the argmax of a
+    Gumbel-max perturbation (`logits / T` plus Gumbel noise, `exp(logits) / E ** T` as
+    LLaDA's `add_gumbel_noise`, weights divided by exponential noise), here or in a helper of
+    another module that a call of this file runs with its temperature; greedy decoding (the
+    argmax of the logits) draws at 0. A function of the module named like a sampler samples
+    where its body does. Where a sampler
     at temperature 1 is among them (rollouts at 1, evaluation at 0.7) nothing is reported:
     which sampler drew the rollouts is not known. Nor is a temperature that is only a
     constructor's default. The temperature is read after every layer of configuration: a
@@ -315,8 +343,10 @@ class LogprobsIgnoreTemperature(FunctionRule):
     since: the release the project pins decides; without a pin, the releases that accept every
     flag or keyword the project gives the config, else that default is not known). Logits
     given to a helper (of this module or another) that divides them by its `temperature`
-    parameter are tempered. A TRL config whose `generation_kwargs` sample at another
-    temperature than its `temperature`, by which TRL's loss divides the logits, is reported too.
+    parameter are tempered, and so are the processed `scores` that `generate(...,
+    output_scores=True, return_dict_in_generate=True)` returns: the temperature that drew the
+    tokens. A TRL config whose `generation_kwargs` sample at another temperature than its
+    `temperature`, by which TRL's loss divides the logits, is reported too.
 
     ## Why is this bad?
     The sampler drew tokens from `softmax(logits / T)`. Log-probs computed from the raw
@@ -365,15 +395,19 @@ class LogprobsIgnoreTemperature(FunctionRule):
                      and not constructor_default(v)]
             if not found:
                 known = []
-                for path, summary in self.file.fact(ProjectIndex).neighbours():
+                index = self.file.fact(ProjectIndex)
+                sampling: Set[str] = set()  # the names the neighbours that sample call
+                for path, summary in index.neighbours():
                     numbers = [(n, f"sampled in {os.path.basename(path)}") for n in summary.samples]
-                    if any(n is None for n, _ in numbers):
-                        numbers = self._followed(path)
-                    known.extend(n for n in numbers if n[0] != 0)  # greedy decoding (prompt log-probs) draws none
+                    if any(n is None for n, _ in numbers) or not numbers and index.may_draw(path, summary):
+                        numbers = self._followed(path)  # the engine reads what the index cannot, and draws by hand
+                    numbers = [n for n in numbers if n[0] != 0]  # greedy decoding (prompt log-probs) draws none
+                    known.extend(numbers)
+                    if numbers:
+                        sampling |= summary.called
                 if any(number is None for number, _ in known):
                     known = []  # a temperature that neither the index nor the engine reads: mixed evidence
-                self._callers = {n for path, summary in self.file.fact(ProjectIndex).neighbours() if summary.samples
-                                 for n in summary.called} if known else None
+                self._callers = sampling if known else None
             tempered = [v for v in known if v[0] != 1]
             self._temperature = (tempered[0] if tempered and len(tempered) == len(known) else None,)
         return self._temperature[0]
@@ -460,22 +494,43 @@ class LogprobsIgnoreTemperature(FunctionRule):
 
     def _scores_here(self) -> bool:
         """Whether log-probs computed here score the rollouts: always when this module samples; when another
-        module does, only in a function of this module that it calls."""
-        return self._callers is None or not (
-            self.function is None or self.function.name.value not in self._callers
-            or self.function.name.value not in self.file.fact(ProjectIndex).own.functions or len(self._functions) > 1)
+        module does, only in a function or method of this module that it calls, or that one of those calls here
+        (`self._token_logps(...)` of the `compute_loss` a trainer calls)."""
+        if self._callers is None:
+            return True
+        if self.function is None or len(self._functions) > 1:
+            return False
+        flow = self.file.fact(Flow)
+        pending = [f for f in flow.ir.all_functions() if f.node is self.function]
+        seen: Set[object] = set()
+        while pending and len(seen) < 64:
+            function = pending.pop()
+            if function in seen or function.module is not flow.ir:
+                continue
+            seen.add(function)
+            if function.name in self._callers and (function.cls is not None or function.parent is None):
+                return True
+            pending.extend(site.function for site in flow.callers(function))
+        return False
 
     def _check(self, node: cst.CSTNode, operand: Optional[cst.BaseExpression]) -> None:
         if operand is None or self.sampling_temperature() is None:
             return
         sources = self._sources(operand, self.scope)
-        if any(self._handled(n) or self._tempering(n) for n in sources):
+        if any(self._handled(n) or self._tempering(n) for n in sources) or self._at_sampling_temperature(operand):
             return
         if not self._scores_here():
             return  # another module samples: only a function of this module that it calls computes its log-probs
         if any(isinstance(n, cst.Attribute) and n.attr.value == "logits" or isinstance(n, cst.Name)
                and "logits" in n.value.lower() for n in sources):
             self.report(node, what=self._what(*self.sampling_temperature()))
+
+    def _at_sampling_temperature(self, operand: cst.BaseExpression) -> bool:
+        """Logits the engine knows are at the sampling temperature, or at the one their tokens were drawn at
+        (`generate(..., output_scores=True)`'s processed `scores`)."""
+        tempered = self.file.fact(Flow).value(operand).facts.get("temperature")
+        return tempered is not None and (tempered[0].facts.get("drawn") is not None
+                                         or tempered[0].facts.get("number") == self.sampling_temperature()[0])
 
     @staticmethod
     def _handled(node: cst.CSTNode) -> bool:
@@ -630,6 +685,13 @@ class TruncatedSamplingFullLogprobs(LogprobsIgnoreTemperature):
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         return None
+
+    def _at_sampling_temperature(self, operand: cst.BaseExpression) -> bool:
+        """Logits the engine knows are at the sampling temperature, or at the one their tokens were drawn at
+        (`generate(..., output_scores=True)`'s processed `scores`)."""
+        tempered = self.file.fact(Flow).value(operand).facts.get("temperature")
+        return tempered is not None and (tempered[0].facts.get("drawn") is not None
+                                         or tempered[0].facts.get("number") == self.sampling_temperature()[0])
 
     @staticmethod
     def _handled(node: cst.CSTNode) -> bool:

@@ -93,6 +93,8 @@ class ConfigDomain(Domain):
     def read(self, flow, base: Value, attr: str) -> Optional[Value]:
         """`base.<attr>` of a configuration value (None: not one)."""
         kind = base.facts.get("type")
+        if base.facts.get("fields_set") and attr not in dict(base.facts.get("items") or base.facts.get("fields") or ()):
+            return UNKNOWN  # set by a name out of sight (`setattr(cfg, k, v)`)
         if kind == NAMESPACE:
             return flag_default(flow, attr)
         if kind == CONFIG:
@@ -132,6 +134,8 @@ def setting(flow, holder: Value, key: str) -> Value:
         given = dict(holder.facts.get("fields") or ())
         if key in given:
             return given[key]
+        if holder.facts.get("fields_set"):
+            return UNKNOWN
         cls = holder.facts["cls"]
         stored = cls.module.flow.class_attribute(cls, key)
         if stored is not None:

@@ -20,10 +20,10 @@ from typing import Dict, List, Optional
 import libcst as cst
 
 from rllint.analysis.domains.base import Domain
-from rllint.analysis.domains.torch_ops import OPS, Operands, gradient, tensor_result
-from rllint.analysis.facts import (BATCH, CAUSAL_LM, GRAPH, IDS, LOGITS, MODEL, NLL, NO_GRAD, NUMBER, OPTIMIZER, OUTPUT,
-                                   PARAMS, SEQ2SEQ, SEQ_CLS, TENSOR, TIME, TOKENIZER, TUPLE, UNKNOWN, VALUE_HEAD, VOCAB,
-                                   Value, item_of, value, with_sources)
+from rllint.analysis.domains.torch_ops import OPS, Operands, gradient, raw_logits, tensor_result
+from rllint.analysis.facts import (BATCH, CAUSAL_LM, GRAPH, IDS, LOG_SPACE, LOGITS, MODEL, NLL, NO_GRAD, NUMBER,
+                                   OPTIMIZER, OUTPUT, PARAMS, SEQ2SEQ, SEQ_CLS, TENSOR, TIME, TOKENIZER, TUPLE, UNKNOWN,
+                                   VALUE_HEAD, VOCAB, Value, item_of, value, with_sources)
 
 # Methods that return the model they are called on (or the same parameters).
 SAME_MODEL = frozenset({"to", "cuda", "cpu", "eval", "train", "half", "float", "bfloat16", "requires_grad_"})
@@ -107,9 +107,13 @@ class Models(Domain):
             return receiver
         if name == "generate":
             frame.emit("generate", node, receiver, "generate")
-            return Value({"type": TENSOR, "rank": 2, "axes": (BATCH, TIME), "content": IDS, "sampled": True,
-                          "grad": NO_GRAD, "obj": node},
-                         {"rank": (node,), "content": (node,), "sampled": (node,), "grad": (node,)})
+            ids = Value({"type": TENSOR, "rank": 2, "axes": (BATCH, TIME), "content": IDS, "sampled": True,
+                         "grad": NO_GRAD, "obj": node},
+                        {"rank": (node,), "content": (node,), "sampled": (node,), "grad": (node,)})
+            returned = kwargs.get("return_dict_in_generate")
+            if returned is None or not returned.facts.get("number"):
+                return ids
+            return generated(node, ids, kwargs)
         if name in ("parameters", "named_parameters"):
             return value((node,), type=PARAMS).but(model=receiver.facts.get("model"))
         if name == "forward":
@@ -120,6 +124,8 @@ class Models(Domain):
         kind = base.facts.get("type")
         if kind == MODEL and attr in UNWRAP:
             return base
+        if kind == OUTPUT and base.facts.get("generated"):
+            return dict(base.facts.get("items") or ()).get(attr, UNKNOWN)
         if kind == OUTPUT:
             if base.facts.get("arch") is None and attr in OPS:
                 return None  # a tensor method of what a model of unknown class returned (`torch_ops`)
@@ -178,6 +184,22 @@ class Models(Domain):
         return frame.opaque(node, result.but(grad=None))
 
 
+def generated(node: cst.Call, ids: Value, kwargs: Dict[str, Value]) -> Value:
+    """What `generate(..., return_dict_in_generate=True)` returns: the ids (`sequences`), and per step the raw
+    `logits` and the `scores` after the logits processors, which divide them by the temperature it draws at
+    when it samples with one (`do_sample=True`, `temperature=`; else the scores' temperature is not known)."""
+    sampling = kwargs.get("do_sample")
+    temperature = kwargs.get("temperature") if sampling is not None and sampling.facts.get("number") else None
+    step = {"type": TENSOR, "rank": 2, "grad": NO_GRAD, "obj": node}
+    scores = Value(step, {"grad": (node,)})
+    if temperature is not None:  # at the temperature this call drew at, whatever number it holds (`drawn`)
+        scores = scores.but(temperature=(Value({**temperature.facts, "type": NUMBER, "drawn": node}), LOG_SPACE))
+    logits = Value({**step, "temperature": raw_logits(node)}, {"grad": (node,)})
+    items = (("sequences", ids), ("scores", Value({"type": TUPLE, "element": scores})),
+             ("logits", Value({"type": TUPLE, "element": logits})))
+    return Value({"type": OUTPUT, "generated": True, "items": items}, {"type": (node,)})
+
+
 _SAME_RANK_LAYERS = frozenset({"Linear", "LayerNorm", "RMSNorm", "Dropout", "ReLU", "Tanh", "GELU", "SiLU",
                                "Sigmoid", "Softplus", "Identity"})
 
@@ -216,6 +238,8 @@ def output_field(output: Value, attr: str, node: cst.CSTNode) -> Value:
             facts.update(rank=3, axes=(BATCH, TIME, VOCAB), content=LOGITS, dist=2)
         elif arch == SEQ_CLS:
             facts.update(rank=2, axes=(BATCH, None))
+        if arch != SEQ_CLS:  # a language model's logits, which nothing has divided yet
+            facts.update(temperature=raw_logits(node))
     elif attr == "last_hidden_state":
         facts.update(rank=3, axes=(BATCH, TIME, None))
     elif attr == "loss":

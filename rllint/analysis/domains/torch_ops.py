@@ -12,9 +12,9 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import libcst as cst
 
 from rllint.analysis.domains.base import Domain
-from rllint.analysis.facts import (BOOL, DETACHED, GRAPH, IDS, LOGPROBS, MASK, NO_GRAD, NORM, NUMBER, PROBS, SHAPE,
-                                   STD, TENSOR, TIME, TOKEN_LOGPROBS, TUPLE, UNKNOWN, VAR, Value, value,
-                                   with_sources)
+from rllint.analysis.facts import (BOOL, DETACHED, EXPONENTIAL, GRAPH, GUMBEL, IDS, LOG_SPACE, LOGPROBS, MASK,
+                                   NEG_EXPONENTIAL, NEG_GUMBEL, NO_GRAD, NORM, NUMBER, PROBS, SHAPE, STD, TENSOR, TIME,
+                                   TOKEN_LOGPROBS, TUPLE, UNIFORM, UNKNOWN, VAR, WEIGHTS, Value, value, with_sources)
 from rllint.analysis.syntax import same_expression
 
 
@@ -156,7 +156,10 @@ def balanced(lp: Optional[Tuple[int, int]]) -> bool:
 
 
 def negated(v: Value) -> Value:
+    """`-v`: log-probs change sign, noise its law (`-log(U)` is exponential), logits are no longer tempered ones."""
     lp = v.facts.get("lp")
+    noise = _NEGATED.get(v.facts.get("noise"))
+    v = v.but(temperature=None, gumbel_max=None, noise=noise, noise_scale=v.facts.get("noise_scale") if noise else None)
     return v if lp is None else v.but(lp=(-lp[0], -lp[1]))
 
 
@@ -541,6 +544,8 @@ def _creation(ops: Operands, x: Optional[Value]) -> Value:
             facts = {"rank": len(sizes)}
     if name in ("zeros", "zeros_like", "ones", "ones_like"):
         facts["filled"] = 0 if name.startswith("zeros") else 1  # a mask once 0s and 1s are written into it
+    if name in ("rand", "rand_like"):
+        facts["noise"] = UNIFORM
     requires = ops.kwargs.get("requires_grad")
     grad = GRAPH if requires is not None and requires.facts.get("number") else NO_GRAD
     return Value({"type": TENSOR, "obj": ops.node, "grad": grad, **facts}, {"grad": (ops.node,)})
@@ -673,6 +678,118 @@ SAVES_OUTPUT = frozenset({"exp", "softmax", "log_softmax", "sigmoid", "tanh", "s
 STOPPERS = frozenset({"item", "tolist", "numpy"})
 
 
+# ---------------------------------------------------------------- sampling: tempered logits, noise, draws
+
+# A number at most this small added to a tensor guards a log or a division (`noise + 1e-10`): the law is kept.
+_GUARD = 1e-3
+# Ops that keep what a tensor holds along the vocabulary: its temperature, its noise, its Gumbel-max draw.
+_KEEPS_SAMPLING = frozenset({"float", "double", "half", "bfloat16", "to", "type", "contiguous", "clone", "cuda", "cpu",
+                             "detach", "squeeze", "unsqueeze", "view", "reshape", "flatten", "masked_fill"})
+_SAMPLING = ("temperature", "noise", "noise_scale", "gumbel_max")
+_NEGATED = {EXPONENTIAL: NEG_EXPONENTIAL, NEG_EXPONENTIAL: EXPONENTIAL, GUMBEL: NEG_GUMBEL, NEG_GUMBEL: GUMBEL}
+_LOGGED = {UNIFORM: NEG_EXPONENTIAL, EXPONENTIAL: NEG_GUMBEL}  # log(U) = -E, log(E) = -G
+_ONE = Value({"type": NUMBER, "number": 1.0})
+
+
+def raw_logits(node: cst.CSTNode) -> Tuple[Value, str]:
+    """The `temperature` of a model's own logits: not divided by anything."""
+    return Value({"type": NUMBER, "number": 1.0, "origin": "raw logits"}, {"number": (node,)}), LOG_SPACE
+
+
+def _number(v: Optional[Value]) -> Optional[float]:
+    return v.facts.get("number") if v is not None and v.facts.get("type") == NUMBER else None
+
+
+def _times(a: Value, b: Value) -> Value:
+    """The product of a temperature and a factor (NUMBER values), with where the one that is not 1 is written;
+    a number whose value is not known when either is not."""
+    x, y = _number(a), _number(b)
+    if x is None or y is None:
+        return Value({"type": NUMBER})
+    if y == 1:
+        return a
+    if x == 1:
+        return b
+    return Value({"type": NUMBER, "number": x * y, "origin": a.facts.get("origin") or b.facts.get("origin") or "literal"},
+                 {"number": a.reason("number") + b.reason("number")})
+
+
+def _sampling(name: str, ops: Operands, x: Optional[Value], result: Value) -> Value:
+    """What an op's result keeps of the distribution `x` holds over the vocabulary: a cast, a view, a top-k mask
+    keep it; `softmax` / `log_softmax` over the last axis and `exp` / `log` change its form; `log` changes the law
+    of noise (`-log(U)` is exponential, `-log(E)` Gumbel); a draw from uniform or exponential noise makes it."""
+    if result.facts.get("type") != TENSOR or x is None:
+        return result
+    if name in _KEEPS_SAMPLING:
+        return result.but(**{k: x.facts[k] for k in _SAMPLING if k in x.facts})
+    tempered, noise = x.facts.get("temperature"), x.facts.get("noise")
+    if name in ("softmax", "log_softmax") and tempered is not None and tempered[1] == LOG_SPACE:
+        rank, dim = x.facts.get("rank"), ops.ints(1 if ops.receiver is None else 0, "dim")
+        if dim == -1 or (rank is not None and norm_axis(dim, rank) == rank - 1):
+            return result.but(temperature=(tempered[0], WEIGHTS if name == "softmax" else LOG_SPACE))
+    if name == "exp" and tempered is not None and tempered[1] == LOG_SPACE:
+        return result.but(temperature=(tempered[0], WEIGHTS))
+    if name == "log" and tempered is not None and tempered[1] == WEIGHTS:
+        return result.but(temperature=(tempered[0], LOG_SPACE))
+    if name == "log" and noise in _LOGGED and "noise_scale" not in x.facts:
+        return result.but(noise=_LOGGED[noise])
+    return result
+
+
+def sampling_arith(operator: cst.CSTNode, left: Value, right: Value, result: Value) -> Value:
+    """The sampling facts of `left <op> right`: logits divided by a temperature (`logits / T`), shifted or guarded
+    by a number; noise scaled (`s * G`, `E ** s`); and the Gumbel-max perturbations, whose argmax draws a token:
+    logits at T plus Gumbel noise s * G (at T * s), weights at T divided by exponential noise E ** s (at T * s)."""
+    add = isinstance(operator, (cst.Add, cst.AddAssign))
+    subtract = isinstance(operator, (cst.Subtract, cst.SubtractAssign))
+    divide = isinstance(operator, (cst.Divide, cst.DivideAssign))
+    lt, rt = left.facts.get("type"), right.facts.get("type")
+    if lt == TENSOR and rt == TENSOR:
+        for a, b in ((left, right), (right, left)) if add else ((left, right),):
+            tempered, noise = a.facts.get("temperature"), b.facts.get("noise")
+            scale = b.facts.get("noise_scale", _ONE)
+            if tempered is None:
+                continue
+            if tempered[1] == LOG_SPACE and ((add and noise == GUMBEL) or (subtract and noise == NEG_GUMBEL)) or \
+                    tempered[1] == WEIGHTS and divide and noise == EXPONENTIAL:
+                return result.but(gumbel_max=_times(tempered[0], scale))
+        return result
+    if (lt == TENSOR) == (rt == TENSOR) or NUMBER not in (lt, rt):
+        return result
+    tensor, number = (left, right) if lt == TENSOR else (right, left)
+    tempered, noise, amount = tensor.facts.get("temperature"), tensor.facts.get("noise"), _number(number)
+    if (add or subtract and tensor is left) and amount is not None and abs(amount) <= _GUARD:
+        return result.but(**{k: tensor.facts[k] for k in _SAMPLING if k in tensor.facts})
+    if (add or subtract) and tempered is not None and tempered[1] == LOG_SPACE:
+        return result.but(temperature=tempered)  # a shift leaves the softmax as it was
+    if divide and tensor is left and tempered is not None and tempered[1] == LOG_SPACE:
+        return result.but(temperature=(_times(tempered[0], number), LOG_SPACE))
+    if "noise_scale" in tensor.facts:
+        return result
+    if isinstance(operator, cst.Power) and tensor is left and noise == EXPONENTIAL:
+        return result.but(noise=EXPONENTIAL, noise_scale=number)
+    if isinstance(operator, (cst.Multiply, cst.MultiplyAssign)) and noise == GUMBEL:
+        return result.but(noise=GUMBEL, noise_scale=number)
+    return result
+
+
+def draw(frame, name: str, ops: Operands, x: Optional[Value]) -> None:
+    """A token drawn from tempered logits: `multinomial` of weights at T, the argmax of a Gumbel-max perturbation at
+    T, and greedy decoding (the argmax of the logits over the vocabulary) at 0. The event's target is T (a NUMBER
+    value, its number absent when not known)."""
+    if x is None:
+        return
+    tempered = x.facts.get("temperature")
+    if name == "multinomial" and tempered is not None and tempered[1] == WEIGHTS:
+        frame.emit("draw", ops.node, tempered[0])
+    elif name == "argmax" and x.facts.get("gumbel_max") is not None:
+        frame.emit("draw", ops.node, x.facts["gumbel_max"])
+    elif name == "argmax" and tempered is not None:
+        rank, dim = x.facts.get("rank"), ops.ints(1 if ops.receiver is None else 0, "dim")
+        if dim == -1 or (rank is not None and norm_axis(dim, rank) == rank - 1):
+            frame.emit("draw", ops.node, Value({"type": NUMBER, "number": 0.0, "origin": "greedy"}, {"number": (ops.node,)}))
+
+
 def apply(name: str, ops: Operands, x: Optional[Value]) -> Optional[Value]:
     """The result of op `name` on tensor `x` (the receiver, or the first argument), or None when unknown."""
     transfer = OPS.get(name) or FUNCTIONS.get(name)
@@ -680,7 +797,7 @@ def apply(name: str, ops: Operands, x: Optional[Value]) -> Optional[Value]:
         if name in CREATION:
             return _creation(ops, x)
         return None
-    result = transfer(ops, x if x is not None else UNKNOWN)
+    result = _sampling(name, ops, x, transfer(ops, x if x is not None else UNKNOWN))
     if x is None or x.facts.get("lp") is None or result.facts.get("type") != TENSOR:
         return result
     if name in LINEAR:
@@ -782,7 +899,7 @@ def index_tensor(base: Value, node: cst.Subscript, is_number: Callable[[cst.CSTN
     result = Value({"type": TENSOR, "obj": base.facts.get("obj", node), "view": node, **facts},
                    {k: (node,) for k in facts})
     for fact in ("grad", "cut", "sources", "stat", "saved", "sampled", "logp", "forwards", "lp", "lp_at", "lp_seq",
-                 "lp_some"):
+                 "lp_some", *_SAMPLING):
         if fact in base.facts:
             result.facts[fact] = base.facts[fact]
             if fact in base.why:
@@ -800,6 +917,7 @@ class Torch(Domain):
         ops = Operands(None, args, kwargs, node, frame.mode, int_reader(node))
         first = args[0] if args else kwargs.get("input")
         result = apply(tail, ops, first)
+        draw(frame, tail, ops, first)
         if result is not None:
             return result
         if tail in ("cat", "stack", "concat"):
@@ -815,8 +933,12 @@ class Torch(Domain):
                                                  if k in receiver.facts}}, {"grad": receiver.reason("grad")})
         if receiver.facts.get("type") != TENSOR:
             return None
-        if name in INPLACE:
+        if name in INPLACE or name == "exponential_":
             frame.inplace(node, receiver, f".{name}()")
+            if name == "exponential_" or name == "uniform_" and len(args) in (0, 2) and \
+                    [_number(a) for a in args] in ([], [0, 1]):  # refilled with noise of that law
+                return receiver.but(noise=EXPONENTIAL if name == "exponential_" else UNIFORM, noise_scale=None,
+                                    temperature=None, gumbel_max=None)
             return receiver
         if name == "requires_grad_":  # a leaf that requires grad from here on (or no longer does)
             flag = args[0].facts.get("number") if args else 1.0
@@ -836,6 +958,7 @@ class Torch(Domain):
             return value((node,), type=NUMBER).but(axis_role=role)
         ops = Operands(receiver, args, kwargs, node, frame.mode, int_reader(node))
         result = apply(name, ops, receiver)
+        draw(frame, name, ops, receiver)
         return result if result is not None else tensor_result(ops)
 
     def attribute(self, frame, base, attr, node):
@@ -892,7 +1015,7 @@ class Torch(Domain):
                 result = result.but(sources=result.sources | {node})
         if isinstance(operator, cst.Power):
             result = result.but(saved="pow")
-        return _linear_arith(operator, left, right, node, result)
+        return _linear_arith(operator, left, right, node, sampling_arith(operator, left, right, result))
 
 
 def _policy_gradient(left: Value, right: Value) -> bool:
@@ -928,6 +1051,8 @@ def _concat(name: str, ops: Operands, args: List[Value]) -> Value:
         facts["rank"] = element.facts["rank"] + (1 if name == "stack" else 0)
     result = tensor_result(Operands(None, inputs, {}, ops.node, ops.grad_mode, ops.ints), **facts)
     result = settle(result, element.facts.get("lp"), element.facts.get("lp_at"), _some(element))
+    if name == "stack" and "temperature" in element.facts:  # steps' logits stacked on a new axis: still at T
+        result = result.but(temperature=element.facts["temperature"])
     return with_sources(result, parts.sources)
 
 
