@@ -291,7 +291,7 @@ def test_shell_variables_resolve_to_the_position_of_their_literal():
         ("actor_rollout_ref.actor.optim.lr", 3e-05, "3e-5", 1, 11),
         ("algorithm.kl_ctrl.kl_coef", 0.5, '"0.5"', 2, 4),
         ("actor_rollout_ref.actor.clip_ratio", 0.05, "0.05", 3, 14),
-        ("actor_rollout_ref.rollout.n", "$N", "$N", 7, 33),  # not a literal: the word as written
+        ("actor_rollout_ref.rollout.n", "$ROLLOUTS", "$N", 7, 33),  # not a literal: what it holds, at the word
         ("data.max_response_length", 256, "256", 7, 71),
         ("trainer.total_epochs", "${EPOCHS}", "${EPOCHS}", 8, 26),
     ]

@@ -663,7 +663,8 @@ class _Shell:
             self._resolving.discard(definition.start)
 
     def _value(self, raw: str, start: int) -> _Value:
-        """What a word holds: a literal, a variable's literal value (positioned at its assignment), or the word."""
+        """What a word holds: a literal, a variable's literal value (positioned at its assignment), the text a
+        variable holds after expansion, or the word."""
         match = _VAR_REF.match(raw)
         if match:
             name = match.group("name") or match.group("bname")
@@ -675,6 +676,9 @@ class _Shell:
                 fallback = self._value(default, start + match.start("default"))
                 if fallback.literal:
                     return fallback
+            held = self._held(name, start, 0) if known is not None else None
+            if held is not None:  # `CONFIG="$ROOT/configs/run.yaml"`: that text as far as it is known
+                return _Value(held.text, raw, start, False)
         word, expands = _unquote(raw)
         return _Value(word if expands else _shell_scalar(word), raw, start, not expands)
 

@@ -20,7 +20,8 @@ Facts (absent = unknown):
 - `text`: COMPLETION (decoded from sampled ids, or a scoring function's completion), PROMPT, GOLD.
 - `number`: the number, and `origin`, how it got here ("literal", "default of parameter `lr`"...).
 - configuration (`rllint.analysis.domains.config`): `fields`, the arguments a dataclass instance was built
-  with (field -> Value); `literal`, the text of a string setting.
+  with (field -> Value); `literal`, the text of a string setting; `settings`, on a dict read from settings
+  files, (those files, the dotted key of the mapping it is: "" for the whole file, "lora." under `lora`).
 - models: `model` (the node that built the object, its identity), `arch` (CAUSAL_LM, SEQ_CLS, VALUE_HEAD),
   `weightless` (an `nn.Module` of the project that holds no parameters: a loss written as a module).
 - containers: `items` (dict: key -> Value; tuple/list: position -> Value) and `element` (what any element
@@ -63,7 +64,7 @@ NO_SOURCES: FrozenSet[cst.CSTNode] = frozenset()
 
 # Facts that describe one object (its identity, what it is) and do not survive arithmetic.
 _IDENTITY = ("model", "arch", "weightless", "obj", "function", "cls", "bound", "qual", "items", "element", "origin", "fields",
-             "trains")
+             "trains", "settings")
 
 
 class Value:

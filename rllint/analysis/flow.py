@@ -192,6 +192,10 @@ class Flow:
         """Whether an expression is written in this file (not in another module's helper)."""
         return node in self._locate()
 
+    def function_of(self, node: cst.CSTNode) -> Optional[FunctionIR]:
+        """The function (or the module's top level) a statement or expression of this file is written in."""
+        return self._locate().get(node)
+
     @property
     def forwards(self) -> List[Event]:
         return list(self._events["forward"].values())
@@ -1350,7 +1354,7 @@ class Frame:
             else:
                 args.append(argument)
         if not _reads_only(node, callee):
-            self._settings_handed(node)
+            self._settings_handed(node, callee)
         name = _tail(node.func)
         receiver = callee.facts.get("bound")
         if name == "backward" and isinstance(node.func, cst.Attribute):
@@ -1370,10 +1374,17 @@ class Frame:
             self.saved(result, result.facts["saved"])
         return with_sources(result, sources)
 
-    def _settings_handed(self, node: cst.Call) -> None:
+    def _settings_handed(self, node: cst.Call, callee: Value) -> None:
         """A dict whose every key is known (a file of settings) that a call may change (`cfg.update(...)`, a
-        helper given it) no longer has known keys."""
-        held = [a.value for a in node.args if not a.star]
+        helper given it) no longer has known keys; a function of this file whose parameter only reads it keeps
+        them."""
+        function = callee.facts.get("function") if callee.facts.get("type") == FUNCTION else None
+        kept = set()
+        if function is not None and function.module is self.ir:
+            bound = function.bind(node, method=callee.facts.get("bound") is not None)
+            kept = {id(expr) for name, expr in bound.items()
+                    if _only_reads(function, name, self.env.get(place(expr) or "", UNKNOWN))}
+        held = [a.value for a in node.args if not a.star and id(a.value) not in kept]
         if isinstance(node.func, cst.Attribute) and node.func.attr.value not in _READS:
             held.append(node.func.value)
         for expr in held:
@@ -1562,6 +1573,106 @@ _READ_ONLY_BUILTINS = frozenset({"print", "len", "str", "repr", "format", "isins
                                  "dict", "set", "iter", "any", "all", "bool", "hash", "id", "type"})
 _READ_ONLY_LIBRARY = frozenset({"json.dump", "json.dumps", "yaml.dump", "yaml.safe_dump", "pprint.pprint",
                                 "copy.copy", "copy.deepcopy", "wandb.init", "wandb.log"})
+
+
+def _only_reads(function: FunctionIR, param: str, given: Value) -> bool:
+    """Whether a function only reads the container `given` that its parameter `param` receives, and what names
+    bound to parts of it hold (`sub = cfg["data"]`): keys and items read (`cfg["lr"]`, `cfg.get("lr")`,
+    `.items()`), tests, read-only builtins, and values that `given` shows are no containers handed to calls
+    (`load(cfg["data"]["name"])`); nothing stored into it, deleted, changed by a method, or handed on."""
+    key = (id(function), param)
+    if key not in _PARTS or _PARTS[key][0] is not function:
+        _PARTS[key] = (function, _handed_parts(function, param))
+    handed = _PARTS[key][1]
+    if handed is None:
+        return False
+    for path in handed:
+        part: Optional[Value] = given
+        for step in path:
+            part = item_of(part, step) if part is not None else None
+        if part is None or part.facts.get("type") in (None, DICT, LIST, TUPLE, INSTANCE):
+            return False
+    return True
+
+
+# (id of a function, parameter) -> (the function, the key paths of the parts of the parameter it hands to calls,
+# or None when it changes the parameter or hands on a part it does not name by constant keys)
+_PARTS: Dict[Tuple[int, str], Tuple[FunctionIR, Optional[List[Tuple[Any, ...]]]]] = {}
+
+
+def _handed_parts(function: FunctionIR, param: str) -> Optional[List[Tuple[Any, ...]]]:
+    parents: Dict[cst.CSTNode, cst.CSTNode] = {}
+    stack: List[cst.CSTNode] = [s for s in function.body if not isinstance(s, (cst.FunctionDef, cst.ClassDef))]
+    while stack:
+        current = stack.pop()
+        for child in children(current):
+            if not isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                parents[child] = current
+                stack.append(child)
+    paths: Dict[str, Tuple[Any, ...]] = {param: ()}  # names bound to parts of the parameter: their key paths
+    grown = True
+    while grown:
+        grown = False
+        for use in [n for n in parents if isinstance(n, cst.Name) and n.value in paths]:
+            read, path = _read_part(use, parents, paths[use.value])
+            holder = parents.get(read)
+            if isinstance(holder, cst.Assign) and holder.value is read and path is not None:
+                for target in holder.targets:
+                    if isinstance(target.target, cst.Name) and target.target.value not in paths:
+                        paths[target.target.value] = path
+                        grown = True
+    handed: List[Tuple[Any, ...]] = []
+    for use in [n for n in parents if isinstance(n, cst.Name) and n.value in paths]:
+        read, path = _read_part(use, parents, paths[use.value])
+        holder = parents.get(read)
+        if isinstance(holder, cst.AssignTarget) and read is use:
+            continue  # the name bound (`sub = cfg["data"]`), not what it held
+        if isinstance(holder, (cst.AssignTarget, cst.AugAssign, cst.Del)) or \
+                isinstance(holder, cst.AnnAssign) and holder.target is read:
+            return None  # stored into or deleted
+        if isinstance(holder, cst.Arg):
+            call = parents.get(holder)
+            if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in _READ_ONLY_BUILTINS:
+                continue
+            if path is None or read is use:
+                return None
+            handed.append(path)
+        elif isinstance(holder, cst.Attribute) and holder.value is read:
+            if read is use:
+                return None  # a method of the container itself (`cfg.update(...)`)
+            if path is None:
+                return None
+            handed.append(path)
+        elif not isinstance(holder, _READING):
+            return None
+    return handed
+
+
+_READING = (cst.Assign, cst.AnnAssign, cst.Return, cst.Expr, cst.If, cst.While, cst.IfExp, cst.ComparisonTarget,
+            cst.Comparison, cst.BooleanOperation, cst.FormattedStringExpression, cst.Index, cst.BinaryOperation,
+            cst.UnaryOperation)
+
+
+def _read_part(node: cst.CSTNode, parents: Dict[cst.CSTNode, cst.CSTNode], path: Optional[Tuple[Any, ...]]
+               ) -> Tuple[cst.CSTNode, Optional[Tuple[Any, ...]]]:
+    """The outermost read of a part of `node` (`cfg["a"]["b"]`, `cfg.get("a")` for `cfg`) and its key path from
+    the parameter (None once a key is not a constant)."""
+    while True:
+        parent = parents.get(node)
+        if isinstance(parent, cst.Subscript) and parent.value is node:
+            key = constant_key(parent)
+            path = path + (key,) if path is not None and key is not NO_KEY else None
+            node = parent
+        elif isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in _READS and \
+                isinstance(parents.get(parent), cst.Call) and parents[parent].func is parent:
+            call = parents[parent]
+            first = call.args[0].value if call.args and call.args[0].keyword is None else None
+            key = first.evaluated_value if parent.attr.value == "get" and isinstance(first, cst.SimpleString) \
+                else NO_KEY
+            path = path + (key,) if path is not None and key is not NO_KEY else None
+            node = call
+        else:
+            return node, path
 
 
 def _reads_only(node: cst.Call, callee: Value) -> bool:
