@@ -21,6 +21,7 @@ MAX_SCRIPTS = 400  # launch scripts read per project
 MAX_BYTES = 256 * 1024
 _SKIP = frozenset(DEFAULT_EXCLUDES)
 _SCRIPTS: Dict[str, Tuple[Tuple[str, str], ...]] = {}  # root -> (path, text) of its shell scripts
+_READ: Dict[str, Optional[list]] = {}  # path of a shell script -> its entries (None: it does not parse)
 
 
 @dataclass(frozen=True)
@@ -77,9 +78,13 @@ def runs_of(file, entry: Optional[str] = None) -> List[List[LaunchEntry]]:
         if os.path.splitext(os.path.basename(path))[0] not in text:  # `train.py`, or `-m package.train`
             continue
         file.dependencies[script] = content_hash(text.encode("utf-8", "replace"))
-        try:
-            entries = read_shell(text)
-        except ConfigSyntaxError:
+        if script not in _READ:  # read once per process, as its text is (`_scripts`)
+            try:
+                _READ[script] = read_shell(text)
+            except ConfigSyntaxError:
+                _READ[script] = None
+        entries = _READ[script]
+        if entries is None:
             continue
         by_command: Dict[int, List[LaunchEntry]] = {}
         for entry in entries:
@@ -259,3 +264,4 @@ def _read(path: str):
 
 def clear_cache() -> None:
     _SCRIPTS.clear()
+    _READ.clear()
