@@ -99,6 +99,17 @@ def test_a_key_read_under_its_own_name_or_used_whole_is_read(tmp_path):
                                        "    return c\n"})) == []
 
 
+def test_a_stale_duplicate_of_a_setting_the_code_reads_under_another_key_is_not_reported(tmp_path):
+    settings = SETTINGS.replace("  learning_rate: 1.0e-5\n", "  learning_rate: 1.0e-5\n  max_completion_length: 512\n")
+    settings += "model:\n  generation_max_length: 256\n"
+    reads = TRAIN.replace('learning_rate=train["learning_rate"],', 'learning_rate=train["learning_rate"], '
+                          'max_completion_length=train["max_completion_length"],')
+    found = _lint(tmp_path, _project(**{"configs/run.yaml": settings, "scripts/train.py": reads}))
+    assert [(name, line) for name, line, _ in found] == [("run.yaml", 11)]  # the KL weight; not the length
+    unread = _lint(tmp_path, _project(**{"configs/run.yaml": settings}))
+    assert [(name, line) for name, line, _ in unread] == [("run.yaml", 5), ("run.yaml", 11), ("run.yaml", 15)]
+
+
 def test_a_key_some_other_code_of_the_project_reads_by_name_is_not_reported(tmp_path):
     other = "def kl(settings):\n    return settings['kl_coeff']\n"
     assert _lint(tmp_path, _project(**{"scripts/other.py": other})) == []

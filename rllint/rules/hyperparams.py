@@ -13,7 +13,7 @@ from rllint.analysis.purpose import Purpose, distills, is_rl_class
 from rllint.analysis.hparams import (
     EVALUATION, GROUP_CONFIGS, GROUP_SIZE_TRIGGERS, MEAN, NOT_THE_POLICY, STD, LaunchRuns, belongs_elsewhere,
     group_baseline, is_clip_range, is_estimator_key, is_group_size, is_kl_coefficient, is_learning_rate,
-    is_grad_clip_norm, is_rl_hyperparameter, is_sequence_level, is_std_switch, last_part,
+    is_grad_clip_norm, is_rl_hyperparameter, is_sequence_level, is_std_switch, last_part, rl_hyperparameter_kind,
 )
 from rllint.analysis.domains.config import framework_class, setting
 from rllint.analysis.facts import CAUSAL_LM, DICT, NUMBER, UNKNOWN, VALUE_HEAD, Value as EngineValue
@@ -1090,7 +1090,9 @@ class UnusedHyperparameter(CSTRule):
     its launch names) gives an RL hyperparameter under a key no code path reads: a KL weight
     written under `lora:` when the code reads only the LoRA keys of that section. Keys read
     (`cfg["lora"]["r"]`, `.get("r", 64)`), sections used whole (`LoraConfig(**cfg["lora"])`,
-    handed to code out of sight) and names that any code of the project reads count as read.
+    handed to code out of sight) and names that any code of the project reads count as read; a
+    key whose hyperparameter the code reads from another key of the file (a stale duplicate of
+    `max_completion_length`) is not reported.
     The finding points at the declaration, at the overwriting literal, or at the unread key.
 
     The fields of an evaluation, SFT, reward-model or critic config class (`SFTConfig.lr`
@@ -1301,12 +1303,16 @@ class UnusedHyperparameter(CSTRule):
 
     def _unread_settings(self, read: Set[str], index: ProjectIndex) -> None:
         """A number a settings file that this code loads gives an RL hyperparameter (`lora.kl_coeff: 0.05`) under
-        a key that no code path reads (`SettingsUse`), nor any code of the project by that name: reported where
-        the file writes it."""
+        a key that no code path reads (`SettingsUse`), nor any code of the project by that name, while the code
+        reads no other key of the file for that hyperparameter: reported where the file writes it."""
         use = self.file.fact(SettingsUse)
         for path in use.loaded():
-            unread = [entry for entry in settings_file(self.file, path, nested=True) or ()
-                      if _number(entry.value) is not None and is_rl_hyperparameter(entry.key)
+            entries = settings_file(self.file, path, nested=True) or []
+            # a duplicate: the code reads (or may read) another key of the file that sets that hyperparameter
+            configured = {rl_hyperparameter_kind(entry.key) for entry in entries if not use.unread(path, entry.key)}
+            unread = [entry for entry in entries
+                      if _number(entry.value) is not None and rl_hyperparameter_kind(entry.key) is not None
+                      and rl_hyperparameter_kind(entry.key) not in configured
                       and not set(tokens(entry.key)) & (EVALUATION | NOT_THE_POLICY) and use.unread(path, entry.key)
                       and last_part(entry.key) not in read]
             elsewhere = index.read_elsewhere({last_part(entry.key) for entry in unread}) if unread else set()
