@@ -248,6 +248,15 @@ def test_rl604_a_group_size_passed_through_a_command_built_in_variables_and_run_
     assert config_findings(script.replace("train_grpo.py", "evaluate.py"), "run.sh", "RL604") == []
     assert config_findings(script.replace('timeout 7200 eval "${FULL_CMD}"', 'echo "${FULL_CMD}"'), "run.sh",
                            "RL604") == []
+    # one sample per prompt for PPO with a critic (OpenRLHF's default estimator) is no group
+    ppo = """\
+        ARGS="--n_samples_per_prompt ${N:-1}"
+        CMD="python3 -m openrlhf.cli.train_ppo_ray $ARGS"
+        eval $CMD
+    """
+    assert config_findings(ppo, "ppo.sh", "RL604") == []
+    assert [f[:3] for f in config_findings(ppo.replace('${N:-1}"', '${N:-1} --advantage_estimator group_norm"'),
+                                           "grpo.sh", "RL604")] == [(1, "RL604", "error")]
 
 
 def test_rl604_bare_group_size_keywords_and_framework_defaults_are_silent():
