@@ -135,16 +135,29 @@ def test_a_helper_that_only_reads_the_settings_leaves_their_keys_known_and_get_r
         def change(cfg):
             cfg["lr"] = 0.1
 
+        def peek(cfg):
+            return cfg["lr"] if cfg.get("data") else 0.0
+
+        def section(cfg):
+            alias = cfg
+            return alias["data"]
+
         with open("run.yaml") as f:
             settings = yaml.safe_load(f)
         describe(settings)
         kept = settings.get("lr", 1.0)
         absent = settings.get("beta", 0.5)
+        peek(settings)
+        peeked = settings.get("lr", 1.0)
+        section(settings)
+        handed = settings.get("lr", 1.0)
         change(settings)
         lost = settings.get("lr", 1.0)
         missing = settings.get("beta", 0.5)
     """, str(path))
     assert engine.facts("kept", "number") == {"number": 1e-05}
     assert engine.facts("absent", "number") == {"number": 0.5}  # every key of the file is known: the default
+    assert engine.facts("peeked", "number") == {"number": 1e-05}  # a number handed back changes nothing
+    assert engine.facts("handed", "number") == {"number": None}  # a mapping of it handed back may change
     assert engine.facts("lost", "number") == {"number": None}
     assert engine.facts("missing", "number") == {"number": None}  # the file's keys are no longer all known

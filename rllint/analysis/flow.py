@@ -126,6 +126,7 @@ class Flow:
         self._optimized: Optional[List[Tuple[cst.CSTNode, FunctionIR]]] = None
         self._imported: Dict[Tuple[str, int], Optional[object]] = {}
         self._trained_places: Optional[Set[Tuple]] = None
+        self._parts: Dict[Tuple[FunctionIR, str], Optional[List[Tuple[Any, ...]]]] = {}
         self.depth_of_callers = 0  # 1 for a module read to find the callers of another's functions
         self._analyze(self.ir.top)
 
@@ -191,6 +192,13 @@ class Flow:
     def owns(self, node: cst.CSTNode) -> bool:
         """Whether an expression is written in this file (not in another module's helper)."""
         return node in self._locate()
+
+    def handed_parts(self, function: FunctionIR, param: str) -> Optional[List[Tuple[Any, ...]]]:
+        """What a function of this file hands on of its parameter `param` (`_handed_parts`), computed once."""
+        key = (function, param)
+        if key not in self._parts:
+            self._parts[key] = _handed_parts(function, param)
+        return self._parts[key]
 
     def function_of(self, node: cst.CSTNode) -> Optional[FunctionIR]:
         """The function (or the module's top level) a statement or expression of this file is written in."""
@@ -1383,7 +1391,7 @@ class Frame:
         if function is not None and function.module is self.ir:
             bound = function.bind(node, method=callee.facts.get("bound") is not None)
             kept = {id(expr) for name, expr in bound.items()
-                    if _only_reads(function, name, self.env.get(place(expr) or "", UNKNOWN))}
+                    if _only_reads(self.flow.handed_parts(function, name), self.env.get(place(expr) or "", UNKNOWN))}
         held = [a.value for a in node.args if not a.star and id(a.value) not in kept]
         if isinstance(node.func, cst.Attribute) and node.func.attr.value not in _READS:
             held.append(node.func.value)
@@ -1575,18 +1583,13 @@ _READ_ONLY_LIBRARY = frozenset({"json.dump", "json.dumps", "yaml.dump", "yaml.sa
                                 "copy.copy", "copy.deepcopy", "wandb.init", "wandb.log"})
 
 
-def _only_reads(function: FunctionIR, param: str, given: Value) -> bool:
-    """Whether a function only reads the container `given` that its parameter `param` receives, and what names
-    bound to parts of it hold (`sub = cfg["data"]`): keys and items read (`cfg["lr"]`, `cfg.get("lr")`,
-    `.items()`), tests, read-only builtins, and values that `given` shows are no containers handed to calls
-    (`load(cfg["data"]["name"])`); nothing stored into it, deleted, changed by a method, or handed on."""
-    key = (id(function), param)
-    if key not in _PARTS or _PARTS[key][0] is not function:
-        _PARTS[key] = (function, _handed_parts(function, param))
-    handed = _PARTS[key][1]
-    if handed is None:
+def _only_reads(parts: Optional[List[Tuple[Any, ...]]], given: Value) -> bool:
+    """Whether a function only reads the container `given` that a parameter of it receives, when `parts` are the
+    key paths of the parts of that parameter it hands on (`_handed_parts`): each must be a value that is no
+    container (`load(cfg["data"]["name"])`)."""
+    if parts is None:
         return False
-    for path in handed:
+    for path in parts:
         part: Optional[Value] = given
         for step in path:
             part = item_of(part, step) if part is not None else None
@@ -1595,12 +1598,11 @@ def _only_reads(function: FunctionIR, param: str, given: Value) -> bool:
     return True
 
 
-# (id of a function, parameter) -> (the function, the key paths of the parts of the parameter it hands to calls,
-# or None when it changes the parameter or hands on a part it does not name by constant keys)
-_PARTS: Dict[Tuple[int, str], Tuple[FunctionIR, Optional[List[Tuple[Any, ...]]]]] = {}
-
-
 def _handed_parts(function: FunctionIR, param: str) -> Optional[List[Tuple[Any, ...]]]:
+    """The key paths of the parts of parameter `param` (and of names bound to parts of it: `sub = cfg["data"]`)
+    that the function hands on: to a call, a method, a return, another expression's value or an attribute;
+    None when it changes the parameter (stores into it, deletes from it, calls a method of it) or hands on a
+    part it does not name by constant keys. Keys read, tests, arithmetic and read-only builtins hand on nothing."""
     parents: Dict[cst.CSTNode, cst.CSTNode] = {}
     stack: List[cst.CSTNode] = [s for s in function.body if not isinstance(s, (cst.FunctionDef, cst.ClassDef))]
     while stack:
@@ -1630,27 +1632,32 @@ def _handed_parts(function: FunctionIR, param: str) -> Optional[List[Tuple[Any, 
         if isinstance(holder, (cst.AssignTarget, cst.AugAssign, cst.Del)) or \
                 isinstance(holder, cst.AnnAssign) and holder.target is read:
             return None  # stored into or deleted
-        if isinstance(holder, cst.Arg):
-            call = parents.get(holder)
-            if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in _READ_ONLY_BUILTINS:
-                continue
-            if path is None or read is use:
-                return None
-            handed.append(path)
-        elif isinstance(holder, cst.Attribute) and holder.value is read:
-            if read is use:
-                return None  # a method of the container itself (`cfg.update(...)`)
+        if isinstance(holder, _READING) or _tested(read, parents):
+            continue
+        if isinstance(holder, cst.Assign) and all(isinstance(t.target, cst.Name) for t in holder.targets):
             if path is None:
-                return None
-            handed.append(path)
-        elif not isinstance(holder, _READING):
-            return None
+                return None  # an alias of a part that constant keys do not name
+            continue  # an alias, followed above
+        if isinstance(holder, cst.Arg) and isinstance(parents.get(holder), cst.Call) and \
+                isinstance(parents[holder].func, cst.Name) and parents[holder].func.value in _READ_ONLY_BUILTINS:
+            continue
+        if path is None or read is use:
+            return None  # the container itself handed on, or a method of it called (`cfg.update(...)`)
+        handed.append(path)
     return handed
 
 
-_READING = (cst.Assign, cst.AnnAssign, cst.Return, cst.Expr, cst.If, cst.While, cst.IfExp, cst.ComparisonTarget,
-            cst.Comparison, cst.BooleanOperation, cst.FormattedStringExpression, cst.Index, cst.BinaryOperation,
-            cst.UnaryOperation)
+def _tested(node: cst.CSTNode, parents: Dict[cst.CSTNode, cst.CSTNode]) -> bool:
+    """Whether a value is only the truth of a test: `if cfg.get("data"):`, `x if cfg["a"] and ok else y`."""
+    holder = parents.get(node)
+    while isinstance(holder, (cst.BooleanOperation, cst.UnaryOperation)):
+        node, holder = holder, parents.get(holder)
+    return isinstance(holder, (cst.If, cst.While, cst.IfExp)) and holder.test is node
+
+
+# Where a value is only looked at: tested, compared, printed in an f-string, used as an index or in arithmetic.
+_READING = (cst.Expr, cst.If, cst.While, cst.ComparisonTarget, cst.Comparison, cst.FormattedStringExpression,
+            cst.Index, cst.BinaryOperation, cst.UnaryOperation)
 
 
 def _read_part(node: cst.CSTNode, parents: Dict[cst.CSTNode, cst.CSTNode], path: Optional[Tuple[Any, ...]]
