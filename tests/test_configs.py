@@ -291,7 +291,7 @@ def test_shell_variables_resolve_to_the_position_of_their_literal():
         ("actor_rollout_ref.actor.optim.lr", 3e-05, "3e-5", 1, 11),
         ("algorithm.kl_ctrl.kl_coef", 0.5, '"0.5"', 2, 4),
         ("actor_rollout_ref.actor.clip_ratio", 0.05, "0.05", 3, 14),
-        ("actor_rollout_ref.rollout.n", "$N", "$N", 7, 33),  # not a literal: the word as written
+        ("actor_rollout_ref.rollout.n", "$ROLLOUTS", "$N", 7, 33),  # not a literal: what it holds, at the word
         ("data.max_response_length", 256, "256", 7, 71),
         ("trainer.total_epochs", "${EPOCHS}", "${EPOCHS}", 8, 26),
     ]
@@ -609,3 +609,61 @@ def test_shell_quoted_array_overrides_take_the_variable_or_its_default():
         ("actor_rollout_ref.actor.optim.lr", 4e-05, "4e-5", 4, 51),
         ("trainer.project_name", "${PROJECT}", "${PROJECT}", 5, 27),
     ]
+
+
+def test_shell_a_command_line_built_in_a_variable_and_run_by_eval_gives_its_flags_where_they_are_written():
+    text = src("""
+        NUM_GENERATIONS_GRPO=2
+        PYTHON_EXECUTABLE="python3"
+        SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+        CMD_ARGS=""
+        CMD_ARGS="${CMD_ARGS} --wandb_project \\"${PROJECT}\\""
+        CMD_ARGS="${CMD_ARGS} --num_generations ${NUM_GENERATIONS_GRPO}"
+        if [ "$BF16" = true ]; then CMD_ARGS="${CMD_ARGS} --bf16"; fi
+        FULL_CMD="${PYTHON_EXECUTABLE} ${SCRIPT_DIR}/main.py ${CMD_ARGS}"
+        echo "${FULL_CMD}" > command.txt
+        timeout 7200 eval "${FULL_CMD}" || {
+            exit 1
+        }
+        """)
+    entries = [e for e in read_shell(text) if e.source != "shell-variable"]
+    assert [(e.key, e.value, e.line, e.column, e.command) for e in entries] == [
+        ("wandb_project", "${PROJECT}", 5, 40, "${SCRIPT_DIR}/main.py"),
+        ("num_generations", 2, 1, 22, "${SCRIPT_DIR}/main.py"),
+        ("bf16", True, 7, 51, "${SCRIPT_DIR}/main.py"),
+    ]
+
+
+def test_shell_eval_reads_the_text_again_as_commands_and_splices_words_of_plain_expansions():
+    text = src("""
+        LR=3e-6
+        LAUNCH="torchrun --nproc_per_node 8"
+        ARGS="--learning_rate ${LR} --beta 0.04"
+        FULL_CMD="conda activate rl && ${LAUNCH} grpo.py ${ARGS}"
+        eval ${FULL_CMD}
+        python3 train_rloo.py $ARGS
+        ENTRY=${ENTRY:-"-m trainer.main_grpo"}
+        python3 ${ENTRY} --epsilon 0.2
+        """)
+    entries = [e for e in read_shell(text) if e.source != "shell-variable"]
+    assert [(e.key, e.value, e.line, e.column, e.command, e.invocation) for e in entries] == [
+        ("learning_rate", 3e-6, 1, 4, "grpo.py", 0),
+        ("beta", 0.04, 3, 36, "grpo.py", 0),
+        ("learning_rate", 3e-6, 1, 4, "train_rloo.py", 1),
+        ("beta", 0.04, 3, 36, "train_rloo.py", 1),
+        ("epsilon", 0.2, 8, 28, "trainer.main_grpo", 2),
+    ]
+
+
+def test_shell_values_that_only_running_would_know_stay_as_written():
+    text = src("""
+        PATH="$PATH:/opt/bin"
+        RUN="$(cat cmd.txt | head -1)"
+        eval "$RUN"
+        DIR="$(pwd)"
+        eval "$DIR/train_grpo.py --num_generations 1"
+        eval "${1:?usage: run.sh CMD} --lr 1e-4"
+        """)
+    entries = [e for e in read_shell(text) if e.source != "shell-variable"]
+    assert [(e.key, e.value, e.command) for e in entries] == [
+        ("num_generations", 1, "$DIR/train_grpo.py"), ("lr", 1e-4, "${1:?usage: run.sh CMD}")]

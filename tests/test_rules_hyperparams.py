@@ -235,6 +235,30 @@ def test_rl604_needs_a_group_estimator_and_says_why():
     assert config_findings(no_estimator, "ppo.yaml", "RL604") == []
 
 
+def test_rl604_a_group_size_passed_through_a_command_built_in_variables_and_run_by_eval():
+    script = """\
+        NUM_GENERATIONS_GRPO=2
+        CMD_ARGS=""
+        CMD_ARGS="${CMD_ARGS} --num_generations ${NUM_GENERATIONS_GRPO}"
+        FULL_CMD="python3 ${SCRIPT_DIR}/train_grpo.py ${CMD_ARGS}"
+        timeout 7200 eval "${FULL_CMD}" || exit 1
+    """
+    assert [f[:3] for f in config_findings(script, "run.sh", "RL604")] == [(1, "RL604", "warning")]
+    # the same chain into an evaluation entry point, or never run, sets no run's group size
+    assert config_findings(script.replace("train_grpo.py", "evaluate.py"), "run.sh", "RL604") == []
+    assert config_findings(script.replace('timeout 7200 eval "${FULL_CMD}"', 'echo "${FULL_CMD}"'), "run.sh",
+                           "RL604") == []
+    # one sample per prompt for PPO with a critic (OpenRLHF's default estimator) is no group
+    ppo = """\
+        ARGS="--n_samples_per_prompt ${N:-1}"
+        CMD="python3 -m openrlhf.cli.train_ppo_ray $ARGS"
+        eval $CMD
+    """
+    assert config_findings(ppo, "ppo.sh", "RL604") == []
+    assert [f[:3] for f in config_findings(ppo.replace('${N:-1}"', '${N:-1} --advantage_estimator group_norm"'),
+                                           "grpo.sh", "RL604")] == [(1, "RL604", "error")]
+
+
 def test_rl604_bare_group_size_keywords_and_framework_defaults_are_silent():
     text = textwrap.dedent("""
         from dataclasses import dataclass

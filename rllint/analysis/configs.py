@@ -254,11 +254,24 @@ class _Value(NamedTuple):
     literal: bool  # no expansion left in it
 
 
+class _Held(NamedTuple):
+    """Text after the shell's quote removal and variable expansion, each character with the offset in the
+    script where it is written (a variable's characters where its assignment writes them)."""
+
+    text: str
+    offsets: Tuple[int, ...]
+    substitutes: bool  # it keeps a command substitution (`$(...)`, backticks) that only running would expand
+    spaced: bool  # it holds several words (white space outside command substitutions)
+
+
 _ASSIGNMENT = re.compile(r"([A-Za-z_]\w*)(\+?)=")
 _NAME = re.compile(r"[A-Za-z_]\w*\Z")
 _CONTINUATION = re.compile(r"\\\r?\n")
 _SPLIT_WORD = re.compile(r"(?:[^\s\\]|\\(?!\r?\n))+")
 _ARRAY_OPEN = re.compile(r"[A-Za-z_]\w*\+?=\Z")
+_PLAIN_REF = re.compile(r"\$(?:([A-Za-z_]\w*)|\{([A-Za-z_]\w*)(?:(:?[-=])(.*))?\})\Z", re.S)
+_MAX_HELD = 128  # variables expanded inside one another's values (a `CMD="$CMD --x"` chain is one per link)
+_MAX_EVAL = 4  # `eval` of text that itself runs `eval`
 _VAR_REF = re.compile(
     r'(?P<q>"?)\$(?:(?P<name>[A-Za-z_]\w*)|\{(?P<bname>[A-Za-z_]\w*)(?:(?P<op>:?[-=])(?P<default>[^}]*))?\})(?P=q)\Z')
 _ARRAY_REF = re.compile(r'"?\$\{(?P<name>[A-Za-z_]\w*)\[[@*]\]\}"?\Z')
@@ -570,6 +583,7 @@ class _Shell:
         self.expanded: set = set()  # start offsets of array assignments some command received
         self.invocations = 0
         self._resolving: set = set()
+        self._held_by: Dict[int, Optional[_Held]] = {}  # definition start -> the text it holds
         for words, assignments, _, sets_variables in self.commands:
             for name, definition in assignments if sets_variables else ():
                 self.definitions.setdefault(name, []).append(definition)
@@ -625,12 +639,12 @@ class _Shell:
             start += 1
         return words[start:]
 
-    def _lookup(self, name: str, at: int) -> Optional[_Definition]:
+    def _lookup(self, name: str, at: int, earlier_only: bool = False) -> Optional[_Definition]:
         definitions = self.definitions.get(name, [])
         before = [d for d in definitions if d.end <= at]
         if before:
             return before[-1]
-        after = [d for d in definitions if d.start > at]
+        after = [d for d in definitions if d.start > at] if not earlier_only else []
         return after[0] if after else None
 
     def _variable(self, name: str, at: int) -> Optional[_Value]:
@@ -649,7 +663,8 @@ class _Shell:
             self._resolving.discard(definition.start)
 
     def _value(self, raw: str, start: int) -> _Value:
-        """What a word holds: a literal, a variable's literal value (positioned at its assignment), or the word."""
+        """What a word holds: a literal, a variable's literal value (positioned at its assignment), the text a
+        variable holds after expansion, or the word."""
         match = _VAR_REF.match(raw)
         if match:
             name = match.group("name") or match.group("bname")
@@ -661,6 +676,9 @@ class _Shell:
                 fallback = self._value(default, start + match.start("default"))
                 if fallback.literal:
                     return fallback
+            held = self._held(name, start, 0) if known is not None else None
+            if held is not None:  # `CONFIG="$ROOT/configs/run.yaml"`: that text as far as it is known
+                return _Value(held.text, raw, start, False)
         word, expands = _unquote(raw)
         return _Value(word if expands else _shell_scalar(word), raw, start, not expands)
 
@@ -695,30 +713,137 @@ class _Shell:
         return items
 
     def _split(self, name: str, word: _Word) -> List[_Word]:
-        """Word splitting of an unquoted `$ARGS`: its words, positioned where the assignment wrote them."""
-        value = self._variable(name, word.start)
-        if value is None or not isinstance(value.value, str) or not re.search(r"\s", value.value):
+        """Word splitting of an unquoted `$ARGS`: the words of the text it holds, each positioned where it is
+        written (`ARGS="$ARGS --n ${N}"` chains included)."""
+        held = self._held(name, word.start, 0)
+        if held is None or held.substitutes or not held.spaced:
             return [word]
-        text, start = value.text, value.start
-        if len(text) > 1 and text[0] in ("'", '"') and text[-1] == text[0]:
-            text, start = text[1:-1], start + 1
-        if _CONTINUATION.sub("", text) != value.value or "$(" in text or "`" in text:
-            return [word]  # escapes or command substitutions: offsets would not map back
-        return [_Word(start + m.start(), m.group()) for m in _SPLIT_WORD.finditer(text)]
+        return [_Word(held.offsets[m.start()], m.group()) for m in re.finditer(r"\S+", held.text)]
+
+    def _held(self, name: str, at: int, depth: int, earlier_only: bool = False) -> Optional[_Held]:
+        """The text a scalar variable (or a `read` here-document) holds where `at` reads it; None when that is
+        not known (no assignment, an array, `VAR+=...`, too deep a chain)."""
+        definition = self._lookup(name, at, earlier_only)
+        if definition is None or depth > _MAX_HELD or definition.start in self._resolving:
+            return None
+        if definition.start in self._held_by:
+            return self._held_by[definition.start]
+        self._resolving.add(definition.start)
+        try:
+            heredoc = definition.heredoc
+            if heredoc is not None and heredoc.quoted:
+                body = self.text[heredoc.start:heredoc.end]
+                held: Optional[_Held] = _Held(body, tuple(range(heredoc.start, heredoc.end)), False,
+                                              bool(re.search(r"\s", body)))
+            elif heredoc is not None:
+                held = self._expanded(self.text[heredoc.start:heredoc.end], heredoc.start, depth, name, quotes=False)
+            elif definition.raw is not None:
+                held = self._expanded(definition.raw, definition.raw_start, depth, name)
+            else:
+                held = None
+        finally:
+            self._resolving.discard(definition.start)
+        self._held_by[definition.start] = held
+        return held
+
+    def _expanded(self, raw: str, start: int, depth: int, own: Optional[str] = None, quotes: bool = True) -> _Held:
+        """What the shell makes of `raw` (written at `start`) before it splits words: quotes removed (with
+        `quotes`; a here-document's body keeps them), escapes resolved, variables expanded. A variable that
+        holds one literal word, or one word made by a command (`DIR="$(pwd)"`), stays a reference (`${N}`), which
+        the reader resolves where it is written; any other is replaced by its text; one not known, a command
+        substitution and `${X:-d}` stay as written. `own`: the variable this is the assignment of (`$own` in it
+        is its earlier value)."""
+        chars: List[str] = []
+        offsets: List[int] = []
+        substitutes = spaced = False
+
+        def keep(begin: int, end: int, words: bool = True) -> None:
+            nonlocal spaced
+            chars.extend(raw[begin:end])
+            offsets.extend(range(start + begin, start + end))
+            spaced = spaced or words and any(ch.isspace() for ch in raw[begin:end])
+
+        i, n, double = 0, len(raw), False
+        while i < n:
+            c = raw[i]
+            if c == "\\" and i + 1 < n:
+                following = raw[i + 1]
+                if following == "\n":
+                    i += 2
+                    continue
+                if double or not quotes:
+                    if following in '$`"\\' and (quotes or following != '"'):
+                        keep(i + 1, i + 2)
+                    else:
+                        keep(i, i + 2)
+                else:
+                    keep(i + 1, i + 2)
+                i += 2
+            elif quotes and c == '"':
+                double = not double
+                i += 1
+            elif quotes and c == "'" and not double:
+                end = raw.find("'", i + 1)
+                end = n if end < 0 else end
+                keep(i + 1, end)
+                i = end + 1
+            elif c == "$" and raw[i + 1:i + 2] == "(" or c == "`":
+                end = _balanced_end(raw, i + 1) if c == "$" else _backtick_end(raw, i + 1)
+                keep(i, end, words=False)  # the white space inside separates no words
+                substitutes = True
+                i = end
+            elif c == "$":
+                end = _balanced_end(raw, i + 1) if raw[i + 1:i + 2] == "{" else \
+                    i + 1 + len(re.match(r"[A-Za-z_]\w*|", raw[i + 1:]).group())
+                match = _PLAIN_REF.match(raw[i:end])
+                if match is None:  # `$1`, `${#X}`, `${X%.*}`, `${X:?msg}`: what they hold is not known
+                    keep(i, max(end, i + 1), words=False)
+                    i = max(end, i + 1)
+                    continue
+                name = match.group(1) or match.group(2)
+                itself = name == own
+                held = self._reference(name, start + i, depth, itself)
+                if held is None and match.group(4) is not None:  # `${X:-default}` of an X not known
+                    held = self._expanded(match.group(4), start + i + match.start(4), depth + 1)
+                    if not held.spaced and not held.substitutes:
+                        held = None if self._value(raw[i:end], start + i).literal else held
+                if held is None:
+                    keep(i, end)  # one literal word, resolved where the reader meets it, or not known
+                else:
+                    chars.extend(held.text)
+                    offsets.extend(held.offsets)
+                    substitutes = substitutes or held.substitutes
+                    spaced = spaced or held.spaced
+                i = end
+            else:
+                keep(i, i + 1)
+                i += 1
+        return _Held("".join(chars), tuple(offsets), substitutes, spaced)
+
+    def _reference(self, name: str, at: int, depth: int, itself: bool) -> Optional[_Held]:
+        """The text `$name` read at `at` stands for inside another value, or None where the reference itself
+        stays: a variable not known, one literal word, or one word made by a command."""
+        known = None if itself else self._variable(name, at)
+        if known is not None and known.literal and not re.search(r"\s", str(known.value)):
+            return None
+        held = self._held(name, at, depth + 1, earlier_only=itself)
+        return None if held is None or held.substitutes and not held.spaced else held
 
     # -- commands
 
-    def _command(self, words, assignments, program_index: int, sets_variables: bool) -> None:
+    def _command(self, words, assignments, program_index: int, sets_variables: bool, depth: int = 0) -> None:
         if sets_variables:
             for name, definition in assignments:
                 if definition.raw is not None:
                     self._emit(name, self._value(definition.raw, definition.raw_start), None, "shell-variable", None)
             return
         program_words = [w for w in words[program_index:] if isinstance(w, _Word)]
+        wrapped = self._past_wrappers(program_words, 0)
+        if wrapped < len(program_words) and _unquote(program_words[wrapped].raw)[0] == "eval":
+            if depth < _MAX_EVAL:
+                self._eval(program_words[wrapped + 1:], depth + 1)
+            return
         first = _unquote(program_words[0].raw)[0] if program_words else ""
-        if first == "eval":  # `eval $CMD`, `eval "$CMD"`: the words of the command held in the variable
-            program_words = self._evaluated(program_words[1:])
-            first = _unquote(program_words[0].raw)[0] if program_words else ""
         if first in _COMPOUND or first.startswith("["):
             return
         arguments = self._expand(program_words)
@@ -734,17 +859,27 @@ class _Shell:
                            invocation)
         self._arguments(rest, command, invocation)
 
-    def _evaluated(self, words: List[_Word]) -> List[_Word]:
-        """The words `eval` runs: a quoted `"$CMD"` is split as the unquoted `$CMD` is, since eval
-        re-reads the text (other words stay as they are)."""
-        out: List[_Word] = []
+    def _eval(self, words: List[_Word], depth: int) -> None:
+        """`eval WORDS` (`eval "$CMD"`, `timeout 60 eval ${FULL_CMD} || ...`): the text its arguments expand
+        to, joined by spaces, read again as commands (`conda activate x && torchrun ...` is two), every word
+        positioned where it is written. Assignments it makes are not followed."""
+        chars: List[str] = []
+        offsets: List[int] = []
         for word in words:
-            var_ref = _VAR_REF.match(word.raw)
-            if var_ref and var_ref.group("q") and not var_ref.group("op"):
-                out.extend(self._split(var_ref.group("name") or var_ref.group("bname"), word))
-            else:
-                out.append(word)
-        return out
+            held = self._expanded(word.raw, word.start, 0)
+            if chars:
+                chars.append(" ")
+                offsets.append(word.start)
+            chars.extend(held.text)
+            offsets.extend(held.offsets)
+        text = "".join(chars)
+        for command in _simple_commands(_tokens(text)):
+            placed = [_Word(offsets[w.start], w.raw) for w in command
+                      if isinstance(w, _Word) and w.start < len(offsets)]
+            placed = self._strip_reserved(placed)
+            assignments, index, sets_variables = self._assignments(placed)
+            if not sets_variables:
+                self._command(placed, assignments, index, False, depth)
 
     def _word_text(self, word: _Word) -> str:
         value = self._value(word.raw, word.start)
@@ -754,14 +889,12 @@ class _Shell:
         """The program, module or script that receives the arguments, and those arguments."""
         i = 0
         while i < len(words):
+            i = self._past_wrappers(words, i)
+            if i >= len(words):
+                return None
             program = self._word_text(words[i])
             base = program.rsplit("/", 1)[-1]
             following = self._word_text(words[i + 1]) if i + 1 < len(words) else ""
-            if base in _WRAPPERS:
-                i = self._skip_options(words, i + 1) + _WRAPPERS[base]
-                while base == "env" and i < len(words) and _ASSIGNMENT.match(words[i].raw):
-                    i += 1
-                continue
             if base in ("uv", "poetry", "pipenv", "pdm", "hatch") and following == "run":
                 i = self._skip_options(words, i + 2)
                 continue
@@ -785,6 +918,17 @@ class _Shell:
                 return None
             return program, words[i + 1:]
         return None
+
+    def _past_wrappers(self, words: List[_Word], i: int) -> int:
+        """The index of the program that wrappers starting at `i` run (`env A=1 timeout 60 python ...`)."""
+        while i < len(words):
+            base = self._word_text(words[i]).rsplit("/", 1)[-1]
+            if base not in _WRAPPERS:
+                return i
+            i = self._skip_options(words, i + 1) + _WRAPPERS[base]
+            while base == "env" and i < len(words) and _ASSIGNMENT.match(words[i].raw):
+                i += 1
+        return i
 
     def _skip_options(self, words: List[_Word], i: int) -> int:
         """Past a launcher's own options: `--opt=v`, `-oL`, `--opt v` / `-n v` (unless v is a script or a

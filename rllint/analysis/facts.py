@@ -22,7 +22,8 @@ Facts (absent = unknown):
 - configuration (`rllint.analysis.domains.config`): `fields`, the arguments a dataclass instance was built
   with (field -> Value); `literal`, the text of a string setting; `fields_set`, attributes were set by a name
   the code does not write (`setattr(cfg, k, v)`): a field not in `fields` no longer holds its default (a join
-  keeps it when either path has it).
+  keeps it when either path has it); `settings`, on a dict read from settings files, (those files, the dotted
+  key of the mapping it is: "" for the whole file, "lora." under `lora`).
 - models: `model` (the node that built the object, its identity), `arch` (CAUSAL_LM, SEQ_CLS, VALUE_HEAD),
   `weightless` (an `nn.Module` of the project that holds no parameters: a loss written as a module).
 - containers: `items` (dict: key -> Value; tuple/list: position -> Value) and `element` (what any element
@@ -80,7 +81,7 @@ NO_SOURCES: FrozenSet[cst.CSTNode] = frozenset()
 
 # Facts that describe one object (its identity, what it is) and do not survive arithmetic.
 _IDENTITY = ("model", "arch", "weightless", "obj", "function", "cls", "bound", "qual", "items", "element", "origin", "fields",
-             "trains", "candidates")
+             "trains", "candidates", "settings")
 MAX_CANDIDATES = 8  # functions a joined function value may be, each run at a call; more: which one is unknown
 
 

@@ -129,6 +129,7 @@ class Flow:
         self._optimized: Optional[List[Tuple[cst.CSTNode, FunctionIR]]] = None
         self._imported: Dict[Tuple[str, int], Optional[object]] = {}
         self._trained_places: Optional[Set[Tuple]] = None
+        self._parts: Dict[Tuple[FunctionIR, str], Optional[List[Tuple[Any, ...]]]] = {}
         self.depth_of_callers = 0  # 1 for a module read to find the callers of another's functions
         self.for_callers = bool(getattr(file, "for_callers", False))
         # Interpreting the top level can read another module that asks for this file's flow again (to find the
@@ -198,6 +199,17 @@ class Flow:
     def owns(self, node: cst.CSTNode) -> bool:
         """Whether an expression is written in this file (not in another module's helper)."""
         return node in self._locate()
+
+    def handed_parts(self, function: FunctionIR, param: str) -> Optional[List[Tuple[Any, ...]]]:
+        """What a function of this file hands on of its parameter `param` (`_handed_parts`), computed once."""
+        key = (function, param)
+        if key not in self._parts:
+            self._parts[key] = _handed_parts(function, param)
+        return self._parts[key]
+
+    def function_of(self, node: cst.CSTNode) -> Optional[FunctionIR]:
+        """The function (or the module's top level) a statement or expression of this file is written in."""
+        return self._locate().get(node)
 
     @property
     def forwards(self) -> List[Event]:
@@ -1396,7 +1408,7 @@ class Frame:
             else:
                 args.append(argument)
         if not _reads_only(node, callee):
-            self._settings_handed(node)
+            self._settings_handed(node, callee)
         name = _tail(node.func)
         receiver = callee.facts.get("bound")
         if name == "backward" and isinstance(node.func, cst.Attribute):
@@ -1437,10 +1449,17 @@ class Frame:
         if current is not None and current.facts.get("type") in (INSTANCE, "config"):
             self.env[holder] = current.but(fields_set=True, why={"fields_set": (node,)})
 
-    def _settings_handed(self, node: cst.Call) -> None:
+    def _settings_handed(self, node: cst.Call, callee: Value) -> None:
         """A dict whose every key is known (a file of settings) that a call may change (`cfg.update(...)`, a
-        helper given it) no longer has known keys."""
-        held = [a.value for a in node.args if not a.star]
+        helper given it) no longer has known keys; a function of this file whose parameter only reads it keeps
+        them."""
+        function = callee.facts.get("function") if callee.facts.get("type") == FUNCTION else None
+        kept = set()
+        if function is not None and function.module is self.ir:
+            bound = function.bind(node, method=callee.facts.get("bound") is not None)
+            kept = {id(expr) for name, expr in bound.items()
+                    if _only_reads(self.flow.handed_parts(function, name), self.env.get(place(expr) or "", UNKNOWN))}
+        held = [a.value for a in node.args if not a.star and id(a.value) not in kept]
         if isinstance(node.func, cst.Attribute) and node.func.attr.value not in _READS:
             held.append(node.func.value)
         for expr in held:
@@ -1664,6 +1683,105 @@ _READ_ONLY_BUILTINS = frozenset({"print", "len", "str", "repr", "format", "isins
                                  "dict", "set", "iter", "any", "all", "bool", "hash", "id", "type"})
 _READ_ONLY_LIBRARY = frozenset({"json.dump", "json.dumps", "yaml.dump", "yaml.safe_dump", "pprint.pprint",
                                 "copy.copy", "copy.deepcopy", "wandb.init", "wandb.log"})
+
+
+def _only_reads(parts: Optional[List[Tuple[Any, ...]]], given: Value) -> bool:
+    """Whether a function only reads the container `given` that a parameter of it receives, when `parts` are the
+    key paths of the parts of that parameter it hands on (`_handed_parts`): each must be a value that is no
+    container (`load(cfg["data"]["name"])`)."""
+    if parts is None:
+        return False
+    for path in parts:
+        part: Optional[Value] = given
+        for step in path:
+            part = item_of(part, step) if part is not None else None
+        if part is None or part.facts.get("type") in (None, DICT, LIST, TUPLE, INSTANCE):
+            return False
+    return True
+
+
+def _handed_parts(function: FunctionIR, param: str) -> Optional[List[Tuple[Any, ...]]]:
+    """The key paths of the parts of parameter `param` (and of names bound to parts of it: `sub = cfg["data"]`)
+    that the function hands on: to a call, a method, a return, another expression's value or an attribute;
+    None when it changes the parameter (stores into it, deletes from it, calls a method of it) or hands on a
+    part it does not name by constant keys. Keys read, tests, arithmetic and read-only builtins hand on nothing."""
+    parents: Dict[cst.CSTNode, cst.CSTNode] = {}
+    stack: List[cst.CSTNode] = [s for s in function.body if not isinstance(s, (cst.FunctionDef, cst.ClassDef))]
+    while stack:
+        current = stack.pop()
+        for child in children(current):
+            if not isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                parents[child] = current
+                stack.append(child)
+    paths: Dict[str, Tuple[Any, ...]] = {param: ()}  # names bound to parts of the parameter: their key paths
+    grown = True
+    while grown:
+        grown = False
+        for use in [n for n in parents if isinstance(n, cst.Name) and n.value in paths]:
+            read, path = _read_part(use, parents, paths[use.value])
+            holder = parents.get(read)
+            if isinstance(holder, cst.Assign) and holder.value is read and path is not None:
+                for target in holder.targets:
+                    if isinstance(target.target, cst.Name) and target.target.value not in paths:
+                        paths[target.target.value] = path
+                        grown = True
+    handed: List[Tuple[Any, ...]] = []
+    for use in [n for n in parents if isinstance(n, cst.Name) and n.value in paths]:
+        read, path = _read_part(use, parents, paths[use.value])
+        holder = parents.get(read)
+        if isinstance(holder, cst.AssignTarget) and read is use:
+            continue  # the name bound (`sub = cfg["data"]`), not what it held
+        if isinstance(holder, (cst.AssignTarget, cst.AugAssign, cst.Del)) or \
+                isinstance(holder, cst.AnnAssign) and holder.target is read:
+            return None  # stored into or deleted
+        if isinstance(holder, _READING) or _tested(read, parents):
+            continue
+        if isinstance(holder, cst.Assign) and all(isinstance(t.target, cst.Name) for t in holder.targets):
+            if path is None:
+                return None  # an alias of a part that constant keys do not name
+            continue  # an alias, followed above
+        if isinstance(holder, cst.Arg) and isinstance(parents.get(holder), cst.Call) and \
+                isinstance(parents[holder].func, cst.Name) and parents[holder].func.value in _READ_ONLY_BUILTINS:
+            continue
+        if path is None or read is use:
+            return None  # the container itself handed on, or a method of it called (`cfg.update(...)`)
+        handed.append(path)
+    return handed
+
+
+def _tested(node: cst.CSTNode, parents: Dict[cst.CSTNode, cst.CSTNode]) -> bool:
+    """Whether a value is only the truth of a test: `if cfg.get("data"):`, `x if cfg["a"] and ok else y`."""
+    holder = parents.get(node)
+    while isinstance(holder, (cst.BooleanOperation, cst.UnaryOperation)):
+        node, holder = holder, parents.get(holder)
+    return isinstance(holder, (cst.If, cst.While, cst.IfExp)) and holder.test is node
+
+
+# Where a value is only looked at: tested, compared, printed in an f-string, used as an index or in arithmetic.
+_READING = (cst.Expr, cst.If, cst.While, cst.ComparisonTarget, cst.Comparison, cst.FormattedStringExpression,
+            cst.Index, cst.BinaryOperation, cst.UnaryOperation)
+
+
+def _read_part(node: cst.CSTNode, parents: Dict[cst.CSTNode, cst.CSTNode], path: Optional[Tuple[Any, ...]]
+               ) -> Tuple[cst.CSTNode, Optional[Tuple[Any, ...]]]:
+    """The outermost read of a part of `node` (`cfg["a"]["b"]`, `cfg.get("a")` for `cfg`) and its key path from
+    the parameter (None once a key is not a constant)."""
+    while True:
+        parent = parents.get(node)
+        if isinstance(parent, cst.Subscript) and parent.value is node:
+            key = constant_key(parent)
+            path = path + (key,) if path is not None and key is not NO_KEY else None
+            node = parent
+        elif isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in _READS and \
+                isinstance(parents.get(parent), cst.Call) and parents[parent].func is parent:
+            call = parents[parent]
+            first = call.args[0].value if call.args and call.args[0].keyword is None else None
+            key = first.evaluated_value if parent.attr.value == "get" and isinstance(first, cst.SimpleString) \
+                else NO_KEY
+            path = path + (key,) if path is not None and key is not NO_KEY else None
+            node = call
+        else:
+            return node, path
 
 
 def _reads_only(node: cst.Call, callee: Value) -> bool:

@@ -206,11 +206,29 @@ def is_estimator_key(name: str) -> bool:
 def is_rl_hyperparameter(name: str) -> bool:
     """Names RL606 watches: learning rates, KL weights and `beta`, clip ranges, sampling temperatures,
     group sizes and generation lengths of the training run (not evaluation settings)."""
+    return rl_hyperparameter_kind(name) is not None
+
+
+def rl_hyperparameter_kind(name: str) -> Optional[str]:
+    """Which of RL606's hyperparameters a name sets: "learning rate", "KL weight", "clip range", "temperature",
+    "group size", "prompt length" or "length" (of generations and sequences); None for other names and for
+    evaluation settings."""
     words = tokens(name)
     if set(words) & EVALUATION:
-        return False
-    return (is_learning_rate(name) or is_kl_coefficient(name, grouped_config=True) or is_clip_range(name)
-            or "temperature" in words or is_group_size(name) or bool(_LENGTH.search(name.lower())))
+        return None
+    if is_learning_rate(name):
+        return "learning rate"
+    if is_kl_coefficient(name, grouped_config=True):
+        return "KL weight"
+    if is_clip_range(name):
+        return "clip range"
+    if "temperature" in words:
+        return "temperature"
+    if is_group_size(name):
+        return "group size"
+    if _LENGTH.search(name.lower()):
+        return "prompt length" if "prompt" in words else "length"
+    return None
 
 
 def is_grad_clip_norm(name: str) -> bool:

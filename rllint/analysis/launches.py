@@ -10,6 +10,7 @@ linted file's cached result. Nothing is executed.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Tuple
 
@@ -20,6 +21,7 @@ MAX_SCRIPTS = 400  # launch scripts read per project
 MAX_BYTES = 256 * 1024
 _SKIP = frozenset(DEFAULT_EXCLUDES)
 _SCRIPTS: Dict[str, Tuple[Tuple[str, str], ...]] = {}  # root -> (path, text) of its shell scripts
+_READ: Dict[str, Optional[list]] = {}  # path of a shell script -> its entries (None: it does not parse)
 
 
 @dataclass(frozen=True)
@@ -34,12 +36,25 @@ class LaunchEntry:
     folders: Tuple[str, ...] = ()  # where a relative path it gives may be found: the run's folder first
 
 
+# A leading folder that only running the script would know: `$SCRIPT_DIR/`, `${ROOT}/`.
+_RUNTIME_FOLDER = re.compile(r"\$(?:[A-Za-z_]\w*|\{[A-Za-z_]\w*\})/+")
+
+
+def _below_runtime_folder(named: str) -> Optional[str]:
+    """The path under a folder the script computes (`$SCRIPT_DIR/train.py` -> `train.py`), else None. Launch
+    scripts set such a folder to their own or the project's (`$(cd "$(dirname "$0")" && pwd)`): the rest of the
+    path is looked for from there."""
+    match = _RUNTIME_FOLDER.match(named)
+    return named[match.end():] if match and "$" not in named[match.end():] else None
+
+
 def named_file(entry: LaunchEntry, suffixes: Tuple[str, ...]) -> Optional[str]:
-    """The file a launch flag names (`--config configs/run.yaml`), looked for from the folders the run may
-    start in; None when the value is no such name or no such file exists."""
+    """The file a launch flag names (`--config configs/run.yaml`, `--config "$ROOT/configs/run.yaml"`), looked
+    for from the folders the run may start in; None when the value is no such name or no such file exists."""
     named = entry.value if isinstance(entry.value, str) else ""
     if not named.endswith(suffixes):
         return None
+    named = _below_runtime_folder(named) or named
     for base in entry.folders:
         path = os.path.normpath(os.path.join(base, named))
         if os.path.isfile(path):
@@ -63,9 +78,13 @@ def runs_of(file, entry: Optional[str] = None) -> List[List[LaunchEntry]]:
         if os.path.splitext(os.path.basename(path))[0] not in text:  # `train.py`, or `-m package.train`
             continue
         file.dependencies[script] = content_hash(text.encode("utf-8", "replace"))
-        try:
-            entries = read_shell(text)
-        except ConfigSyntaxError:
+        if script not in _READ:  # read once per process, as its text is (`_scripts`)
+            try:
+                _READ[script] = read_shell(text)
+            except ConfigSyntaxError:
+                _READ[script] = None
+        entries = _READ[script]
+        if entries is None:
             continue
         by_command: Dict[int, List[LaunchEntry]] = {}
         for entry in entries:
@@ -184,13 +203,15 @@ def _module_folder(command: str, path: str) -> str:
 
 def _names(command: str, path: str, script: str, root: str) -> bool:
     """Whether a command's entry point is the Python file at `path` (or, `python -m package.module`, the module
-    of a project package that path is)."""
+    of a project package that path is), from the script's folder or the project root (`$SCRIPT_DIR/train.py`
+    too)."""
     if _module_folder(command, path):
         return True
     if not command.endswith(".py"):
         return False
+    below = _below_runtime_folder(command)
     for base in (os.path.dirname(script), root):
-        if os.path.normpath(os.path.join(base, command)) == path:
+        if os.path.normpath(os.path.join(base, below or command)) == path:
             return True
     return os.path.basename(command) == os.path.basename(path) and "/" not in command
 
@@ -243,3 +264,4 @@ def _read(path: str):
 
 def clear_cache() -> None:
     _SCRIPTS.clear()
+    _READ.clear()

@@ -13,16 +13,17 @@ from rllint.analysis.purpose import Purpose, distills, is_rl_class
 from rllint.analysis.hparams import (
     EVALUATION, GROUP_CONFIGS, GROUP_SIZE_TRIGGERS, MEAN, NOT_THE_POLICY, STD, LaunchRuns, belongs_elsewhere,
     group_baseline, is_clip_range, is_estimator_key, is_group_size, is_kl_coefficient, is_learning_rate,
-    is_grad_clip_norm, is_rl_hyperparameter, is_sequence_level, is_std_switch, last_part,
+    is_grad_clip_norm, is_rl_hyperparameter, is_sequence_level, is_std_switch, last_part, rl_hyperparameter_kind,
 )
 from rllint.analysis.domains.config import framework_class, setting
 from rllint.analysis.facts import CAUSAL_LM, DICT, NUMBER, UNKNOWN, VALUE_HEAD, Value as EngineValue
 from rllint.analysis.flow import Flow
 from rllint.analysis.imports import Imports
-from rllint.analysis.launches import CONFIG_FILES
+from rllint.analysis.launches import CONFIG_FILES, settings_file
 from rllint.analysis.loss import LossSlice
 from rllint.analysis.rates import RateSinks, optimizer_name
 from rllint.analysis.roles import ModelRoles, header
+from rllint.analysis.settings_use import SettingsUse
 from rllint.analysis.syntax import walk
 from rllint.analysis.tensors import GroupBaselines
 from rllint.analysis.values import Declaration, RemoteNode, Value, Values, format_number
@@ -1084,8 +1085,15 @@ class UnusedHyperparameter(CSTRule):
     `max_grad_norm: 2.0` in the YAML file that TRL's `--config` names or that the code loads)
     and that the code then overwrites with another literal (`training_args.max_grad_norm = 1.0`,
     `cfg["beta"] = 0.0`, not under a condition): the launches of an entry file that calls a function of this module
-    (`from train.pipeline import main; main()`) are this module's command line. The finding
-    points at the declaration, or at the overwriting literal.
+    (`from train.pipeline import main; main()`) are this module's command line. And a number
+    that a settings file the code loads (`yaml.safe_load`, `json.load` of a file the code or
+    its launch names) gives an RL hyperparameter under a key no code path reads: a KL weight
+    written under `lora:` when the code reads only the LoRA keys of that section. Keys read
+    (`cfg["lora"]["r"]`, `.get("r", 64)`), sections used whole (`LoraConfig(**cfg["lora"])`,
+    handed to code out of sight) and names that any code of the project reads count as read; a
+    key whose hyperparameter the code reads from another key of the file (a stale duplicate of
+    `max_completion_length`) is not reported.
+    The finding points at the declaration, at the overwriting literal, or at the unread key.
 
     The fields of an evaluation, SFT, reward-model or critic config class (`SFTConfig.lr`
     beside a PPO config) are not the RL run's settings and are not reported.
@@ -1264,6 +1272,7 @@ class UnusedHyperparameter(CSTRule):
             self.report(declaration.node, detail="`{}` ({}) is declared but never read".format(
                 declaration.name, declaration.origin))
         self._configured_overwritten()
+        self._unread_settings(read, index)
         watched_names = {d.name for d in declarations if id(d) in watched}
         for literal, name, source in self._overwrites:
             if source in watched_names:
@@ -1291,6 +1300,26 @@ class UnusedHyperparameter(CSTRule):
                     self.report(literal, detail="`{}` is set to {} by {} and then overwritten by the literal {}".format(
                         self.file.module.code_for_node(target), format_number(configured.facts["number"]),
                         configured.facts.get("origin", "the run's settings"), self.file.module.code_for_node(literal)))
+
+    def _unread_settings(self, read: Set[str], index: ProjectIndex) -> None:
+        """A number a settings file that this code loads gives an RL hyperparameter (`lora.kl_coeff: 0.05`) under
+        a key that no code path reads (`SettingsUse`), nor any code of the project by that name, while the code
+        reads no other key of the file for that hyperparameter: reported where the file writes it."""
+        use = self.file.fact(SettingsUse)
+        for path in use.loaded():
+            entries = settings_file(self.file, path, nested=True) or []
+            # a duplicate: the code reads (or may read) another key of the file that sets that hyperparameter
+            configured = {rl_hyperparameter_kind(entry.key) for entry in entries if not use.unread(path, entry.key)}
+            unread = [entry for entry in entries
+                      if _number(entry.value) is not None and rl_hyperparameter_kind(entry.key) is not None
+                      and rl_hyperparameter_kind(entry.key) not in configured
+                      and not set(tokens(entry.key)) & (EVALUATION | NOT_THE_POLICY) and use.unread(path, entry.key)
+                      and last_part(entry.key) not in read]
+            elsewhere = index.read_elsewhere({last_part(entry.key) for entry in unread}) if unread else set()
+            for entry in unread:
+                if last_part(entry.key) not in elsewhere:
+                    self.report(entry.place, detail="`{}` is set to {} in {} but no code path reads it".format(
+                        entry.key, format_number(entry.value), entry.path))
 
     def _same_group(self, other: Declaration, declaration: Declaration) -> bool:
         if declaration.kind == "field":

@@ -71,6 +71,8 @@ class ConfigDomain(Domain):
 
     def method(self, frame, receiver, name, node, args, kwargs):
         kind = receiver.facts.get("type")
+        if kind == DICT and name == "get":
+            return _got(receiver, node, args)
         if kind != PARSER:
             return None
         if name in ("parse_args", "parse_known_args") and "parser" in receiver.facts:
@@ -126,6 +128,20 @@ class ConfigDomain(Domain):
         return None
 
 
+def _got(held: Value, node: cst.Call, args: List[Value]) -> Optional[Value]:
+    """`settings.get("lr", 1e-5)`: what the dict holds under a key it has; the default (else None) for a key a
+    dict whose every key is known lacks."""
+    key = node.args[0].value if node.args and node.args[0].keyword is None and not node.args[0].star else None
+    if not isinstance(key, cst.SimpleString) or not isinstance(key.evaluated_value, str):
+        return None
+    for name, item in held.facts.get("items") or ():
+        if name == key.evaluated_value:
+            return item
+    if not held.facts.get("complete"):
+        return None
+    return args[1] if len(args) > 1 else Value({"type": "none"})
+
+
 def setting(flow, holder: Value, key: str) -> Value:
     """`holder.<key>` where `holder` is a configuration (a framework config, a dataclass instance, a parsed
     namespace), without an expression to read it from: what a trainer reads of the config it is handed."""
@@ -178,11 +194,12 @@ def _loaded(flow, files: Tuple[str, ...]) -> Value:
     per_file = [settings_file(flow.file, path, nested=True) for path in files]
     if not per_file or any(found is None for found in per_file):
         return Value({"type": DICT})
-    return _settings_dict([{entry.key: entry for entry in found} for found in per_file], "")
+    return _settings_dict([{entry.key: entry for entry in found} for found in per_file], "", tuple(files))
 
 
-def _settings_dict(per_file: List[Dict[str, Any]], prefix: str) -> Value:
-    """The mapping under the dotted key `prefix` of each file's settings (scalars by their dotted keys)."""
+def _settings_dict(per_file: List[Dict[str, Any]], prefix: str, files: Tuple[str, ...]) -> Value:
+    """The mapping under the dotted key `prefix` of each file's settings (scalars by their dotted keys); its
+    `settings` fact says which files and which mapping it is (`rllint.analysis.settings_use`)."""
     level = [{key[len(prefix):].split(".", 1)[0] for key in found if key.startswith(prefix)} for found in per_file]
     items = []
     for key in sorted(set().union(*level)):
@@ -193,22 +210,24 @@ def _settings_dict(per_file: List[Dict[str, Any]], prefix: str) -> Value:
         if all(leaf is not None for leaf in leaves):
             items.append((key, join_all([_setting_value(leaf) for leaf in leaves])))
         elif not any(leaves):
-            items.append((key, _settings_dict(per_file, prefix + key + ".")))
+            items.append((key, _settings_dict(per_file, prefix + key + ".", files)))
         else:
             items.append((key, UNKNOWN))  # a scalar in one file, a mapping in another
-    return Value({"type": DICT, "items": tuple(items), "complete": True})
+    return Value({"type": DICT, "items": tuple(items), "complete": True, "settings": (files, prefix)})
 
 
 def _setting_value(entry) -> Value:
     """A number where the file writes one; text that spells a number (YAML reads `2e-5` as a string) keeps it
-    for the `float()` that the code applies."""
+    for the `float()` that the code applies; other text and booleans are what they are, of no number."""
     kind, number = NUMBER, entry.value
     if isinstance(number, str):
         try:
             kind, number = TEXT, float(number)
         except ValueError:
-            return UNKNOWN
-    if not isinstance(number, (int, float)) or isinstance(number, bool):
+            return Value({"type": TEXT})
+    if isinstance(number, bool):
+        return Value({"type": "bool"})
+    if not isinstance(number, (int, float)):
         return UNKNOWN
     return Value({"type": kind, "number": float(number), "origin": f"{entry.key} in {entry.path}"},
                  {"number": (entry.place,)})
