@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from rllint.analysis.facts import COMPLETION
+from rllint.analysis.facts import COMPLETION, SEQ2SEQ
 from rllint.analysis.facts import TEXT as TEXT_VALUE
 from rllint.analysis.flow import Flow
 from rllint.analysis.purpose import EVALUATION, Purpose, is_test_path
@@ -1642,12 +1642,17 @@ class GenerateRightPadded(FunctionRule):
             return
         if literal_text(padding.value) != "max_length" and not facts.batched(text, self.scope):
             return  # one prompt: `padding=True` adds nothing
-        sampler = self.file.fact(IdsUse).generation(node, self.function)
+        uses = self.file.fact(IdsUse)
+        sampler = uses.generation(node, self.function)
         if sampler is None or call_tail(sampler) != "generate" or not isinstance(sampler.func, cst.Attribute):
             return
         engine = sampler.func.value
         roles = self.file.fact(ModelRoles)
-        if dotted(engine) in facts.engines or (
+        event = uses.sampled(node)
+        if event is not None and event.node is sampler:  # the engine proves the model (and its architecture)
+            if event.extra["model"].facts.get("arch") == SEQ2SEQ:
+                return
+        elif dotted(engine) in facts.engines or (
                 roles.role(engine, self.function) is None and not roles.is_model(dotted(engine) or "")):
             return  # an engine, or something the file does not show to be a model
         how = '`padding_side="right"`' if written else \
