@@ -6,7 +6,9 @@ of sight (the function escapes: it is passed or stored as a value), or their def
 it. A call of a function of the project is interpreted again with the arguments of that call (a summary,
 memoised by the arguments' facts, at most `MAX_DEPTH` calls deep), so a helper's result is as precise as
 what it is given: `get_logps(policy, ids)` carries gradient, `get_logps(ref, ids)` under `no_grad` does
-not. What libraries do is the domains' business (`rllint.analysis.domains`).
+not. A nested function reads the names of the function it is defined in: as they are where that function
+calls it (or hands it to a library that does), else as that function's run leaves them. What libraries do
+is the domains' business (`rllint.analysis.domains`).
 
 The gradient mode of a statement is its lexical one (`no_grad`, `enable_grad`, decorators), else the mode
 at every call site of its function, else True for the module's top level, for a function that takes a
@@ -595,7 +597,7 @@ class Flow:
         self._analyze(parent)
         return self._closures.get(parent)
 
-    def mentioned(self, function: FunctionIR) -> FrozenSet[str]:
+    def _names(self, function: FunctionIR) -> FrozenSet[str]:
         """The names a function's body reads or writes."""
         if function not in self._mentioned:
             self._mentioned[function] = frozenset(
@@ -690,7 +692,7 @@ class Flow:
         if depth >= MAX_DEPTH or self._summary_count >= MAX_SUMMARIES:
             return UNKNOWN, []
         free = () if outer is None else tuple(sorted(
-            (name, signature(outer[name])) for name in self.mentioned(function) if name in outer))
+            (name, signature(outer[name])) for name in self._names(function) if name in outer))
         key = (id(function), mode, tuple(sorted((k, signature(v)) for k, v in args.items())), free)
         cached = self._summaries.get(key)
         if cached is not None and cached is not _IN_PROGRESS:
