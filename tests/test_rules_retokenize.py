@@ -292,3 +292,64 @@ def test_rl314_a_loss_of_another_module_that_weights_nothing_is_not_a_policy_gra
                 return torch.nn.functional.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
     """
     assert _project(tmp_path, objective) == []
+
+
+# A collate function renders and encodes the prompts of a batch; a trainer of another module samples from them.
+PROMPTED = """
+from torch.utils.data import DataLoader
+from transformers import AutoModelForCausalLM, AutoTokenizer
+from trl import GRPOConfig
+
+from sampler import RolloutWorker
+
+tokenizer = AutoTokenizer.from_pretrained("Qwen/Qwen2.5-1.5B-Instruct", padding_side="left")
+policy = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-1.5B-Instruct")
+
+
+def collate(batch):
+    chats = [[{{"role": "user", "content": b["question"]}}] for b in batch]
+    prompts = [tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt={generation}) for c in chats]
+    enc = tokenizer(prompts, truncation=True, max_length=256, padding=True, return_tensors="pt")
+    return {{"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"], "answers": [b["answer"] for b in batch]}}
+
+
+def train(rows):
+    worker = RolloutWorker(policy)
+    for batch in DataLoader(rows, batch_size=8, collate_fn=collate):
+        worker.{use}(batch["input_ids"], batch["attention_mask"])
+"""
+
+WORKER = """
+import torch
+
+
+class RolloutWorker:
+    def __init__(self, model):
+        self.model = model
+
+    def rollouts(self, ids, mask):
+        with torch.no_grad():
+            return self.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=1024, do_sample=True)
+
+    def score(self, ids, mask):
+        return self.model(input_ids=ids, attention_mask=mask).logits
+"""
+
+
+def prompted(tmp_path, generation="True", use="rollouts"):
+    from rllint.runner import lint_files
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "sampler.py").write_text(WORKER)
+    (tmp_path / "train.py").write_text(PROMPTED.format(generation=generation, use=use))
+    result = lint_files([str(tmp_path / "train.py")], Settings(select=["RL315"], root=tmp_path), isolated=False)
+    return sorted(d.line for d in result.diagnostics)
+
+
+def test_rl315_prompts_a_collate_function_cuts_reach_the_generate_of_another_module(tmp_path):
+    assert prompted(tmp_path) == [15]
+
+
+def test_rl315_a_collate_function_that_cuts_text_that_is_not_sampled_from(tmp_path):
+    assert prompted(tmp_path, generation="False") == []  # a whole conversation, not a generation prompt
+    assert prompted(tmp_path, use="score") == []  # the cut prompts are scored, never sampled from

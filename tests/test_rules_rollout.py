@@ -142,6 +142,94 @@ def test_rl316_test_code_is_silent():
     assert lines("RL316", script(), path="tests/test_loop.py") == []
 
 
+# A script whose prompts are padded by a DataLoader's collate function and sampled by a trainer class of another
+# module, one row at a time (thomasjhuang/cs224r-llm-rl-finetuning's shape).
+COLLATED = """
+import torch
+from torch.utils.data import DataLoader
+from tqdm import tqdm
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from rloo import RLOOTrainer
+
+
+def main(rows, path="Qwen/Qwen2.5-0.5B-Instruct"):
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    {setup}
+    model = AutoModelForCausalLM.from_pretrained(path)
+
+    def collate_fn(batch):
+        texts = [item["prompt"] for item in batch]
+        enc = tokenizer(texts, return_tensors="pt", padding=True{call_kw})
+        return enc["input_ids"], enc["attention_mask"], texts
+
+    loader = {loader}
+    trainer = RLOOTrainer(model, tokenizer, torch.optim.AdamW(model.parameters(), lr=1e-6))
+    for step, (ids, mask, texts) in enumerate(tqdm(loader)):
+        trainer.step(ids, mask, texts)
+"""
+
+REINFORCE = """
+import torch
+
+
+class RLOOTrainer:
+    def __init__(self, model, tokenizer, optimizer):
+        self.model, self.tokenizer, self.optimizer = model, tokenizer, optimizer
+
+    def sample(self, prompt_ids, prompt_mask, texts):
+        rows = []
+        for i in range(prompt_ids.size(0)):
+            rows.append(self.model.generate(prompt_ids[i:i + 1], attention_mask=prompt_mask[i:i + 1],
+                                            max_new_tokens=1024, do_sample=True))
+        return rows
+
+    def step(self, prompt_ids, prompt_mask, texts):
+        rows = self.sample(prompt_ids, prompt_mask, texts)
+        logps = [torch.log_softmax(self.model(r).logits, -1).max(-1).values.sum() for r in rows]
+        rewards = torch.tensor([float(len(r)) for r in rows])
+        loss = -(torch.stack(logps) * (rewards - rewards.mean())).mean()
+        loss.backward()
+        self.optimizer.step()
+"""
+
+
+def collated(tmp_path, setup="", call_kw="", loader="DataLoader(rows, batch_size=8, collate_fn=collate_fn)",
+             reinforce=REINFORCE):
+    from rllint.runner import lint_files
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "rloo.py").write_text(textwrap.dedent(reinforce))
+    (tmp_path / "train.py").write_text(COLLATED.format(setup=setup, call_kw=call_kw, loader=loader))
+    result = lint_files([str(tmp_path / "train.py")], Settings(select=["RL316"], root=tmp_path), isolated=False)
+    return sorted(d.line for d in result.diagnostics)
+
+
+def test_rl316_prompts_a_collate_function_pads_reach_the_generate_of_another_module(tmp_path):
+    assert collated(tmp_path) == [17]
+
+
+def test_rl316_left_padding_set_on_the_tokenizer_or_the_collate_call_is_silent(tmp_path):
+    assert collated(tmp_path, setup='tokenizer.padding_side = "left"') == []
+    assert collated(tmp_path, call_kw=', padding_side="left"') == []
+
+
+def test_rl316_prompts_re_tokenized_with_left_padding_for_generation_are_another_encoding(tmp_path):
+    left = REINFORCE.replace(
+        "rows = self.sample(prompt_ids, prompt_mask, texts)",
+        'enc = self.tokenizer(texts, padding=True, padding_side="left", return_tensors="pt")\n'
+        '        rows = self.sample(enc.input_ids, enc.attention_mask, texts)')
+    assert collated(tmp_path, reinforce=left) == []
+    # batches of a loader the engine cannot see into: the texts may come from the padded ids too (mixed)
+    assert collated(tmp_path, reinforce=left, loader="accelerator.prepare(DataLoader(rows, collate_fn=collate_fn))") == []
+
+
+def test_rl316_padded_ids_that_only_train_are_not_sampled_from(tmp_path):
+    scored = REINFORCE.replace("rows = self.sample(prompt_ids, prompt_mask, texts)",
+                               "rows = [prompt_ids]")
+    assert collated(tmp_path, reinforce=scored) == []
+
+
 # ---------------------------------------------------------------- RL317
 
 LORA_LOOP = """

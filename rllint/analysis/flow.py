@@ -6,7 +6,9 @@ of sight (the function escapes: it is passed or stored as a value), or their def
 it. A call of a function of the project is interpreted again with the arguments of that call (a summary,
 memoised by the arguments' facts, at most `MAX_DEPTH` calls deep), so a helper's result is as precise as
 what it is given: `get_logps(policy, ids)` carries gradient, `get_logps(ref, ids)` under `no_grad` does
-not. What libraries do is the domains' business (`rllint.analysis.domains`).
+not. A nested function reads the names of the function it is defined in: as they are where that function
+calls it (or hands it to a library that does), else as that function's run leaves them. What libraries do
+is the domains' business (`rllint.analysis.domains`).
 
 The gradient mode of a statement is its lexical one (`no_grad`, `enable_grad`, decorators), else the mode
 at every call site of its function, else True for the module's top level, for a function that takes a
@@ -22,7 +24,7 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
@@ -109,7 +111,7 @@ class Flow:
         self.values: Dict[cst.CSTNode, Value] = {}
         self._events: Dict[str, Dict[Tuple[cst.CSTNode, Optional[cst.Call]], Event]] = {
             "inplace": {}, "stopper": {}, "backward": {}, "forward": {}, "weighted": {}, "policy_gradient": {},
-            "generate": {}, "dropout": {}, "draw": {}}
+            "generate": {}, "dropout": {}, "draw": {}, "encode": {}}
         self.reads: Dict[cst.CSTNode, List[Tuple[cst.CSTNode, cst.CSTNode]]] = {}  # obj -> (read, statement)
         self.saved: Dict[cst.CSTNode, List[Tuple[cst.CSTNode, str]]] = {}  # obj -> (statement, op)
         self.opaque: Set[cst.CSTNode] = set()  # calls out of sight handed a model or a graph (`Frame._opaque`)
@@ -128,6 +130,9 @@ class Flow:
         self._freezes: Optional[List[Tuple[cst.CSTNode, FunctionIR]]] = None
         self._optimized: Optional[List[Tuple[cst.CSTNode, FunctionIR]]] = None
         self._imported: Dict[Tuple[str, int], Optional[object]] = {}
+        # what a function's own run leaves in its names, for the functions defined in it (their closure)
+        self._closures: Dict[FunctionIR, Dict[str, Value]] = {}
+        self._mentioned: Dict[FunctionIR, FrozenSet[str]] = {}
         self._trained_places: Optional[Set[Tuple]] = None
         self._parts: Dict[Tuple[FunctionIR, str], Optional[List[Tuple[Any, ...]]]] = {}
         self.depth_of_callers = 0  # 1 for a module read to find the callers of another's functions
@@ -217,7 +222,8 @@ class Flow:
 
     @property
     def generations(self) -> List[Event]:
-        """`model.generate(...)` calls: sampling with a model (`target`)."""
+        """Sampling by a model's `generate`: the target is what it is given as prompt ids (`extra["model"]`: the
+        model)."""
         return list(self._events["generate"].values())
 
     @property
@@ -232,6 +238,11 @@ class Flow:
         each event's target is the temperature (a NUMBER value, its number absent when not known)."""
         self.analyze_all()
         return list(self._events["draw"].values())
+
+    @property
+    def encodings(self) -> Set[cst.CSTNode]:
+        """The tokenizer calls that made token ids from text, in this file or in the helpers it runs."""
+        return {event.node for event in self._events["encode"].values()}
 
     def record(self, kind: str, event: Event) -> None:
         """Keep an event; `saved` and `read` events fill `saved` and `reads` (keyed by the tensor object)."""
@@ -497,10 +508,12 @@ class Flow:
             return self._attributes[key]
         self._attributes[key] = None  # while it is being found: unknown
         found: List[Value] = []
+        unfinished = False  # a method that stores it is being interpreted (this question comes from inside it)
         for method in self._methods(cls):
             targets = [t for stmt in method.statements for t in _self_stores(stmt, name)]
             if targets:
                 self._analyze(method)
+                unfinished = unfinished or self._state.get(method) == "running"
                 found.extend(self.values[t] for t in targets if t in self.values)
         if not found:
             declared = next((owner for owner in self._class_chain(cls) if name in owner.attributes), None)
@@ -513,7 +526,10 @@ class Flow:
         result = join_all(found)
         if not result.facts.get("type"):  # an object from out of sight: this attribute is its identity
             result = result.but(place=("attr", cls.name, name))
-        self._attributes[key] = result
+        if unfinished:
+            del self._attributes[key]  # not all its stores are known yet: asked again once they are
+        else:
+            self._attributes[key] = result
         return result
 
     def stored_elsewhere(self, cls: ClassIR, name: str) -> bool:
@@ -596,14 +612,33 @@ class Flow:
         try:
             params = {} if function.is_module else self._entry_params(function, callers_in_reach)
             mode = self.entry_mode(function) if callers_in_reach or function in self._modes else None
-            frame = Frame(self, function, params, mode, depth=0, record=True)
+            frame = Frame(self, function, params, mode, depth=0, record=True, outer=self._closure(function))
             if function.is_module:
                 frame.env = self.globals
             frame.run()
         finally:
             _ANALYSES.nesting = nesting
         self.returned[function] = frame.returned()
+        if function.nested:
+            self._closures[function] = frame.env
         self._state[function] = "done"
+
+    def _closure(self, function: FunctionIR) -> Optional[Dict[str, Value]]:
+        """The names of the function a nested function is defined in, as that function's own run leaves them:
+        what the nested one reads of them when it runs in its own context (None: not nested, or its
+        enclosing function is still being interpreted)."""
+        parent = function.parent
+        if parent is None or parent.module is not self.ir:
+            return None
+        self._analyze(parent)
+        return self._closures.get(parent)
+
+    def _names(self, function: FunctionIR) -> FrozenSet[str]:
+        """The names a function's body reads or writes."""
+        if function not in self._mentioned:
+            self._mentioned[function] = frozenset(
+                n.value for n in _walk(function.node) if isinstance(n, cst.Name))
+        return self._mentioned[function]
 
     def _entry_params(self, function: FunctionIR, callers_in_reach: bool = True) -> Dict[str, Value]:
         """What every caller passes each parameter (joined); the default where no caller passes one. Callers out
@@ -686,14 +721,18 @@ class Flow:
         return frame.expr(expr)
 
     def summary(self, function: FunctionIR, args: Dict[str, Value], mode: Optional[bool], depth: int,
-                keep: bool = True) -> Tuple[Value, List[Tuple[str, "Event"]], Dict[str, Value]]:
-        """What `function` returns when called with `args` in gradient mode `mode`, the events of that run (the
-        caller records them as happening through its call), and what a method stored on its instance
-        (`self.config = config`: attribute -> value). A run asked by a module read to find callers (`keep`
-        False) is not remembered: it may run while an attribute it reads is still being found."""
+                keep: bool = True, outer: Optional[Dict[str, Value]] = None
+                ) -> Tuple[Value, List[Tuple[str, "Event"]], Dict[str, Value]]:
+        """What `function` returns when called with `args` in gradient mode `mode` (a nested function: with
+        the names of its enclosing function's run, `outer`), the events of that run (the caller records them as
+        happening through its call), and what a method stored on its instance (`self.config = config`:
+        attribute -> value). A run asked by a module read to find callers (`keep` False) is not remembered: it
+        may run while an attribute it reads is still being found."""
         if depth >= MAX_DEPTH or self._summary_count >= MAX_SUMMARIES:
             return UNKNOWN, [], {}
-        key = (id(function), mode, tuple(sorted((k, signature(v)) for k, v in args.items())))
+        free = () if outer is None else tuple(sorted(
+            (name, signature(outer[name])) for name in self._names(function) if name in outer))
+        key = (id(function), mode, tuple(sorted((k, signature(v)) for k, v in args.items())), free)
         cached = self._summaries.get(key)
         if cached is not None and cached is not _IN_PROGRESS:
             return cached
@@ -703,7 +742,7 @@ class Flow:
         self._summaries[key] = _IN_PROGRESS
         self._summary_count += 1
         params = {p.name: args.get(p.name) or self.default(p, function) for p in function.params if not p.star}
-        frame = Frame(self, function, params, mode, depth=depth + 1, record=False)
+        frame = Frame(self, function, params, mode, depth=depth + 1, record=False, outer=outer)
         frame.run()
         stores: Dict[str, Value] = {}
         if function.cls is not None and function.params and function.params[0].index == 0 and not _is_static(function):
@@ -808,11 +847,12 @@ class Frame:
     """The interpretation of one function body, in one context. Domains call back into it."""
 
     def __init__(self, flow: Flow, function: FunctionIR, params: Dict[str, Value], mode: Optional[bool],
-                 depth: int, record: bool) -> None:
+                 depth: int, record: bool, outer: Optional[Dict[str, Value]] = None) -> None:
         self.flow = flow
         self.ir = flow.ir
         self.function = function
         self.env: Dict[str, Value] = dict(params)
+        self.outer = outer or {}  # the names of the enclosing function's run (a nested function's closure)
         self.entry = mode
         self.mode = mode  # the gradient mode of the current statement
         self.depth = depth
@@ -1187,6 +1227,8 @@ class Frame:
             return value((node,), type=BOOL, number=1.0 if name == "True" else 0.0)
         if name == "None":
             return value((node,), type=NONE)
+        if name in self.outer:
+            return self.outer[name]
         if not self.function.is_module and name in self.flow.globals:
             return self.flow.globals[name]
         if name in self.ir.functions:
@@ -1600,13 +1642,21 @@ class Frame:
         stored on its instance."""
         bound = function.bind(node, method=receiver is not None)
         values = {param: self._argument(expr, node, args, kwargs) for param, expr in bound.items()}
+        return self.run_function(function, node, values, receiver, stores)
+
+    def run_function(self, function: FunctionIR, node: cst.Call, values: Dict[str, Value],
+                     receiver: Optional[Value] = None, stores: Optional[Dict[str, Value]] = None) -> Value:
+        """What `function` returns given these parameters (and `receiver` as its first), run at `node`: a call of
+        it there, or a library that calls it there (a DataLoader its collate function). Its events happen
+        through `node`; `stores`, when given, receives what it stored on its instance."""
         if function.module is not self.ir:  # another module cannot see which of this file's objects train
             values = {param: self._training(v) for param, v in values.items()}
         if receiver is not None and function.params and function.params[0].index == 0:
             values[function.params[0].name] = receiver
         owner: Flow = function.module.flow
+        outer = self.env if function.parent is self.function else None  # a function defined in this one
         result, events, stored = owner.summary(function, values, self.mode, self.depth,
-                                               keep=not self.flow.for_callers)
+                                               keep=not self.flow.for_callers, outer=outer)
         if stores is not None:
             stores.update(stored)
         if owner is not self.flow:  # what the other module read makes this file's result stale when it changes
@@ -1617,7 +1667,7 @@ class Frame:
             result = result.but(cut=node)  # cut at this call: it runs under no_grad, or in another module
         if result.facts.get("grad") is not None and function.module is not self.ir:
             result = result.but(why={"grad": (node,) + result.reason("grad")})  # reported in this file
-        given = {v.facts.get("obj") for v in [receiver, *args, *kwargs.values()] if v is not None}
+        given = {v.facts.get("obj") for v in [receiver, *values.values()] if v is not None}
         if result.facts.get("obj") is not None and result.facts["obj"] not in given:
             result = result.but(obj=node)  # a tensor the call made: each call makes its own
         if result.facts.get("lp_at") is not None and function.module is not self.ir:

@@ -15,7 +15,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 import libcst as cst
 
 from rllint.analysis.facts import DETACHED, NO_GRAD, TOKENIZER
-from rllint.analysis.flow import Flow
+from rllint.analysis.flow import Event, Flow
 from rllint.analysis.imports import Imports
 from rllint.analysis.loss import LossSlice
 from rllint.analysis.nodes import AstNodes
@@ -437,7 +437,9 @@ class IdsUse:
     - `policy_forward(call, function)`: the forward of the policy, with gradient and in the backward slice of
       a policy-gradient loss, that it becomes the input of (None when it only feeds a reward model, a
       reference model, or nothing that trains);
-    - `generation(call, function)`: the sampling call (`generate`, `generate_sequences`) it is given to.
+    - `generation(call, function)`: the sampling call (`generate`, `generate_sequences`) it is given to;
+    - `sampled(call)`: the engine's `generate` of a model given its ids wherever they go (batches of a
+      DataLoader whose collate function makes them, methods of other modules).
     """
 
     _DEPTH = 4
@@ -490,7 +492,21 @@ class IdsUse:
             self.file.fact(Flow).value(call).facts.get("grad") not in (NO_GRAD, DETACHED)
 
     def generation(self, call: cst.Call, function: Optional[cst.FunctionDef]) -> Optional[cst.Call]:
-        return self._follow(call, function, lambda stmt, calls, scope: [c for c in calls if call_tail(c) in _SAMPLERS], [])
+        found = self._follow(call, function, lambda stmt, calls, scope: [c for c in calls if call_tail(c) in _SAMPLERS],
+                             [])
+        if found is None:
+            event = self.sampled(call)
+            found = event.node if event is not None else None
+        return found
+
+    def sampled(self, call: cst.Call) -> Optional[Event]:
+        """The sampling by a model's `generate` that the engine sees given the ids tokenizer call `call` makes,
+        and no other encoding (ids re-tokenized from what the batch also holds are another call's): the event,
+        whose node may be in another module, `extra["model"]` the model."""
+        flow: Flow = self.file.fact(Flow)
+        flow.analyze_all()
+        encodings = flow.encodings
+        return next((event for event in flow.generations if event.target.sources & encodings == {call}), None)
 
     def _follow(self, call: cst.Call, function: Optional[cst.FunctionDef], targets,
                 models: List[cst.Call]) -> Optional[cst.Call]:

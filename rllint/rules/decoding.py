@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from rllint.analysis.facts import COMPLETION
+from rllint.analysis.facts import COMPLETION, SEQ2SEQ
 from rllint.analysis.facts import TEXT as TEXT_VALUE
 from rllint.analysis.flow import Flow
 from rllint.analysis.purpose import EVALUATION, Purpose, is_test_path
@@ -1510,7 +1510,9 @@ class PromptTruncatedRight(FunctionRule):
     `apply_chat_template(..., add_generation_prompt=True)` that is tokenized with
     `truncation=True` and a `max_length` while the tokenizer truncates on the right
     (its default): the file sets no `truncation_side="left"`, neither on the
-    tokenizer nor on the call. Prompts the file filters by that length
+    tokenizer nor on the call, and whose ids reach a sampler (followed as RL316
+    follows padded prompts: helpers, a `DataLoader`'s collate function, methods of
+    other modules). Prompts the file filters by that length
     (`len(ids) <= max_length`) are not reported.
 
     ## Why is this bad?
@@ -1586,7 +1588,10 @@ class GenerateRightPadded(FunctionRule):
     Reports a tokenizer call that pads a batch of prompts (`padding=True`,
     `"longest"`, `"max_length"`) on the right and whose ids reach `generate` of a
     decoder-only model (followed through names, `**enc`, containers and the file's
-    own helpers). The side is taken from the source: the call's `padding_side=`, the
+    own helpers; and, as the engine follows them, through the batches of a
+    `DataLoader` whose collate function makes them and the methods of other modules
+    they are handed to, when they are the only encoding the sampled prompt holds).
+    The side is taken from the source: the call's `padding_side=`, the
     side the file sets on that tokenizer, or, when the file loads the tokenizer itself
     and sets no side but "right" on other tokenizers, the default of the models it
     names (Qwen, GPT-2, Pythia, SmolLM tokenizers pad on the right; Llama 2, Mistral,
@@ -1642,12 +1647,17 @@ class GenerateRightPadded(FunctionRule):
             return
         if literal_text(padding.value) != "max_length" and not facts.batched(text, self.scope):
             return  # one prompt: `padding=True` adds nothing
-        sampler = self.file.fact(IdsUse).generation(node, self.function)
+        uses = self.file.fact(IdsUse)
+        sampler = uses.generation(node, self.function)
         if sampler is None or call_tail(sampler) != "generate" or not isinstance(sampler.func, cst.Attribute):
             return
         engine = sampler.func.value
         roles = self.file.fact(ModelRoles)
-        if dotted(engine) in facts.engines or (
+        event = uses.sampled(node)
+        if event is not None and event.node is sampler:  # the engine proves the model (and its architecture)
+            if event.extra["model"].facts.get("arch") == SEQ2SEQ:
+                return
+        elif dotted(engine) in facts.engines or (
                 roles.role(engine, self.function) is None and not roles.is_model(dotted(engine) or "")):
             return  # an engine, or something the file does not show to be a model
         how = '`padding_side="right"`' if written else \

@@ -13,12 +13,13 @@ from typing import List
 
 from rllint.analysis.domains.base import Domain
 from rllint.analysis.domains.config import CONFIG_DOMAIN
+from rllint.analysis.domains.data import DATA
 from rllint.analysis.domains.models import MODELS
 from rllint.analysis.domains.stats import STATS
 from rllint.analysis.domains.text import TEXT_DOMAIN
 from rllint.analysis.domains.torch_ops import TORCH
 
-_DOMAINS: List[Domain] = [MODELS, TORCH, STATS, TEXT_DOMAIN, CONFIG_DOMAIN]
+_DOMAINS: List[Domain] = [MODELS, TORCH, STATS, TEXT_DOMAIN, CONFIG_DOMAIN, DATA]
 
 
 def domains() -> List[Domain]:

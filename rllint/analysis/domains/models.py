@@ -106,7 +106,7 @@ class Models(Domain):
         if name in SAME_MODEL:
             return receiver
         if name == "generate":
-            frame.emit("generate", node, receiver, "generate")
+            frame.emit("generate", node, _prompt_ids(frame, node, args, kwargs), "generate", model=receiver)
             ids = Value({"type": TENSOR, "rank": 2, "axes": (BATCH, TIME), "content": IDS, "sampled": True,
                          "grad": NO_GRAD, "obj": node},
                         {"rank": (node,), "content": (node,), "sampled": (node,), "grad": (node,)})
@@ -198,6 +198,16 @@ def generated(node: cst.Call, ids: Value, kwargs: Dict[str, Value]) -> Value:
     items = (("sequences", ids), ("scores", Value({"type": TUPLE, "element": scores})),
              ("logits", Value({"type": TUPLE, "element": logits})))
     return Value({"type": OUTPUT, "generated": True, "items": items}, {"type": (node,)})
+
+
+def _prompt_ids(frame, node: cst.Call, args: List[Value], kwargs: Dict[str, Value]) -> Value:
+    """What `generate` is given as its prompt: `input_ids=` (`inputs=`, or the first argument), with what a
+    `**encoding` hands it."""
+    given = kwargs.get("input_ids") or kwargs.get("inputs") or (args[0] if args else UNKNOWN)
+    for arg in node.args:
+        if arg.star == "**":
+            given = with_sources(given, frame.expr(arg.value).sources)
+    return given
 
 
 _SAME_RANK_LAYERS = frozenset({"Linear", "LayerNorm", "RMSNorm", "Dropout", "ReLU", "Tanh", "GELU", "SiLU",
