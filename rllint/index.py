@@ -44,6 +44,7 @@ _TOKEN_KEYWORDS = {"input_ids", "attention_mask", "inputs_embeds", "position_ids
 SAMPLER_CALLS = frozenset({"generate", "GenerationConfig", "SamplingParams", "sample", "sample_async",
                            "generate_sequences", "GRPOConfig", "RLOOConfig", "OnlineDPOConfig", "PPOConfig",
                            "PPOv2Config", "XPOConfig", "NashMDConfig", "GKDConfig"})
+_DRAW_HOPS = 3  # imports followed to find a module that draws by hand (MAX_DEPTH - 1 calls away)
 # Calls that draw a token by hand (from tempered weights, or as a Gumbel-max argmax).
 _DRAWS = frozenset({"multinomial", "argmax"})
 # Samplers whose temperature is their first argument, under a keyword of another name: (package, call) -> keyword.
@@ -649,14 +650,22 @@ class ProjectIndex:
                 yield path, summary
 
     def may_draw(self, path: str, summary: Summary) -> bool:
-        """Whether the module at `path` (with `summary`) or a project module it imports draws a token by hand:
-        worth asking the engine at which temperature."""
-        if summary.draws:
-            return True
-        for imported in _imported_files(path, summary.imports):
-            found = self.summary(imported) if imported != self.path else self.own
-            if found is not None and found.draws:
+        """Whether the module at `path` (with `summary`) or a project module it imports (`_DRAW_HOPS` deep, as the
+        engine follows calls) draws a token by hand: worth asking the engine at which temperature."""
+        layer, seen = [(path, summary)], {path}
+        for hop in range(_DRAW_HOPS + 1):
+            if any(found.draws for _, found in layer):
                 return True
+            if not self.enabled or hop == _DRAW_HOPS:
+                return False
+            following = []
+            for holder, found in layer:
+                for imported in _imported_files(holder, found.imports) - seen:
+                    seen.add(imported)
+                    held = self.summary(imported) if imported != self.path else self.own
+                    if held is not None:
+                        following.append((imported, held))
+            layer = following[:_MAX_IMPORTERS * 8]
         return False
 
     def others(self, names: Set[str]) -> Iterator[Tuple[str, Summary]]:

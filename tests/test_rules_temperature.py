@@ -850,3 +850,33 @@ def test_the_scores_generate_returns_are_at_the_temperature_that_drew_the_tokens
 
 def test_the_raw_logits_generate_returns_are_not():
     assert _lint_plain(_SCORES.replace("params.temperature", "0.7").format(field="logits")) == [(9, "RL309")]
+
+
+def test_a_sampler_module_this_one_imports_but_never_calls_to_draw_says_nothing(tmp_path):
+    """What the modules a file imports draw, its own calls of them show; their demos are not its rollouts."""
+    from rllint.runner import lint_files
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "helpers.py").write_text(textwrap.dedent("""
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        def pad_id(tokenizer):
+            return tokenizer.pad_token_id
+
+        def sample(model, ids, temperature=1.0):
+            logits = model(ids).logits[:, -1]
+            return torch.multinomial(torch.softmax(logits / temperature, dim=-1), 1)
+
+        def main():
+            sample(AutoModelForCausalLM.from_pretrained("gpt2"), None, temperature=0.6)
+    """))
+    (tmp_path / "train.py").write_text(textwrap.dedent("""
+        import torch
+        from helpers import pad_id
+
+        def token_logps(policy, ids, tokenizer):
+            logits = policy(ids).logits
+            return torch.log_softmax(logits, dim=-1), pad_id(tokenizer)
+    """))
+    assert lint_files([str(tmp_path / "train.py")], Settings(select=["RL309"])).diagnostics == []

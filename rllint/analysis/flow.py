@@ -135,6 +135,7 @@ class Flow:
         self._mentioned: Dict[FunctionIR, FrozenSet[str]] = {}
         self._trained_places: Optional[Set[Tuple]] = None
         self._parts: Dict[Tuple[FunctionIR, str], Optional[List[Tuple[Any, ...]]]] = {}
+        self._stored: Dict[ClassIR, Set[str]] = {}  # class -> attributes its methods other than `__init__` store
         self.depth_of_callers = 0  # 1 for a module read to find the callers of another's functions
         self.for_callers = bool(getattr(file, "for_callers", False))
         # Interpreting the top level can read another module that asks for this file's flow again (to find the
@@ -534,8 +535,10 @@ class Flow:
 
     def stored_elsewhere(self, cls: ClassIR, name: str) -> bool:
         """Whether a method of `cls` (or of a base) other than `__init__` assigns `self.name`."""
-        return any(method.name != "__init__" and next(_self_stores(stmt, name), None) is not None
-                   for method in self._methods(cls) for stmt in method.statements)
+        if cls not in self._stored:
+            self._stored[cls] = {t.attr.value for method in self._methods(cls) if method.name != "__init__"
+                                 for stmt in method.statements for t in _self_stores(stmt)}
+        return name in self._stored[cls]
 
     def imported(self, qual: str, level: int) -> Optional[object]:
         """The function or class of another project module that an imported name stands for (None: a

@@ -233,10 +233,18 @@ def _samplers(file, values: Optional[Values] = None) -> List[Optional[Setting]]:
                 found.append(_temperature_of(file, arg.value, values))
             else:
                 found.extend(_framework_temperature(file, node))
-    # A draw in a function of this module counts in that function's own context (its callers' temperatures
-    # joined), not once more for each call of it here: a demo `main()` is not every caller.
-    return found + _drawn(file) + [_drawn_at(event.target) for event in file.fact(Flow).draws
-                                   if event.via is None or not event.local]
+    return found + _drawn(file) + _drawn_by_hand(file)
+
+
+def _drawn_by_hand(file) -> List[Optional[Setting]]:
+    """The temperatures of the tokens a module draws by hand (`torch_ops.draw`), asked of the engine only where
+    the module or one it imports calls `multinomial` or `argmax`. A draw in a function of this module counts in
+    that function's own context (its callers' temperatures joined), not once more for each call of it here: a
+    demo `main()` is not every caller."""
+    index = file.fact(ProjectIndex)
+    if not index.may_draw(index.path, index.own):
+        return []
+    return [_drawn_at(event.target) for event in file.fact(Flow).draws if event.via is None or not event.local]
 
 
 def _drawn_at(temperature) -> Optional[Setting]:
@@ -397,9 +405,13 @@ class LogprobsIgnoreTemperature(FunctionRule):
                 known = []
                 index = self.file.fact(ProjectIndex)
                 sampling: Set[str] = set()  # the names the neighbours that sample call
+                # What the modules this one imports draw, its own calls of them show (`_drawn_by_hand`); a module
+                # that imports this one may drive its functions with tokens it draws by hand.
+                drivers = {path for path, _ in index.importers()}
                 for path, summary in index.neighbours():
                     numbers = [(n, f"sampled in {os.path.basename(path)}") for n in summary.samples]
-                    if any(n is None for n, _ in numbers) or not numbers and index.may_draw(path, summary):
+                    if any(n is None for n, _ in numbers) or \
+                            not numbers and path in drivers and index.may_draw(path, summary):
                         numbers = self._followed(path)  # the engine reads what the index cannot, and draws by hand
                     numbers = [n for n in numbers if n[0] != 0]  # greedy decoding (prompt log-probs) draws none
                     known.extend(numbers)
@@ -478,11 +490,11 @@ class LogprobsIgnoreTemperature(FunctionRule):
     def _labelled_loss(self, node: cst.UnaryOperation) -> None:
         """`-out.loss` (or `-loss` of `loss = out.loss`) of the trained policy's forward given `labels=`: the
         labels' mean log-prob, which the model computes from its raw logits (reported where the loss is read)."""
-        if self.sampling_temperature() is None or not self._scores_here():
-            return
         flow = self.file.fact(Flow)
         loss = flow.value(node.expression)
         if loss.facts.get("content") != NLL or loss.facts.get("grad") != GRAPH:
+            return
+        if self.sampling_temperature() is None or not self._scores_here():
             return
         read = loss.facts.get("obj")
         if not isinstance(read, cst.Attribute) or read in self._reads:
@@ -514,16 +526,19 @@ class LogprobsIgnoreTemperature(FunctionRule):
         return False
 
     def _check(self, node: cst.CSTNode, operand: Optional[cst.BaseExpression]) -> None:
-        if operand is None or self.sampling_temperature() is None:
+        if operand is None:
             return
-        sources = self._sources(operand, self.scope)
-        if any(self._handled(n) or self._tempering(n) for n in sources) or self._at_sampling_temperature(operand):
+        sources = self._sources(operand, self.scope)  # what this file shows first; the project's samplers last
+        if not any(isinstance(n, cst.Attribute) and n.attr.value == "logits" or isinstance(n, cst.Name)
+                   and "logits" in n.value.lower() for n in sources) or any(self._handled(n) for n in sources):
+            return
+        if self.sampling_temperature() is None:
+            return
+        if any(self._tempering(n) for n in sources) or self._at_sampling_temperature(operand):
             return
         if not self._scores_here():
             return  # another module samples: only a function of this module that it calls computes its log-probs
-        if any(isinstance(n, cst.Attribute) and n.attr.value == "logits" or isinstance(n, cst.Name)
-               and "logits" in n.value.lower() for n in sources):
-            self.report(node, what=self._what(*self.sampling_temperature()))
+        self.report(node, what=self._what(*self.sampling_temperature()))
 
     def _at_sampling_temperature(self, operand: cst.BaseExpression) -> bool:
         """Logits the engine knows are at the sampling temperature, or at the one their tokens were drawn at
