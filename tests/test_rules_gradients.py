@@ -221,6 +221,42 @@ def test_rl502_an_untrained_unfrozen_model_run_with_gradient_through_a_helper():
                           "in `torch.no_grad()`)")]
 
 
+def test_rl502_a_pretrained_backbone_inside_a_trained_module_trains_with_it():
+    """`critic.parameters()` holds its backbone's: the backbone's forward inside the critic's is trained with it,
+    not a reference forward."""
+    source = """
+        import torch.nn as nn
+        from transformers import AutoModel
+
+        class Critic(nn.Module):
+            def __init__(self, name):
+                super().__init__()
+                self.backbone = AutoModel.from_pretrained(name)
+                self.head = nn.Linear(self.backbone.config.hidden_size, 1)
+
+            def forward(self, ids, attn):
+                return self.head(self.backbone(input_ids=ids, attention_mask=attn).last_hidden_state).squeeze(-1)
+
+        def update(actor, critic, actor_opt, critic_opt, batch):
+            logps = actor(batch["ids"]).logits.log_softmax(-1).mean(-1)
+            values = critic(batch["ids"], batch["attn"])
+            loss = ((values - batch["returns"]) ** 2).mean() - (logps * batch["adv"]).mean()
+            loss.backward()
+            actor_opt.step()
+            critic_opt.step()
+
+        def main(batches):
+            actor = AutoModelForCausalLM.from_pretrained("gpt2").cuda()
+            critic = Critic("gpt2").cuda()
+            actor_opt = torch.optim.AdamW(actor.parameters(), lr=1e-6)
+            critic_opt = torch.optim.AdamW(critic.parameters(), lr=1e-5)
+            for batch in batches:
+                update(actor, critic, actor_opt, critic_opt, batch)
+    """
+    imports = "import torch\nfrom transformers import AutoModelForCausalLM\n"
+    assert lines(source, "RL502", select=["RL502"], setup=imports) == []
+
+
 def test_rl502_a_forward_whose_graph_reaches_no_loss_is_reported_only_when_named():
     """A model probed with gradient (a notebook cell, a debug print) records nothing the step backpropagates."""
     source = """

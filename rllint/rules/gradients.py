@@ -221,6 +221,8 @@ class ReferenceForwardWithGrad(RLCodeOnly, CSTRule):
             if callee is not None and callee is not event.function and callee.module is flow.ir:
                 continue  # deeper than the called function: its own run reports it at its own call
             frozen = flow.frozen(model)
+            if not frozen and event.via is not None and runs.get(event.via) in trained:
+                continue  # a submodule run by the forward of a trained module: its parameters are the module's
             if (frozen or event.node not in in_losses) and not broad or flow.escaped(model):
                 continue
             at = event.via or event.node
