@@ -973,3 +973,57 @@ def test_an_instance_holds_what_its_own_construction_stored_unless_another_metho
     assert engine.facts("t_hot", "number") == {"number": 0.9}
     # `restart` stores it too: what this construction stored is not what the attribute holds wherever it is read
     assert engine.facts("s_cold", "number")["number"] != 8.0
+
+
+def test_imports_inside_functions_and_blocks_name_what_they_import():
+    """A lazy `import torch` inside a function, or an import in a `try` block, binds the library as a top-level
+    import does; names imported to different objects in different functions stay unknown."""
+    engine = Engine("""
+    try:
+        from transformers import AutoModelForCausalLM
+    except ImportError:
+        AutoModelForCausalLM = None
+
+    def token_logps(model, ids):
+        import torch
+        logits = model(input_ids=ids).logits[:, :-1]
+        return torch.log_softmax(logits.float(), dim=-1)
+
+    def first():
+        import numpy as xp
+        return xp.zeros(3)
+
+    def second():
+        import torch as xp
+        return xp.zeros(3)
+
+    def third():
+        import torch as tt
+        return tt.zeros(3)
+
+    def main(ids):
+        policy = AutoModelForCausalLM.from_pretrained("gpt2")
+        return token_logps(policy, ids)
+    """)
+    assert engine.facts("torch.log_softmax(logits.float(), dim=-1)", "content", "rank") == {
+        "content": "logprobs", "rank": 3}
+    assert engine.value("xp.zeros(3)", 0).facts.get("type") is None
+    assert engine.value("xp.zeros(3)", 1).facts.get("type") is None
+    assert engine.facts("tt.zeros(3)", "type") == {"type": "tensor"}
+
+
+def test_min_and_max_of_numbers_are_numbers():
+    """A coefficient clamped into a range (`min(hi, max(lo, c))`) stays a number; its value is known when
+    every argument's is."""
+    engine = Engine("""
+    def schedule(coef, lo=0.01, hi=1.0):
+        for _ in range(3):
+            coef *= 1.5
+            coef = min(hi, max(lo, coef))
+        return min(hi, 2.0), abs(-lo)
+
+    schedule(0.1)
+    """)
+    assert engine.facts("min(hi, max(lo, coef))", "type") == {"type": "number"}
+    assert engine.facts("min(hi, 2.0)", "type", "number") == {"type": "number", "number": 1.0}
+    assert engine.facts("abs(-lo)", "number") == {"number": 0.01}

@@ -17,7 +17,7 @@ rules ask the interpreter, never this walk.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import libcst as cst
 
@@ -252,38 +252,72 @@ def _block(body: cst.BaseSuite) -> Sequence[cst.CSTNode]:
     return body.body
 
 
+def _import_statements(module: cst.Module) -> Iterator[Tuple[cst.CSTNode, bool]]:
+    """Each `import` / `from ... import` of the module in source order, and whether it runs at the module's own
+    level (not inside a function or a class)."""
+    stack: List[Tuple[cst.CSTNode, bool]] = [(stmt, True) for stmt in reversed(module.body)]
+    while stack:
+        node, top = stack.pop()
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
+            yield node, top
+            continue
+        if isinstance(node, cst.BaseExpression):
+            continue
+        inside = top and not isinstance(node, (cst.FunctionDef, cst.ClassDef))
+        stack.extend((child, inside) for child in reversed(children(node)))
+
+
+def _bindings(small: cst.CSTNode) -> Iterator[Tuple[str, Union[str, Tuple[int, str, str]]]]:
+    """The local names an import statement binds, each to its dotted name, or to (level, module, name) when
+    the import is relative."""
+    if isinstance(small, cst.Import):
+        for alias in small.names:
+            name = _name_of(alias.name)
+            if alias.asname is not None:
+                yield alias.asname.name.value, name
+            else:
+                top = name.split(".")[0]
+                yield top, top
+    elif not isinstance(small.names, cst.ImportStar):
+        source = _name_of(small.module) if small.module is not None else ""
+        level = len(small.relative)
+        for alias in small.names:
+            local = alias.asname.name.value if alias.asname is not None else _name_of(alias.name)
+            imported = _name_of(alias.name)
+            if level:
+                yield local, (level, source, imported)
+            else:
+                yield local, f"{source}.{imported}" if source else imported
+
+
 class _Builder:
     def __init__(self, ir: ModuleIR) -> None:
         self.ir = ir
 
     def run(self) -> None:
         module = self.ir.module
-        for stmt in module.body:  # imports first: decorators and bases are qualified through them
-            self._imports(stmt)
+        self._imports(module)  # imports first: decorators and bases are qualified through them
         self._suite(module.body, self.ir.top, Context(), None)
 
-    def _imports(self, stmt: cst.CSTNode) -> None:
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            return
-        for small in stmt.body:
-            if isinstance(small, cst.Import):
-                for alias in small.names:
-                    name = _name_of(alias.name)
-                    if alias.asname is not None:
-                        self.ir.imports[alias.asname.name.value] = name
+    def _imports(self, module: cst.Module) -> None:
+        """Every import of the module, wherever it is written: at the top, in a `try`/`if` block, or inside a
+        function (`def step(): import torch`, a lazy import). The module's own statements bind first, in order;
+        an import inside a function or class adds a name the module does not bind, and a name that such imports
+        bind to different objects is left unknown."""
+        nested: Dict[str, object] = {}
+        for small, top in _import_statements(module):
+            for local, bound in _bindings(small):
+                if top:
+                    table = self.ir.relative_imports if isinstance(bound, tuple) else self.ir.imports
+                    if isinstance(bound, str) and local == bound:
+                        table.setdefault(local, bound)  # `import a.b` binds `a`; an earlier `import a as a` stays
                     else:
-                        top = name.split(".")[0]
-                        self.ir.imports.setdefault(top, top)
-            elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
-                source = _name_of(small.module) if small.module is not None else ""
-                level = len(small.relative)
-                for alias in small.names:
-                    local = alias.asname.name.value if alias.asname is not None else _name_of(alias.name)
-                    imported = _name_of(alias.name)
-                    if level:
-                        self.ir.relative_imports[local] = (level, source, imported)
-                    else:
-                        self.ir.imports[local] = f"{source}.{imported}" if source else imported
+                        table[local] = bound
+                elif nested.setdefault(local, bound) != bound:
+                    nested[local] = None
+        for local, bound in nested.items():
+            if bound is not None and local not in self.ir.imports and local not in self.ir.relative_imports:
+                (self.ir.relative_imports if isinstance(bound, tuple) else self.ir.imports)[local] = bound
 
     # ---- statements ----
 
