@@ -278,6 +278,44 @@ def test_k1_in_the_loss_weighted_by_a_named_coefficient():
     assert findings(source.replace("entropy_beta * drift", "gain * drift"), select=("RL110",)) == []  # sign unknown
 
 
+ADAPTIVE_K1 = """
+    def token_logps(model, ids):
+        import torch
+        logits = model(input_ids=ids).logits[:, :-1].float()
+        return torch.log_softmax(logits, dim=-1).gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1).sum(-1)
+
+
+    def train(batches, coef=0.2, lo=0.01, hi=5.0):
+        import torch
+        from transformers import AutoModelForCausalLM
+        policy = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+        opt = torch.optim.AdamW(policy.parameters(), lr=1e-6)
+        for ids, adv in batches:
+            with torch.no_grad():
+                with policy.disable_adapter():
+                    ref = token_logps(policy, ids)
+            new = token_logps(policy, ids)
+            kl = PENALTY
+            loss = -(new * adv).mean() + coef * kl
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            coef *= 1.5 if kl.item() > 0.1 else 0.9
+            coef = min(hi, max(lo, coef))
+"""
+
+
+@pytest.mark.parametrize("penalty, reported", [
+    ("(new - ref).mean()", True),
+    ("(torch.exp(ref - new) - (ref - new) - 1).mean()", False),  # k3: the estimator for a loss
+])
+def test_k1_in_the_loss_of_a_lazily_importing_loop_with_an_adaptive_coefficient(penalty, reported):
+    """`import torch` inside the functions and a coefficient clamped into a range each step: the log-probs and
+    the coefficient are still known, so the k1 estimator in the loss is seen (and k3 is not mistaken for it)."""
+    found = findings(ADAPTIVE_K1.replace("PENALTY", penalty), select=None)
+    assert [(line, code) for line, code, _ in found if code == "RL110"] == ([(18, "RL110")] if reported else [])
+
+
 BRANCHED_KL = """
     import torch
     from transformers import AutoModelForCausalLM

@@ -59,6 +59,7 @@ _ANALYSES = threading.local()  # how deep `Flow._analyze` calls nest in this thr
 _TRAINER_PACKAGES = ("transformers.", "trl.")
 _TRAINER_ENTRY_METHODS = frozenset({"compute_loss", "training_step"})
 _CONVERSIONS = frozenset({"float", "int"})
+_NUMERIC_BUILTINS = {"min": min, "max": max, "abs": abs}
 _VERL_POLICY_LOSS = "verl.trainer.ppo.core_algos.register_policy_loss"
 GRAPH_NONE = "fixed"
 _VERL_LOSS_LOGPS = {"log_prob": GRAPH, "old_log_prob": GRAPH_NONE}  # verl passes them by these keywords
@@ -1563,6 +1564,9 @@ class Frame:
             return UNKNOWN
         if not callee.facts and isinstance(node.func, cst.Name) and node.func.value in ("zip", "enumerate"):
             return _paired(node.func.value, args)
+        if not callee.facts and isinstance(node.func, cst.Name) and node.func.value in _NUMERIC_BUILTINS and args \
+                and not kwargs and all(a.facts.get("type") == NUMBER for a in args):
+            return _numeric_builtin(node, args)
         place_key = callee.facts.get("place")
         if kind is None and place_key is not None and self.flow.trained_place(place_key):
             callee = callee.but(type=MODEL, model=place_key)  # its parameters train: a model, known by its place
@@ -1904,6 +1908,19 @@ def literal(node: cst.CSTNode) -> Any:
         return -int(node.expression.evaluated_value)
     return NO_KEY
 
+
+
+def _numeric_builtin(node: cst.Call, args: List[Value]) -> Value:
+    """`min(a, b)`, `max(a, b)`, `abs(a)` of numbers: a number, its value when every argument's is known (a
+    coefficient clamped into a range stays a number, whatever the range)."""
+    numbers = [a.facts.get("number") for a in args]
+    origin = next((a.facts.get("origin") for a in args if a.facts.get("origin") not in (None, "literal")), "literal")
+    sources = frozenset().union(*(a.sources for a in args))
+    if any(n is None for n in numbers):
+        return with_sources(value(type=NUMBER), sources)
+    result = _NUMERIC_BUILTINS[node.func.value](*numbers)
+    return with_sources(Value({"type": NUMBER, "number": result, "origin": origin},
+                              {"number": tuple(n for a in args for n in a.reason("number")) or (node,)}), sources)
 
 def _paired(builtin: str, args: List[Value]) -> Value:
     """`zip(a, b)` / `enumerate(a)`: a list of tuples of the elements of what they iterate."""
