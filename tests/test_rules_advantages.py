@@ -65,6 +65,39 @@ def test_rl202_group_size_under_another_name_and_batch_sizes_measured_from_shape
     assert lines(source.replace("scores", "pts"), ["RL202"]) == [(7, "RL202")]
 
 
+def test_rl202_a_product_of_counts_is_no_tiled_list_of_prompts():
+    """`n = num_prompts * group_size` used as a count (`[prompt] * n`, `torch.full((n,), ...)`, `range(n)`) is a
+    number; the same product of a list of prompts, handed to the scorer, tiles them."""
+    counted = """
+        import torch
+
+        def step(tok, policy, score, prompt, args):
+            n = args.num_prompts * args.group_size
+            enc = tok([prompt] * n, return_tensors="pt", padding=True)
+            lens = torch.full((n,), enc["input_ids"].shape[1])
+            out = policy.generate(**enc, do_sample=True)
+            rewards = torch.tensor([score(o) for o in out])
+            grouped = rewards.view(args.num_prompts, args.group_size)
+            return lens, grouped - grouped.mean(dim=1, keepdim=True)
+
+        def step_inline(tok, policy, score, prompts, args):
+            rewards = torch.zeros(args.num_prompts * args.group_size)
+            grouped = rewards.view(args.num_prompts, args.group_size)
+            return grouped - grouped.mean(dim=1, keepdim=True)
+    """
+    assert lines(counted, ["RL202"]) == []
+    tiled = """
+        import torch
+
+        def step(score, prompts, args):
+            batch = prompts * args.group_size
+            rewards = torch.tensor(score(batch))
+            grouped = rewards.view(-1, args.group_size)
+            return grouped - grouped.mean(dim=1, keepdim=True)
+    """
+    assert lines(tiled, ["RL202"]) == [(7, "RL202")]
+
+
 def test_rl202_look_alikes_reshapes_that_match_the_layout_and_per_token_tables():
     source = """
         import torch

@@ -1552,6 +1552,8 @@ def _layouts(tree: ast.Module) -> Dict[Optional[tuple], Set[Evidence]]:
             if isinstance(child, ast.Assign) and len(child.targets) == 1 and isinstance(child.targets[0], ast.Name):
                 aliases[(key, child.targets[0].id)] = child.value
             layout = _layout_of(child)
+            if layout and isinstance(child, ast.BinOp) and id(child) in counts:
+                layout = None  # `n = num_prompts * group_size` used as `range(n)`, a shape: a count, not a list
             if layout:
                 evidence = {_evidence(layout)}
                 count = layout[1]
@@ -1568,6 +1570,7 @@ def _layouts(tree: ast.Module) -> Dict[Optional[tuple], Set[Evidence]]:
                     calls[key].add(func.attr)
             visit(child, key, cls)
 
+    counts = _used_as_counts(tree)
     visit(tree, None, None)
     found: Dict[Optional[tuple], Set[Evidence]] = {None: own[None]}
     for key in calls:
@@ -1581,6 +1584,50 @@ def _layouts(tree: ast.Module) -> Dict[Optional[tuple], Set[Evidence]]:
                     evidence |= own[other]
         found[key] = evidence
     return found
+
+
+_SIZED = frozenset({"range", "view", "reshape", "zeros", "ones", "full", "empty", "arange", "rand", "randn",
+                    "randint", "new_zeros", "new_ones", "new_full", "new_empty", "expand", "split", "chunk"})
+
+
+def _used_as_counts(tree: ast.Module) -> Set[int]:
+    """The products a file uses as numbers: written where a size goes (`range(n)`, `x.view(n, -1)`,
+    `torch.zeros((n, T))`, the count of `[x] * n`), or bound to a name its function uses there. A product of two
+    counts (`num_prompts * group_size`) is no list of prompts tiled."""
+    found: Set[int] = set()
+    for scope in [tree] + [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]:
+        sizes: List[ast.expr] = []
+        products: Dict[str, List[ast.BinOp]] = {}
+        for node in ast.walk(scope) if scope is not tree else _own_nodes(scope):  # closures read the names too
+            if isinstance(node, ast.Call):
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+                if name in _SIZED:
+                    for arg in node.args:
+                        sizes.extend(arg.elts if isinstance(arg, (ast.Tuple, ast.List)) else [arg])
+            elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+                for items, count in ((node.left, node.right), (node.right, node.left)):
+                    if isinstance(items, ast.List):
+                        sizes.append(count)  # `[x] * n`: `n` counts
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and isinstance(node.value, ast.BinOp) and isinstance(node.value.op, ast.Mult):
+                products.setdefault(node.targets[0].id, []).append(node.value)
+        for size in sizes:
+            if isinstance(size, ast.BinOp):
+                found.add(id(size))
+            elif isinstance(size, ast.Name):
+                found.update(id(product) for product in products.get(size.id, ()))
+    return found
+
+
+def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a function (or the module) outside the functions nested in it."""
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
 
 
 class GroupBaselines:
