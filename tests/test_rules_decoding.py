@@ -1,6 +1,8 @@
 """RL301, RL303, RL305 and RL310 on shapes of real code, beyond what the fixtures show."""
 import textwrap
 
+import pytest
+
 from rllint.runner import lint_text
 from rllint.settings import Settings
 
@@ -247,6 +249,25 @@ def test_rl305_the_same_two_cuts_given_to_a_judge_are_reported():
             return judge(kept)
     """
     assert lines("RL305", source) == [5, 5]
+
+
+@pytest.mark.parametrize("use, reported", [
+    ("print(json.dumps({\"step\": step, \"samples\": kept}), flush=True)", False),  # a preview, dumped to the log
+    ("return judge.score_all(kept)", True),  # the cut texts are what the judge scores
+])
+def test_rl305_cuts_gathered_in_a_list(use, reported):
+    """Cuts written as the items of a list are held by the name the list is bound to: shown only, a preview;
+    handed to a scorer, truncated completions."""
+    source = f"""
+        import json
+
+        def rollout(model, tokenizer, batch, judge, step):
+            out = model.generate(**batch, do_sample=True)
+            texts = tokenizer.batch_decode(out, skip_special_tokens=True)
+            kept = [texts[0][:200], texts[1][:200]] if len(texts) > 1 else [texts[0][:200]]
+            {use}
+    """
+    assert lines("RL305", source) == ([7, 7, 7] if reported else [])
 
 
 def test_rl305_decoded_training_labels_and_prompts_are_not_completions():

@@ -659,13 +659,19 @@ class CompletionStringSlice(FunctionRule):
 
 def _carried(expr: cst.BaseExpression) -> List[cst.BaseExpression]:
     """`expr` and the parts whose text it holds: both sides of a concatenation, both branches of a conditional,
-    the receiver of a string method that keeps the text (`strip`, `replace`...)."""
+    the receiver of a string method that keeps the text (`strip`, `replace`...), the items of a list, tuple,
+    set or dict written out."""
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
         return [expr] + _carried(expr.left) + _carried(expr.right)
     if isinstance(expr, cst.IfExp):
         return [expr] + _carried(expr.body) + _carried(expr.orelse)
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and call_tail(expr) in STR_METHODS:
         return [expr] + _carried(expr.func.value)
+    if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):  # `sample = [texts[0][:200], texts[1][:200]]`
+        return [expr] + [held for element in expr.elements for held in _carried(element.value)]
+    if isinstance(expr, cst.Dict):
+        return [expr] + [held for element in expr.elements if isinstance(element, cst.DictElement)
+                         for held in _carried(element.value)]
     return [expr]
 
 
