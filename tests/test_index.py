@@ -736,6 +736,7 @@ VERL_LOSS = """\
 
     @register_policy_loss("composed")
     def composed_loss(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode="token-mean", config=None):
+        {guard}
         ratio = torch.exp(log_prob - old_log_prob)
         pg_loss = (-advantages * ratio * response_mask).sum() / response_mask.sum()
         reg_value = torch.tensor(0.0, device=log_prob.device)
@@ -749,20 +750,25 @@ VERL_LOSS = """\
 """
 
 
-def registry_loss(tmp_path, regularizer="FirstOrder", lookup="REGISTRY.get(config.regularizer)", extra=""):
+def registry_loss(tmp_path, regularizer="FirstOrder", lookup="REGISTRY.get(config.regularizer)", extra="",
+                  guard="pass"):
     build(tmp_path, {"lib/__init__.py": "", "lib/regularizers.py": REGULARIZERS,
                      "lib/registry.py": REGISTRY.format(regularizer=regularizer, extra=extra),
-                     "loss.py": VERL_LOSS.format(lookup=lookup)})
+                     "loss.py": VERL_LOSS.format(lookup=lookup, guard=guard)})
     return found(tmp_path, ["RL110"], "loss.py", "lib/registry.py", "lib/regularizers.py")
 
 
 def test_rl110_k1_of_a_regularizer_class_reached_through_a_registry_of_another_module(tmp_path):
-    assert registry_loss(tmp_path) == [("loss.py", 16, "RL110")]
-    assert registry_loss(tmp_path, lookup="REGISTRY[config.regularizer]") == [("loss.py", 16, "RL110")]
+    assert registry_loss(tmp_path) == [("loss.py", 17, "RL110")]
+    assert registry_loss(tmp_path, lookup="REGISTRY[config.regularizer]") == [("loss.py", 17, "RL110")]
+    # verl passes its actor config: a guard against the default `config=None` does not end the loss
+    guard = "if config is None:\n            raise ValueError('needs the actor config')"
+    assert registry_loss(tmp_path, guard=guard) == [("loss.py", 18, "RL110")]
 
 
 def test_rl110_look_alikes_of_the_registry_k1(tmp_path):
     assert registry_loss(tmp_path, regularizer="ThirdOrder") == []  # k3 in the loss
+    assert registry_loss(tmp_path, regularizer="ThirdOrder", guard="assert config is not None") == []
     # a registry that code adds to (a decorator, another entry): what the lookup finds is unknown
     assert registry_loss(tmp_path, extra="\n\ndef register(name, fn):\n    REGISTRY[name] = fn\n") == []
     assert registry_loss(tmp_path, lookup="reg_lookup(config.regularizer)") == []  # a function out of sight

@@ -668,8 +668,9 @@ class Flow:
                         found = value(type=MODEL, model=place_key, arch=CAUSAL_LM, pretrained=True)
                     elif not found.facts.get("type"):  # the trainer's policy, built out of sight
                         found = found.but(type=MODEL, model=place_key)
-                else:
-                    found = self.default(param, function) if not escapes else UNKNOWN
+                else:  # verl passes a registered policy loss every parameter (`config` too): not their defaults
+                    passed = escapes or _VERL_POLICY_LOSS in function.decorators
+                    found = self.default(param, function) if not passed else UNKNOWN
                 params[param.name] = found if found.facts.get("type") else found.but(
                     place=("param", function.qualname, param.name))
                 continue
