@@ -829,8 +829,62 @@ def test_rl505_a_method_of_another_module_s_policy_class_that_runs_its_forward_u
                      "train.py": TRAINER.format(current="self.policy.frozen_logps(ids)")})
     settings = Settings(select=["RL505"], root=tmp_path)
     result = lint_files([str(tmp_path / "train.py")], settings, isolated=False)
-    (finding,) = result.diagnostics
-    assert finding.line == 14 and "under no_grad in `Policy.frozen_logps` of policy.py" in finding.message
+    (finding,) = result.diagnostics  # the reference's call runs under its own no_grad: the method's is the cut
+    assert (finding.path.rsplit("/", 1)[-1], finding.line) == ("policy.py", 17)
+    assert "under no_grad in `Policy.frozen_logps` of policy.py" in finding.message and "the call on line 14" in finding.message
     build(tmp_path, {"lib/__init__.py": "", "lib/policy.py": POLICY_CLASS,
                      "train.py": TRAINER.format(current="self.policy.logps(ids)")})
     assert found(tmp_path, ["RL505"], "train.py") == []  # the no_grad method only for the reference: silent
+
+
+SCORES = """\
+    import torch
+    import torch.nn.functional as F
+
+
+    def score(lm, ids):
+        with torch.no_grad():
+            out = {"logits": lm(input_ids=ids).logits}
+        logps = F.log_softmax(out["logits"][:, :-1], dim=-1)
+        return {"logps": logps.gather(-1, ids[:, 1:, None]).squeeze(-1)}
+"""
+
+SCORED_STEP = """\
+    import torch
+    from transformers import AutoModelForCausalLM
+    from lib.scores import score
+
+    policy = AutoModelForCausalLM.from_pretrained("gpt2")
+    frozen = AutoModelForCausalLM.from_pretrained("gpt2")
+    opt = torch.optim.SGD(policy.parameters(), lr=1e-5)
+
+
+    def step(ids, adv):
+        {reference}
+        cur = score(policy, ids)["logps"]
+        loss = -(cur * adv).mean() + 0.1 * ((cur - base) ** 2).mean()
+        loss.backward()
+        opt.step()
+"""
+
+
+def scored_step(tmp_path, reference):
+    build(tmp_path, {"lib/__init__.py": "", "lib/scores.py": SCORES,
+                     "step.py": SCORED_STEP.format(reference=reference.replace("\n", "\n        "))})
+    return found(tmp_path, ["RL505"], "step.py")
+
+
+def test_rl505_the_no_grad_of_a_helper_that_no_other_call_needs_is_reported_where_it_is_written(tmp_path):
+    assert scored_step(tmp_path, "with torch.no_grad():\n    base = score(frozen, ids)['logps']") == \
+        [("scores.py", 7, "RL505")]
+    assert scored_step(tmp_path, "base = 0.0") == [("scores.py", 7, "RL505")]  # the only call: its no_grad is the cut
+
+
+def test_rl505_a_helper_whose_no_grad_another_call_relies_on_is_reported_at_the_call(tmp_path):
+    # the reference's call runs with gradient enabled and needs the helper's no_grad: the policy's call chose wrong
+    assert scored_step(tmp_path, "base = score(frozen, ids)['logps']") == [("step.py", 12, "RL505")]
+
+
+def test_rl505_a_helper_declared_no_grad_whole_is_reported_at_the_call_that_chose_it(tmp_path):
+    build(tmp_path, step("scoring.frozen_token_logps(actor, seq, attn)", "old"))  # `@torch.inference_mode()`
+    assert found(tmp_path, ["RL505"], "step.py") == [("step.py", 14, "RL505")]
