@@ -401,7 +401,9 @@ class PolicyForwardUnderNoGrad(RLCodeOnly, CSTRule):
     comes from forwards run under `torch.no_grad()` / `inference_mode()` (here, in a helper, or in a
     helper of another module decorated with `@torch.no_grad()`), from `.detach()`ed values, or from
     tensors built from data. Reported where the gradient was cut: the forward under no_grad, or the
-    `.detach()`. A term multiplied by a literal zero (`0.0 * model.param.sum()`, a trick that hides the
+    `.detach()`; for a helper of another module, inside it when no other call of the helper in the file
+    needs its no_grad (each runs under the caller's own), else at the call that chose a no-grad helper
+    (one that another call relies on, or that is declared no-grad whole by a decorator). A term multiplied by a literal zero (`0.0 * model.param.sum()`, a trick that hides the
     error) carries no gradient either.
 
     ## Why is this bad?
