@@ -12,6 +12,7 @@ from typing import List, Optional, Tuple
 
 import libcst as cst
 
+from rllint.analysis import summaries
 from rllint.analysis.clipping import clamp_of, one_and
 from rllint.analysis.domains.torch_ops import INPLACE
 from rllint.analysis.facts import GRAPH, Value, item_of
@@ -24,7 +25,6 @@ from rllint.analysis.purpose import RLCodeOnly
 from rllint.analysis.roles import ModelRoles, call_name
 from rllint.analysis.syntax import children, dotted, keyword
 from rllint.analysis.tensors import argument, number_value
-from rllint.analysis import summaries
 from rllint.analysis.values import RemoteNode, Values
 from rllint.diagnostic import Severity, Tier
 from rllint.registry import CSTRule
@@ -403,8 +403,9 @@ class PolicyForwardUnderNoGrad(RLCodeOnly, CSTRule):
     tensors built from data. Reported where the gradient was cut: the forward under no_grad, or the
     `.detach()`; for a helper of another module, inside it when no other call of the helper in the file
     needs its no_grad (each runs under the caller's own), else at the call that chose a no-grad helper
-    (one that another call relies on, or that is declared no-grad whole by a decorator). A term multiplied by a literal zero (`0.0 * model.param.sum()`, a trick that hides the
-    error) carries no gradient either.
+    (one that another call relies on, or that is declared no-grad whole by a decorator). A term
+    multiplied by a literal zero (`0.0 * model.param.sum()`, a trick that hides the error) carries no
+    gradient either.
 
     ## Why is this bad?
     The loss is then a constant with respect to the policy's weights: `backward()` raises "element 0 of
