@@ -736,6 +736,7 @@ VERL_LOSS = """\
 
     @register_policy_loss("composed")
     def composed_loss(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode="token-mean", config=None):
+        {guard}
         ratio = torch.exp(log_prob - old_log_prob)
         pg_loss = (-advantages * ratio * response_mask).sum() / response_mask.sum()
         reg_value = torch.tensor(0.0, device=log_prob.device)
@@ -749,20 +750,25 @@ VERL_LOSS = """\
 """
 
 
-def registry_loss(tmp_path, regularizer="FirstOrder", lookup="REGISTRY.get(config.regularizer)", extra=""):
+def registry_loss(tmp_path, regularizer="FirstOrder", lookup="REGISTRY.get(config.regularizer)", extra="",
+                  guard="pass"):
     build(tmp_path, {"lib/__init__.py": "", "lib/regularizers.py": REGULARIZERS,
                      "lib/registry.py": REGISTRY.format(regularizer=regularizer, extra=extra),
-                     "loss.py": VERL_LOSS.format(lookup=lookup)})
+                     "loss.py": VERL_LOSS.format(lookup=lookup, guard=guard)})
     return found(tmp_path, ["RL110"], "loss.py", "lib/registry.py", "lib/regularizers.py")
 
 
 def test_rl110_k1_of_a_regularizer_class_reached_through_a_registry_of_another_module(tmp_path):
-    assert registry_loss(tmp_path) == [("loss.py", 16, "RL110")]
-    assert registry_loss(tmp_path, lookup="REGISTRY[config.regularizer]") == [("loss.py", 16, "RL110")]
+    assert registry_loss(tmp_path) == [("loss.py", 17, "RL110")]
+    assert registry_loss(tmp_path, lookup="REGISTRY[config.regularizer]") == [("loss.py", 17, "RL110")]
+    # verl passes its actor config: a guard against the default `config=None` does not end the loss
+    guard = "if config is None:\n            raise ValueError('needs the actor config')"
+    assert registry_loss(tmp_path, guard=guard) == [("loss.py", 18, "RL110")]
 
 
 def test_rl110_look_alikes_of_the_registry_k1(tmp_path):
     assert registry_loss(tmp_path, regularizer="ThirdOrder") == []  # k3 in the loss
+    assert registry_loss(tmp_path, regularizer="ThirdOrder", guard="assert config is not None") == []
     # a registry that code adds to (a decorator, another entry): what the lookup finds is unknown
     assert registry_loss(tmp_path, extra="\n\ndef register(name, fn):\n    REGISTRY[name] = fn\n") == []
     assert registry_loss(tmp_path, lookup="reg_lookup(config.regularizer)") == []  # a function out of sight
@@ -823,8 +829,62 @@ def test_rl505_a_method_of_another_module_s_policy_class_that_runs_its_forward_u
                      "train.py": TRAINER.format(current="self.policy.frozen_logps(ids)")})
     settings = Settings(select=["RL505"], root=tmp_path)
     result = lint_files([str(tmp_path / "train.py")], settings, isolated=False)
-    (finding,) = result.diagnostics
-    assert finding.line == 14 and "under no_grad in `Policy.frozen_logps` of policy.py" in finding.message
+    (finding,) = result.diagnostics  # the reference's call runs under its own no_grad: the method's is the cut
+    assert (finding.path.rsplit("/", 1)[-1], finding.line) == ("policy.py", 17)
+    assert "under no_grad in `Policy.frozen_logps` of policy.py" in finding.message and "the call on line 14" in finding.message
     build(tmp_path, {"lib/__init__.py": "", "lib/policy.py": POLICY_CLASS,
                      "train.py": TRAINER.format(current="self.policy.logps(ids)")})
     assert found(tmp_path, ["RL505"], "train.py") == []  # the no_grad method only for the reference: silent
+
+
+SCORES = """\
+    import torch
+    import torch.nn.functional as F
+
+
+    def score(lm, ids):
+        with torch.no_grad():
+            out = {"logits": lm(input_ids=ids).logits}
+        logps = F.log_softmax(out["logits"][:, :-1], dim=-1)
+        return {"logps": logps.gather(-1, ids[:, 1:, None]).squeeze(-1)}
+"""
+
+SCORED_STEP = """\
+    import torch
+    from transformers import AutoModelForCausalLM
+    from lib.scores import score
+
+    policy = AutoModelForCausalLM.from_pretrained("gpt2")
+    frozen = AutoModelForCausalLM.from_pretrained("gpt2")
+    opt = torch.optim.SGD(policy.parameters(), lr=1e-5)
+
+
+    def step(ids, adv):
+        {reference}
+        cur = score(policy, ids)["logps"]
+        loss = -(cur * adv).mean() + 0.1 * ((cur - base) ** 2).mean()
+        loss.backward()
+        opt.step()
+"""
+
+
+def scored_step(tmp_path, reference):
+    build(tmp_path, {"lib/__init__.py": "", "lib/scores.py": SCORES,
+                     "step.py": SCORED_STEP.format(reference=reference.replace("\n", "\n        "))})
+    return found(tmp_path, ["RL505"], "step.py")
+
+
+def test_rl505_the_no_grad_of_a_helper_that_no_other_call_needs_is_reported_where_it_is_written(tmp_path):
+    assert scored_step(tmp_path, "with torch.no_grad():\n    base = score(frozen, ids)['logps']") == \
+        [("scores.py", 7, "RL505")]
+    assert scored_step(tmp_path, "base = 0.0") == [("scores.py", 7, "RL505")]  # the only call: its no_grad is the cut
+
+
+def test_rl505_a_helper_whose_no_grad_another_call_relies_on_is_reported_at_the_call(tmp_path):
+    # the reference's call runs with gradient enabled and needs the helper's no_grad: the policy's call chose wrong
+    assert scored_step(tmp_path, "base = score(frozen, ids)['logps']") == [("step.py", 12, "RL505")]
+
+
+def test_rl505_a_helper_declared_no_grad_whole_is_reported_at_the_call_that_chose_it(tmp_path):
+    build(tmp_path, step("scoring.frozen_token_logps(actor, seq, attn)", "old"))  # `@torch.inference_mode()`
+    assert found(tmp_path, ["RL505"], "step.py") == [("step.py", 14, "RL505")]

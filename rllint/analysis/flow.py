@@ -35,7 +35,7 @@ from rllint.analysis.domains.torch_ops import STOPPERS, negated, written
 from rllint.analysis.facts import (BATCH, BOOL, CAUSAL_LM, CLASS, DICT, FUNCTION, GRAPH, INSTANCE, LIST, MODEL, NONE,
                                    NUMBER, REF, TENSOR, TEXT, TEXTS, TIME, TUPLE, UNKNOWN, Value, item_of, join, join_all,
                                    set_item, signature, value, with_sources)
-from rllint.analysis.ir import CallSite, ClassIR, FunctionIR, ModuleIR, Param
+from rllint.analysis.ir import NO_GRAD_CONTEXTS, CallSite, ClassIR, FunctionIR, ModuleIR, Param
 from rllint.analysis.launches import written_settings_file
 from rllint.analysis.syntax import children
 from rllint.index import find_module
@@ -337,6 +337,17 @@ class Flow:
         if function in self._callers:
             return self._callers[function] or []
         self._callers[function] = None  # recursion adds no caller
+        found = self.calls_here(function)
+        escapes = function.is_module or self.ir.escapes(function)
+        if not found and not escapes and (function.cls is None and function.parent is None
+                                          or self._constructor_of_module_class(function)):
+            found = self._remote_callers(function)
+        self._callers[function] = [] if escapes else found
+        return self._callers[function]
+
+    def calls_here(self, function: FunctionIR) -> List[CallSite]:
+        """The call sites written in this file that call `function` (a function of this file or of another module),
+        whether or not it also escapes."""
         found: List[CallSite] = []
         for site in self._candidate_sites(function):
             if site.function is function:
@@ -345,7 +356,7 @@ class Flow:
             callee = self.values.get(site.node.func)
             if callee is None:
                 continue
-            if callee.facts.get("function") is function:
+            if self.called(callee) is function:
                 found.append(site)
             elif function.name == "__init__" and callee.facts.get("cls") is function.cls and \
                     callee.facts.get("type") == CLASS:
@@ -353,12 +364,20 @@ class Flow:
             elif function.name in ("forward", "__call__") and callee.facts.get("cls") is function.cls and \
                     callee.facts.get("type") in (MODEL, INSTANCE):
                 found.append(site)
-        escapes = function.is_module or self.ir.escapes(function)
-        if not found and not escapes and (function.cls is None and function.parent is None
-                                          or self._constructor_of_module_class(function)):
-            found = self._remote_callers(function)
-        self._callers[function] = [] if escapes else found
-        return self._callers[function]
+        return found
+
+    def cut_in_helper(self, call: cst.Call) -> Optional[cst.CSTNode]:
+        """Where the helper of another module that `call` runs cut its result from the graph (`cut_inside`), when
+        that no_grad serves no other call of the helper in this file: each runs under this file's own no_grad (a
+        reference's log-probs) or there is none. Then the helper's no_grad, not the choice of helper, is what cuts
+        the gradient. None when another call here relies on it (runs with gradient enabled), or when the helper is
+        declared no-grad whole (`@torch.no_grad()`): then the call chose the wrong helper."""
+        inner = self.cut_inside.get(call)
+        helper = self.called(self.value(call.func))
+        if inner is None or helper is None or any(d in NO_GRAD_CONTEXTS for d in helper.decorators):
+            return None
+        others = [site for site in self.calls_here(helper) if site.node is not call]
+        return inner if all(self.mode_at(site) is False for site in others) else None
 
     def _constructor_of_module_class(self, function: FunctionIR) -> bool:
         """`__init__` of a class defined at the top of this module that the module never hands over as a
@@ -541,6 +560,13 @@ class Flow:
                                  for stmt in method.statements for t in _self_stores(stmt)}
         return name in self._stored[cls]
 
+    def called(self, callee: Value) -> Optional[FunctionIR]:
+        """The project function a callee names: one of this file, or one imported from a project module."""
+        found = callee.facts.get("function")
+        if found is None and callee.facts.get("type") == REF:
+            found = self.imported(callee.facts.get("qual", ""), callee.facts.get("level", 0))
+        return found if isinstance(found, FunctionIR) else None
+
     def imported(self, qual: str, level: int) -> Optional[object]:
         """The function or class of another project module that an imported name stands for (None: a
         library's, unreadable, or `cross-module-values` is off)."""
@@ -669,8 +695,9 @@ class Flow:
                         found = value(type=MODEL, model=place_key, arch=CAUSAL_LM, pretrained=True)
                     elif not found.facts.get("type"):  # the trainer's policy, built out of sight
                         found = found.but(type=MODEL, model=place_key)
-                else:
-                    found = self.default(param, function) if not escapes else UNKNOWN
+                else:  # verl passes a registered policy loss every parameter (`config` too): not their defaults
+                    passed = escapes or _VERL_POLICY_LOSS in function.decorators
+                    found = self.default(param, function) if not passed else UNKNOWN
                 params[param.name] = found if found.facts.get("type") else found.but(
                     place=("param", function.qualname, param.name))
                 continue
@@ -1668,10 +1695,11 @@ class Frame:
             stores.update(stored)
         if owner is not self.flow:  # what the other module read makes this file's result stale when it changes
             self.flow.file.dependencies.update(owner.file.dependencies)
-        if result.facts.get("cut") is not None and (self.mode is False or function.module is not self.ir):
+        inner = _first_cut(result)
+        if inner is not None and (self.mode is False or function.module is not self.ir):
             if function.module is not self.ir:  # where in the other module, for a message
-                self.flow.cut_inside.setdefault(node, result.facts["cut"])
-            result = result.but(cut=node)  # cut at this call: it runs under no_grad, or in another module
+                self.flow.cut_inside.setdefault(node, inner)
+            result = _cut_at(result, node)  # cut at this call: it runs under no_grad, or in another module
         if result.facts.get("grad") is not None and function.module is not self.ir:
             result = result.but(why={"grad": (node,) + result.reason("grad")})  # reported in this file
         given = {v.facts.get("obj") for v in [receiver, *values.values()] if v is not None}
@@ -1846,6 +1874,26 @@ def _reads_only(node: cst.Call, callee: Value) -> bool:
         return callee.facts.get("qual") in _READ_ONLY_LIBRARY
     return isinstance(node.func, cst.Name) and node.func.value in _READ_ONLY_BUILTINS and \
         callee.facts.get("type") not in (FUNCTION, CLASS)
+
+
+def _first_cut(v: Value, depth: int = 2) -> Optional[cst.CSTNode]:
+    """Where the graph of `v`, or of an item it holds (a dict of outputs), was cut."""
+    if v.facts.get("cut") is not None or depth == 0:
+        return v.facts.get("cut")
+    held = [x for _, x in v.facts.get("items") or ()] + ([v.facts["element"]] if v.facts.get("element") else [])
+    return next((cut for cut in (_first_cut(x, depth - 1) for x in held) if cut is not None), None)
+
+
+def _cut_at(v: Value, node: cst.CSTNode, depth: int = 2) -> Value:
+    """What a call run under no_grad (or in another module) returns: the call is where its graph was cut, and the
+    graph of each item it holds (`{"logits": ...}`)."""
+    if v.facts.get("cut") is not None:
+        v = v.but(cut=node)
+    if depth and v.facts.get("items"):
+        v = v.but(items=tuple((k, _cut_at(x, node, depth - 1)) for k, x in v.facts["items"]))
+    if depth and v.facts.get("element") is not None:
+        v = v.but(element=_cut_at(v.facts["element"], node, depth - 1))
+    return v
 
 
 def _token_mask(node: cst.CSTNode) -> Value:

@@ -12,6 +12,7 @@ from typing import List, Optional, Tuple
 
 import libcst as cst
 
+from rllint.analysis import summaries
 from rllint.analysis.clipping import clamp_of, one_and
 from rllint.analysis.domains.torch_ops import INPLACE
 from rllint.analysis.facts import GRAPH, Value, item_of
@@ -24,7 +25,7 @@ from rllint.analysis.purpose import RLCodeOnly
 from rllint.analysis.roles import ModelRoles, call_name
 from rllint.analysis.syntax import children, dotted, keyword
 from rllint.analysis.tensors import argument, number_value
-from rllint.analysis.values import Values
+from rllint.analysis.values import RemoteNode, Values
 from rllint.diagnostic import Severity, Tier
 from rllint.registry import CSTRule
 from rllint.rules.bases import TensorRule
@@ -400,8 +401,11 @@ class PolicyForwardUnderNoGrad(RLCodeOnly, CSTRule):
     comes from forwards run under `torch.no_grad()` / `inference_mode()` (here, in a helper, or in a
     helper of another module decorated with `@torch.no_grad()`), from `.detach()`ed values, or from
     tensors built from data. Reported where the gradient was cut: the forward under no_grad, or the
-    `.detach()`. A term multiplied by a literal zero (`0.0 * model.param.sum()`, a trick that hides the
-    error) carries no gradient either.
+    `.detach()`; for a helper of another module, inside it when no other call of the helper in the file
+    needs its no_grad (each runs under the caller's own), else at the call that chose a no-grad helper
+    (one that another call relies on, or that is declared no-grad whole by a decorator). A term
+    multiplied by a literal zero (`0.0 * model.param.sum()`, a trick that hides the error) carries no
+    gradient either.
 
     ## Why is this bad?
     The loss is then a constant with respect to the policy's weights: `backward()` raises "element 0 of
@@ -447,11 +451,18 @@ class PolicyForwardUnderNoGrad(RLCodeOnly, CSTRule):
                     not event.local or loss.sources & flow.opaque:
                 continue
             how = "`.detach()`" if _is_detach(cut) else "under no_grad"
-            helper = flow.value(cut.func).facts.get("function") if cut in flow.cut_inside else None
+            loss_code = _code(self, _loss_expr(event.node), 40)
+            helper = flow.called(flow.value(cut.func)) if cut in flow.cut_inside else None
             if helper is not None:  # in the helper of another module this call runs
                 how = f"{'`.detach()`' if _is_detach(flow.cut_inside[cut]) else 'under no_grad'} in " \
                       f"`{helper.qualname}` of {os.path.basename(helper.module.path)}"
-            self.report(cut, loss=_code(self, _loss_expr(event.node), 40), line=lines.line(event.node), how=how)
+                inner = flow.cut_in_helper(cut)
+                where = summaries.place_of(inner) if inner is not None else None
+                if where is not None:  # the helper's own no_grad is the cut: reported there
+                    line = f"{lines.line(event.node)} of {self.file.path} (through the call on line {lines.line(cut)})"
+                    self._report_remote(RemoteNode(*where), cut, dict(loss=loss_code, line=line, how=how))
+                    continue
+            self.report(cut, loss=loss_code, line=lines.line(event.node), how=how)
 
 
 def _identity(value: Value):
