@@ -224,16 +224,19 @@ def report(found: List[Found], ledger: List[dict]) -> Tuple[Dict[str, collection
 
 def reported_misses(found: List[Found], misses: List[dict]) -> List[Tuple[dict, Optional[Found]]]:
     """Each miss with the finding that reports it (None: still missed). The finding must be of the miss's
-    rule; a miss of a class no rule had (`new: ...`) counts for any finding there."""
+    rule; a miss of a class no rule had (`new: ...`) counts for any finding there. `also` lists the other
+    places ("path:line") where a finding reports the same bug (the call that samples in train mode, not the
+    `train()` call; the verl loss that adds a helper's k1, not the helper)."""
     by_file: Dict[Tuple[str, str], List[Found]] = collections.defaultdict(list)
     for f in found:
         by_file[(f.checkout, f.path)].append(f)
     result = []
     for miss in misses:
         rule = miss["rule"]
-        match = next((f for f in by_file[(miss["repo"], miss["path"])]
-                      if abs(f.line - miss["line"]) <= MISS_LINES and (rule.startswith("new:") or f.code == rule)),
-                     None)
+        places = [(miss["path"], miss["line"])] + [(at.rsplit(":", 1)[0], int(at.rsplit(":", 1)[1]))
+                                                    for at in miss.get("also", ())]
+        match = next((f for path, line in places for f in by_file[(miss["repo"], path)]
+                      if abs(f.line - line) <= MISS_LINES and (rule.startswith("new:") or f.code == rule)), None)
         result.append((miss, match))
     return result
 
