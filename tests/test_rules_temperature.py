@@ -880,3 +880,24 @@ def test_a_sampler_module_this_one_imports_but_never_calls_to_draw_says_nothing(
             return torch.log_softmax(logits, dim=-1), pad_id(tokenizer)
     """))
     assert lint_files([str(tmp_path / "train.py")], Settings(select=["RL309"])).diagnostics == []
+
+
+def test_a_declaration_that_only_shares_the_attribute_s_name_is_no_evidence():
+    """`self.opts.temperature` of an object the engine cannot follow is not the `temperature` field some class of
+    the file declares: a name is never the proof of the sampling temperature."""
+    source = """
+        import torch
+        from dataclasses import dataclass
+
+        @dataclass
+        class EvalSettings:
+            temperature: float = 0.6
+
+        class Worker:
+            def __init__(self, opts):
+                self.opts = opts.sampling
+
+            def rollout(self, policy, enc):
+                return policy.generate(**enc, do_sample=True, temperature=self.opts.temperature)
+    """
+    assert codes(source) == []

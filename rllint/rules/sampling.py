@@ -212,10 +212,9 @@ def _written(found) -> str:
     return f"set in {', '.join(remote)}" if remote else "literal"
 
 
-def _samplers(file, values: Optional[Values] = None) -> List[Optional[Setting]]:
-    """The temperature of every sampler of a module (this file, with its declarations' `values`, or another
-    read as helpers are): a sampler's `temperature=` or its framework config's default, and hand-written
-    samplers; None for one not known."""
+def _samplers(file) -> List[Optional[Setting]]:
+    """The temperature of every sampler of a module (this file, or another read as helpers are): a sampler's
+    `temperature=` or its framework config's default, and hand-written samplers; None for one not known."""
     found: List[Optional[Setting]] = []
     own = {s.name.value for s in file.module.body if isinstance(s, cst.FunctionDef)}  # they sample where they do
     imports = file.fact(Imports)
@@ -226,11 +225,11 @@ def _samplers(file, values: Optional[Values] = None) -> List[Optional[Setting]]:
         if first is not None:  # `make_sampler(temp, top_p=...)`, read by the engine alone
             arg = keyword(node, first) or next((a for a in node.args if a.keyword is None and not a.star), None)
             if arg is not None:
-                found.append(_temperature_of(file, arg.value, None))
+                found.append(_temperature_of(file, arg.value))
         elif call_tail(node) in _SAMPLER_CALLS and not (isinstance(node.func, cst.Name) and node.func.value in own):
             arg = keyword(node, "temperature")
             if arg is not None:
-                found.append(_temperature_of(file, arg.value, values))
+                found.append(_temperature_of(file, arg.value))
             else:
                 found.extend(_framework_temperature(file, node))
     return found + _drawn(file) + _drawn_by_hand(file)
@@ -254,14 +253,15 @@ def _drawn_at(temperature) -> Optional[Setting]:
     return Setting(temperature.facts["number"], temperature.facts.get("origin") or _written(temperature))
 
 
-def _temperature_of(file, expr: cst.BaseExpression, values: Optional[Values]) -> Optional[Setting]:
+def _temperature_of(file, expr: cst.BaseExpression) -> Optional[Setting]:
     """The number a sampler's `temperature=` holds after every layer of configuration (the engine's config
     domain: argparse, dataclass fields and constructor arguments, environment and framework defaults,
-    launch scripts, files of settings), else what the file's own declarations say."""
+    launch scripts, files of settings); None where the engine cannot follow it (a declaration that merely
+    shares the attribute's name is no evidence)."""
     found = file.fact(Flow).value(expr)
     if found.facts.get("type") == NUMBER and "number" in found.facts:
         return Setting(found.facts["number"], found.facts.get("origin") or _written(found))
-    return values.of(expr) if values is not None else None
+    return None
 
 
 def _drawn(file) -> List[Optional[Setting]]:
@@ -398,7 +398,7 @@ class LogprobsIgnoreTemperature(FunctionRule):
         A sampler at 1 among them (rollouts at 1, evaluation at 0.7) makes the evidence mixed: which one drew
         the rollouts is not known, so None. A constructor's default is a placeholder, not evidence."""
         if self._temperature is None:
-            found = _samplers(self.file, self.file.fact(Values))
+            found = _samplers(self.file)
             known = [(v.number, v.origin) for v in found if v is not None and v.number > 0
                      and not constructor_default(v)]
             if not found:
