@@ -901,3 +901,73 @@ def test_a_declaration_that_only_shares_the_attribute_s_name_is_no_evidence():
                 return policy.generate(**enc, do_sample=True, temperature=self.opts.temperature)
     """
     assert codes(source) == []
+
+
+def _subclassed_trainer(tmp_path, init: str, reads: str, config: str = "GRPOConfig"):
+    """A transformers `Trainer` subclass (trainer.py) whose constructor hands TRL's parsed config (or the project's
+    subclass of it, configs.py) to the base class and reads fields from it; built by train.py, launched by
+    run.sh with flags every release has: only what the code reads can tell the release."""
+    files = {
+        "configs.py": """
+            from dataclasses import dataclass
+            import trl
+
+            @dataclass
+            class LocalConfig(trl.GRPOConfig):
+                vllm_device: str = "cuda:1"
+        """,
+        "trainer.py": f"""
+            import torch
+            import transformers
+            from vllm import SamplingParams
+
+            class MyTrainer(transformers.Trainer):
+                def __init__(self, model, args=None):
+                    {init}
+                    {reads}
+                    self.params = SamplingParams(n=8, temperature=args.temperature)
+
+                def token_logps(self, model, ids):
+                    return torch.log_softmax(model(ids).logits, dim=-1)
+        """,
+        "train.py": f"""
+            from trl import GRPOConfig, TrlParser
+            from configs import LocalConfig
+            from trainer import MyTrainer
+
+            (training_args,) = TrlParser(({config},)).parse_args_and_config()
+            MyTrainer(None, args=training_args)
+        """,
+        "run.sh": "python train.py --learning_rate 1e-6\n",
+        "pyproject.toml": "",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    from rllint.runner import lint_files
+
+    result = lint_files([str(tmp_path / "trainer.py")], Settings(select=["RL309"]))
+    return [(d.line, d.code, d.message) for d in result.diagnostics]
+
+
+def test_the_fields_a_trainer_reads_from_its_config_decide_the_framework_default(tmp_path):
+    """`self.args` of a `Trainer` is the config its constructor was given; `vllm_device` exists in TRL 0.14-0.17
+    only, where GRPO samples at 0.9 (misses.toml: X-R1, a git-pinned TRL)."""
+    found = _subclassed_trainer(tmp_path, "super().__init__(model, args=args)",
+                                "self.device_name = self.args.vllm_device")
+    assert [(line, code) for line, code, _ in found] == [(13, "RL309")]
+    assert "0.14.0-0.17.0" in found[0][2] and "GRPOConfig.vllm_device" in found[0][2]
+    found = _subclassed_trainer(tmp_path, "transformers.Trainer.__init__(self, model=model, args=args)",
+                                "self.device_name = args.vllm_device")
+    assert [(line, code) for line, code, _ in found] == [(13, "RL309")]
+
+
+def test_reads_that_do_not_tell_the_release_leave_the_framework_default_unknown(tmp_path):
+    # fields every release has
+    assert _subclassed_trainer(tmp_path, "super().__init__(model, args=args)", "self.lr = self.args.learning_rate") == []
+    # a field the project's own subclass declares
+    assert _subclassed_trainer(tmp_path, "super().__init__(model, args=args)",
+                               "self.device_name = args.vllm_device", config="LocalConfig") == []
+    # a field written, not read
+    assert _subclassed_trainer(tmp_path, "super().__init__(model, args=args)", "args.vllm_device = None") == []
+    # `self.args` of a base class that is no trainer is not the config
+    assert _subclassed_trainer(tmp_path, "self.args = None", "self.device_name = self.args.vllm_device") == []

@@ -873,6 +873,12 @@ class Frame:
 
     # ---- hooks for domains ----
 
+    def store(self, name: str, result: Value) -> None:
+        """The place `name` (`self.args`) holds `result` from here on: assigned here, or by a library call
+        that a domain knows stores it."""
+        self.env[name] = result
+        self.stored_on.add(name.split(".", 1)[0])
+
     def emit(self, kind: str, node: cst.CSTNode, target: Value, detail: str = "", **extra: Any) -> None:
         """An event of this run: recorded now in a function's own context, else handed to the caller."""
         event = Event(node, self.statement, self.function, target, detail, self.mode, extra)
@@ -1136,8 +1142,7 @@ class Frame:
             self.expr(target.value)
             name = place(target)
             if name is not None:
-                self.env[name] = result
-                self.stored_on.add(name.split(".", 1)[0])
+                self.store(name, result)
             self._note(target, result)
         elif isinstance(target, cst.Subscript):
             container = self.expr(target.value)
