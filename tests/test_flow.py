@@ -973,3 +973,17 @@ def test_an_instance_holds_what_its_own_construction_stored_unless_another_metho
     assert engine.facts("t_hot", "number") == {"number": 0.9}
     # `restart` stores it too: what this construction stored is not what the attribute holds wherever it is read
     assert engine.facts("s_cold", "number")["number"] != 8.0
+
+
+def test_or_of_a_value_known_to_be_none_is_its_right_operand():
+    engine = Engine("""
+        def preset():
+            return 0.65
+
+        def build(given=None, other=0.3):
+            chosen = given or preset()
+            kept = other or preset()
+            return chosen, kept
+    """)
+    assert engine.facts("given or preset()", "number")["number"] == 0.65
+    assert engine.facts("other or preset()", "number")["number"] is None  # truthy or not: both may hold

@@ -153,6 +153,57 @@ def test_a_config_built_to_sample_the_whole_distribution_is_not_truncated():
     assert rl325(source) == []
 
 
+_BUILT_CONFIG = """
+    import torch
+    from transformers import AutoModelForCausalLM, GenerationConfig
+
+    class Policy:
+        def __init__(self, name):
+            self.model = AutoModelForCausalLM.from_pretrained(name)
+
+        def sample(self, enc, sampling=True, top_k=40):
+            params = {{"max_new_tokens": 256}}
+            if sampling:
+                params["top_k"] = {top_k}
+            config = GenerationConfig(**params)
+            return self.model.generate(**enc, generation_config=config)
+
+        def scores(self, ids, keep):
+            mask = ids != 0
+            positions = mask.long().cumsum(-1) - 1
+            logits = self.model(input_ids=ids, attention_mask=mask, position_ids=positions).logits
+            {filtered}
+            return torch.log_softmax(logits, dim=-1)
+"""
+
+
+def test_truncation_given_by_the_items_of_a_dict_a_generation_config_is_built_with():
+    """Minimal-GRPO: `top_p` (here `top_k`) goes into a dict of settings by subscript, the config is built with
+    `**params` and handed to `generate`; a `cumsum` of the attention mask is no top-k filter of the logits."""
+    found = lint_text(textwrap.dedent(_BUILT_CONFIG.format(top_k="top_k", filtered="")), "policy.py",
+                      Settings(select=["RL325"]))
+    assert [(d.line, d.code) for d in found.diagnostics] == [(21, "RL325")]
+    assert "top_k" in found.diagnostics[0].message
+
+
+def test_a_dict_of_settings_that_does_not_truncate_or_filtered_logits_are_not_reported():
+    for top_k, filtered in (("0", ""), ("top_k", "logits = torch.where(keep, logits, -1e9)"),
+                            ("top_k", "logits = logits.masked_fill(~keep, float('-inf'))")):
+        found = lint_text(textwrap.dedent(_BUILT_CONFIG.format(top_k=top_k, filtered=filtered)), "policy.py",
+                          Settings(select=["RL325"]))
+        assert found.diagnostics == [], (top_k, filtered)
+
+
+def test_settings_of_a_dict_the_engine_cannot_read_are_no_evidence():
+    source = """
+        import torch
+
+        def rollout(policy, enc, overrides):
+            return policy.generate(**enc, do_sample=True, **overrides)
+    """
+    assert rl325(source) == []
+
+
 _LAUNCHED = """
     import argparse
     from dataclasses import dataclass

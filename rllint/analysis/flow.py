@@ -1211,7 +1211,10 @@ class Frame:
         if isinstance(node, cst.Comparison):
             return self._comparison(node)
         if isinstance(node, cst.BooleanOperation):
-            return join(self.expr(node.left), self.expr(node.right))
+            left, right = self.expr(node.left), self.expr(node.right)
+            if isinstance(node.operator, cst.Or) and left.facts.get("type") == NONE:
+                return right  # `settings or preset()` given no settings: the preset
+            return join(left, right)
         if isinstance(node, cst.IfExp):
             self.expr(node.test)
             return join(self.expr(node.body), self.expr(node.orelse))

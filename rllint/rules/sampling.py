@@ -14,7 +14,7 @@ from rllint.analysis.hparams import (
     default_replaced_by_callers, last_part,
 )
 from rllint.analysis.domains.config import CONFIG, setting
-from rllint.analysis.facts import GRAPH, NLL, NUMBER, item_of
+from rllint.analysis.facts import DICT, GRAPH, LOGITS, LOGPROBS, NLL, NUMBER, PROBS, item_of
 from rllint.analysis.flow import Flow
 from rllint.analysis.imports import Imports
 from rllint.analysis.positions import Lines
@@ -625,6 +625,20 @@ _FILTERS = frozenset({"topk", "top_k_top_p_filtering", "masked_fill", "masked_fi
                       "apply_top_k_top_p", "TopPLogitsWarper", "TopKLogitsWarper"})
 
 
+def _truncations(flow, call: cst.Call) -> List[Tuple[str, object]]:
+    """The truncating settings a sampler call is given, as (key, value): by keyword, or as items of a `**dict`
+    the engine reads (`GenerationConfig(**params)`)."""
+    found = []
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value in _TRUNCATIONS:
+            found.append((arg.keyword.value, flow.value(arg.value)))
+        elif arg.star == "**":
+            given = flow.value(arg.value)
+            found.extend((key, item) for key, item in given.facts.get("items") or ()
+                         if given.facts.get("type") == DICT and key in _TRUNCATIONS)
+    return found
+
+
 class TruncatedSamplingFullLogprobs(LogprobsIgnoreTemperature):
     """
     ## What it does
@@ -674,11 +688,17 @@ class TruncatedSamplingFullLogprobs(LogprobsIgnoreTemperature):
             flow = self.file.fact(Flow)
             found: List[Tuple[float, str]] = []
             whole = False
-            for node in walk(self.file.module, into_functions=True):
-                if not (isinstance(node, cst.Call) and call_tail(node) in _SAMPLER_CALLS):
+            owners = [n for n in walk(self.file.module, into_functions=True)
+                      if isinstance(n, (cst.Module, cst.FunctionDef))]
+            calls = [(n, owner) for owner in owners for n in walk(owner)
+                     if isinstance(n, cst.Call) and call_tail(n) in _SAMPLER_CALLS]
+            for node, owner in calls:
+                given = keyword(node, "generation_config")
+                if given is not None:  # samples with the settings of that config: judged where it is built here
+                    built = sources_of(given.value, self.file.fact(Scopes).of(owner))
+                    whole |= not any(isinstance(n, cst.Call) and call_tail(n) in _SAMPLER_CALLS for n in built)
                     continue
-                settings = [(a.keyword.value, flow.value(a.value)) for a in node.args
-                            if a.keyword is not None and a.keyword.value in _TRUNCATIONS]
+                settings = _truncations(flow, node)
                 truncating = [(key, v) for key, v in settings if v.facts.get("type") == NUMBER and
                               (v.facts["number"] < 1.0 if key == "top_p" else v.facts["number"] > 0)]
                 if truncating:
@@ -708,9 +728,14 @@ class TruncatedSamplingFullLogprobs(LogprobsIgnoreTemperature):
         return tempered is not None and (tempered[0].facts.get("drawn") is not None
                                          or tempered[0].facts.get("number") == self.sampling_temperature()[0])
 
-    @staticmethod
-    def _handled(node: cst.CSTNode) -> bool:
-        return isinstance(node, cst.Call) and call_tail(node) in _FILTERS
+    def _handled(self, node: cst.CSTNode) -> bool:
+        """A top-k / top-p filter applied to the vocabulary distribution (logits, or the probabilities whose
+        mask then filters them): not one applied to other tensors the forward was given (`cumsum` of a mask)."""
+        if not (isinstance(node, cst.Call) and call_tail(node) in _FILTERS):
+            return False
+        flow = self.file.fact(Flow)
+        operands = [a.value for a in node.args] + ([node.func.value] if isinstance(node.func, cst.Attribute) else [])
+        return any(flow.value(o).facts.get("content") in (LOGITS, LOGPROBS, PROBS) for o in operands)
 
     @staticmethod
     def _what(number: float, origin: str) -> str:
