@@ -1022,3 +1022,18 @@ def test_reads_that_do_not_tell_the_release_leave_the_framework_default_unknown(
     assert _subclassed_trainer(tmp_path, "super().__init__(model, args=args)", "args.vllm_device = None") == []
     # `self.args` of a base class that is no trainer is not the config
     assert _subclassed_trainer(tmp_path, "self.args = None", "self.device_name = self.args.vllm_device") == []
+
+
+def test_a_generation_config_built_out_of_sight_beside_a_truncated_sampler_is_mixed_evidence():
+    source = """
+        import torch
+
+        def rollout(policy, enc):
+            return policy.generate(**enc, generation_config=policy.generation_config)
+
+        def preview(policy, enc):
+            return policy.generate(**enc, do_sample=True, top_p=0.9)
+    """
+    assert rl325(source) == []
+    assert rl325(source.replace("generation_config=policy.generation_config", "do_sample=True, top_k=20")) == \
+        [(12, "RL325")]

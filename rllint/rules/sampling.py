@@ -643,14 +643,20 @@ class TruncatedSamplingFullLogprobs(LogprobsIgnoreTemperature):
     """
     ## What it does
     Reports, where every sampler of the file draws rollouts from a truncated distribution
-    (`top_p` below 1, `top_k` above 0, `min_p` above 0, as the engine reads them after every
+    (`top_p` below 1, `top_k` above 0, `min_p` above 0, given by keyword or as items of the
+    dict a `GenerationConfig(**settings)` is built with, as the engine reads them after every
     layer of configuration), log-probs of those rollouts (`log_softmax`,
     `-cross_entropy(..., reduction="none")`) taken over the full softmax: logits that no
-    top-k / top-p mask filtered first. A file that also samples without truncation is mixed
-    evidence and is not reported.
+    top-k / top-p mask (`topk`, `sort`, `masked_fill`, `where`... of the logits or their
+    probabilities) filtered first. A file that also samples without truncation, or with a
+    `generation_config` built out of sight, is mixed evidence and is not reported. The message
+    names the truncating setting (`top_p`, `top_k` or `min_p`) and where it is written.
 
-    This rule is `pedantic`: many runs accept the bias on purpose, and the mask may be
-    applied by code the engine does not follow.
+    This rule is `pedantic`, unlike RL309: TRL and verl themselves sample with `top_p` /
+    `top_k` and score the rollouts with full-softmax log-probs, so many runs accept the bias
+    on purpose and their authors would not call it a bug; a rule on by default must be a
+    bug when it fires (or stay above 0.9 precision on the primer). Select it to find
+    hand-written loops whose truncation was not a conscious choice.
 
     ## Why is this bad?
     The rollouts come from the renormalised truncated distribution, the loss scores them
