@@ -37,7 +37,7 @@ from rllint.analysis.facts import (BATCH, BOOL, CAUSAL_LM, CLASS, DICT, FUNCTION
                                    set_item, signature, value, with_sources)
 from rllint.analysis.ir import CallSite, ClassIR, FunctionIR, ModuleIR, Param
 from rllint.analysis.launches import written_settings_file
-from rllint.analysis.syntax import children
+from rllint.analysis.syntax import children, walk
 from rllint.index import find_module
 from rllint.options import CROSS_MODULE_VALUES
 
@@ -872,6 +872,15 @@ class Frame:
         return join_all(self.returns)
 
     # ---- hooks for domains ----
+
+    def attributes_read(self, held: Value, at: cst.CSTNode) -> Set[str]:
+        """The attributes this function reads (not assigns) from `at` or any other place that holds `held` here
+        (`args.x`, `self.args.y` of the same config)."""
+        places = {name for name, found in self.env.items() if found is held} | {place(at)}
+        places.discard(None)
+        stored = {id(t.target) for t in walk(self.function.node) if isinstance(t, cst.AssignTarget)}
+        return {n.attr.value for n in walk(self.function.node) if isinstance(n, cst.Attribute)
+                and id(n) not in stored and place(n.value) in places}
 
     def store(self, name: str, result: Value) -> None:
         """The place `name` (`self.args`) holds `result` from here on: assigned here, or by a library call

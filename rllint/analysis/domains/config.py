@@ -411,15 +411,8 @@ def _read_releases(frame, base: Value, node: cst.Attribute) -> Optional[Tuple[Tu
     """The releases of a framework config that have every field this function reads from it (through any
     place that holds it here: `args.x`, `self.args.y`): code written against the config reads fields its
     release has. None when the reads do not narrow the releases."""
-    from rllint.analysis.flow import place
-    from rllint.analysis.syntax import walk
-
-    places = {name for name, held in frame.env.items() if held is base} | {place(node.value)}
-    places.discard(None)
-    stored = {id(t.target) for t in walk(frame.function.node) if isinstance(t, cst.AssignTarget)}
-    keys = sorted({n.attr.value for n in walk(frame.function.node) if isinstance(n, cst.Attribute)
-                   and id(n) not in stored and place(n.value) in places})
-    return _releases(base, keys) if keys else None
+    keys = frame.attributes_read(base, node.value)
+    return _releases(base, sorted(keys)) if keys else None
 
 
 def framework_default(flow, package: str, name: str, key: str, releases: Optional[Tuple] = None) -> Value:
