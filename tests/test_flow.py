@@ -1027,3 +1027,17 @@ def test_min_and_max_of_numbers_are_numbers():
     assert engine.facts("min(hi, max(lo, coef))", "type") == {"type": "number"}
     assert engine.facts("min(hi, 2.0)", "type", "number") == {"type": "number", "number": 1.0}
     assert engine.facts("abs(-lo)", "number") == {"number": 0.01}
+
+
+def test_or_of_a_value_known_to_be_none_is_its_right_operand():
+    engine = Engine("""
+        def preset():
+            return 0.65
+
+        def build(given=None, other=0.3):
+            chosen = given or preset()
+            kept = other or preset()
+            return chosen, kept
+    """)
+    assert engine.facts("given or preset()", "number")["number"] == 0.65
+    assert engine.facts("other or preset()", "number")["number"] is None  # truthy or not: both may hold

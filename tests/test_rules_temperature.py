@@ -153,6 +153,57 @@ def test_a_config_built_to_sample_the_whole_distribution_is_not_truncated():
     assert rl325(source) == []
 
 
+_BUILT_CONFIG = """
+    import torch
+    from transformers import AutoModelForCausalLM, GenerationConfig
+
+    class Policy:
+        def __init__(self, name):
+            self.model = AutoModelForCausalLM.from_pretrained(name)
+
+        def sample(self, enc, sampling=True, top_k=40):
+            params = {{"max_new_tokens": 256}}
+            if sampling:
+                params["top_k"] = {top_k}
+            config = GenerationConfig(**params)
+            return self.model.generate(**enc, generation_config=config)
+
+        def scores(self, ids, keep):
+            mask = ids != 0
+            positions = mask.long().cumsum(-1) - 1
+            logits = self.model(input_ids=ids, attention_mask=mask, position_ids=positions).logits
+            {filtered}
+            return torch.log_softmax(logits, dim=-1)
+"""
+
+
+def test_truncation_given_by_the_items_of_a_dict_a_generation_config_is_built_with():
+    """Minimal-GRPO: `top_p` (here `top_k`) goes into a dict of settings by subscript, the config is built with
+    `**params` and handed to `generate`; a `cumsum` of the attention mask is no top-k filter of the logits."""
+    found = lint_text(textwrap.dedent(_BUILT_CONFIG.format(top_k="top_k", filtered="")), "policy.py",
+                      Settings(select=["RL325"]))
+    assert [(d.line, d.code) for d in found.diagnostics] == [(21, "RL325")]
+    assert "top_k" in found.diagnostics[0].message
+
+
+def test_a_dict_of_settings_that_does_not_truncate_or_filtered_logits_are_not_reported():
+    for top_k, filtered in (("0", ""), ("top_k", "logits = torch.where(keep, logits, -1e9)"),
+                            ("top_k", "logits = logits.masked_fill(~keep, float('-inf'))")):
+        found = lint_text(textwrap.dedent(_BUILT_CONFIG.format(top_k=top_k, filtered=filtered)), "policy.py",
+                          Settings(select=["RL325"]))
+        assert found.diagnostics == [], (top_k, filtered)
+
+
+def test_settings_of_a_dict_the_engine_cannot_read_are_no_evidence():
+    source = """
+        import torch
+
+        def rollout(policy, enc, overrides):
+            return policy.generate(**enc, do_sample=True, **overrides)
+    """
+    assert rl325(source) == []
+
+
 _LAUNCHED = """
     import argparse
     from dataclasses import dataclass
@@ -880,3 +931,109 @@ def test_a_sampler_module_this_one_imports_but_never_calls_to_draw_says_nothing(
             return torch.log_softmax(logits, dim=-1), pad_id(tokenizer)
     """))
     assert lint_files([str(tmp_path / "train.py")], Settings(select=["RL309"])).diagnostics == []
+
+
+def test_a_declaration_that_only_shares_the_attribute_s_name_is_no_evidence():
+    """`self.opts.temperature` of an object the engine cannot follow is not the `temperature` field some class of
+    the file declares: a name is never the proof of the sampling temperature."""
+    source = """
+        import torch
+        from dataclasses import dataclass
+
+        @dataclass
+        class EvalSettings:
+            temperature: float = 0.6
+
+        class Worker:
+            def __init__(self, opts):
+                self.opts = opts.sampling
+
+            def rollout(self, policy, enc):
+                return policy.generate(**enc, do_sample=True, temperature=self.opts.temperature)
+    """
+    assert codes(source) == []
+
+
+def _subclassed_trainer(tmp_path, init: str, reads: str, config: str = "GRPOConfig"):
+    """A transformers `Trainer` subclass (trainer.py) whose constructor hands TRL's parsed config (or the project's
+    subclass of it, configs.py) to the base class and reads fields from it; built by train.py, launched by
+    run.sh with flags every release has: only what the code reads can tell the release."""
+    files = {
+        "configs.py": """
+            from dataclasses import dataclass
+            import trl
+
+            @dataclass
+            class LocalConfig(trl.GRPOConfig):
+                vllm_device: str = "cuda:1"
+        """,
+        "trainer.py": f"""
+            import torch
+            import transformers
+            from vllm import SamplingParams
+
+            class MyTrainer(transformers.Trainer):
+                def __init__(self, model, args=None):
+                    {init}
+                    {reads}
+                    self.params = SamplingParams(n=8, temperature=args.temperature)
+
+                def token_logps(self, model, ids):
+                    return torch.log_softmax(model(ids).logits, dim=-1)
+        """,
+        "train.py": f"""
+            from trl import GRPOConfig, TrlParser
+            from configs import LocalConfig
+            from trainer import MyTrainer
+
+            (training_args,) = TrlParser(({config},)).parse_args_and_config()
+            MyTrainer(None, args=training_args)
+        """,
+        "run.sh": "python train.py --learning_rate 1e-6\n",
+        "pyproject.toml": "",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    from rllint.runner import lint_files
+
+    result = lint_files([str(tmp_path / "trainer.py")], Settings(select=["RL309"]))
+    return [(d.line, d.code, d.message) for d in result.diagnostics]
+
+
+def test_the_fields_a_trainer_reads_from_its_config_decide_the_framework_default(tmp_path):
+    """`self.args` of a `Trainer` is the config its constructor was given; `vllm_device` exists in TRL 0.14-0.17
+    only, where GRPO samples at 0.9 (misses.toml: X-R1, a git-pinned TRL)."""
+    found = _subclassed_trainer(tmp_path, "super().__init__(model, args=args)",
+                                "self.device_name = self.args.vllm_device")
+    assert [(line, code) for line, code, _ in found] == [(13, "RL309")]
+    assert "0.14.0-0.17.0" in found[0][2] and "GRPOConfig.vllm_device" in found[0][2]
+    found = _subclassed_trainer(tmp_path, "transformers.Trainer.__init__(self, model=model, args=args)",
+                                "self.device_name = args.vllm_device")
+    assert [(line, code) for line, code, _ in found] == [(13, "RL309")]
+
+
+def test_reads_that_do_not_tell_the_release_leave_the_framework_default_unknown(tmp_path):
+    # fields every release has
+    assert _subclassed_trainer(tmp_path, "super().__init__(model, args=args)", "self.lr = self.args.learning_rate") == []
+    # a field the project's own subclass declares
+    assert _subclassed_trainer(tmp_path, "super().__init__(model, args=args)",
+                               "self.device_name = args.vllm_device", config="LocalConfig") == []
+    # a field written, not read
+    assert _subclassed_trainer(tmp_path, "super().__init__(model, args=args)", "args.vllm_device = None") == []
+    # `self.args` of a base class that is no trainer is not the config
+    assert _subclassed_trainer(tmp_path, "self.args = None", "self.device_name = self.args.vllm_device") == []
+
+
+def test_a_generation_config_built_out_of_sight_beside_a_truncated_sampler_is_mixed_evidence():
+    source = """
+        import torch
+
+        def rollout(policy, enc):
+            return policy.generate(**enc, generation_config=policy.generation_config)
+
+        def preview(policy, enc):
+            return policy.generate(**enc, do_sample=True, top_p=0.9)
+    """
+    assert rl325(source) == []
+    assert rl325(source.replace("generation_config=policy.generation_config", "do_sample=True, top_k=20")) == \
+        [(12, "RL325")]

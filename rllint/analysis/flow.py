@@ -37,7 +37,7 @@ from rllint.analysis.facts import (BATCH, BOOL, CAUSAL_LM, CLASS, DICT, FUNCTION
                                    set_item, signature, value, with_sources)
 from rllint.analysis.ir import NO_GRAD_CONTEXTS, CallSite, ClassIR, FunctionIR, ModuleIR, Param
 from rllint.analysis.launches import written_settings_file
-from rllint.analysis.syntax import children
+from rllint.analysis.syntax import children, walk
 from rllint.index import find_module
 from rllint.options import CROSS_MODULE_VALUES
 
@@ -901,6 +901,21 @@ class Frame:
 
     # ---- hooks for domains ----
 
+    def attributes_read(self, held: Value, at: cst.CSTNode) -> Set[str]:
+        """The attributes this function reads (not assigns) from `at` or any other place that holds `held` here
+        (`args.x`, `self.args.y` of the same config)."""
+        places = {name for name, found in self.env.items() if found is held} | {place(at)}
+        places.discard(None)
+        stored = {id(t.target) for t in walk(self.function.node) if isinstance(t, cst.AssignTarget)}
+        return {n.attr.value for n in walk(self.function.node) if isinstance(n, cst.Attribute)
+                and id(n) not in stored and place(n.value) in places}
+
+    def store(self, name: str, result: Value) -> None:
+        """The place `name` (`self.args`) holds `result` from here on: assigned here, or by a library call
+        that a domain knows stores it."""
+        self.env[name] = result
+        self.stored_on.add(name.split(".", 1)[0])
+
     def emit(self, kind: str, node: cst.CSTNode, target: Value, detail: str = "", **extra: Any) -> None:
         """An event of this run: recorded now in a function's own context, else handed to the caller."""
         event = Event(node, self.statement, self.function, target, detail, self.mode, extra)
@@ -1164,8 +1179,7 @@ class Frame:
             self.expr(target.value)
             name = place(target)
             if name is not None:
-                self.env[name] = result
-                self.stored_on.add(name.split(".", 1)[0])
+                self.store(name, result)
             self._note(target, result)
         elif isinstance(target, cst.Subscript):
             container = self.expr(target.value)
@@ -1234,7 +1248,10 @@ class Frame:
         if isinstance(node, cst.Comparison):
             return self._comparison(node)
         if isinstance(node, cst.BooleanOperation):
-            return join(self.expr(node.left), self.expr(node.right))
+            left, right = self.expr(node.left), self.expr(node.right)
+            if isinstance(node.operator, cst.Or) and left.facts.get("type") == NONE:
+                return right  # `settings or preset()` given no settings: the preset
+            return join(left, right)
         if isinstance(node, cst.IfExp):
             self.expr(node.test)
             return join(self.expr(node.body), self.expr(node.orelse))

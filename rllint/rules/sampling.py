@@ -14,7 +14,7 @@ from rllint.analysis.hparams import (
     default_replaced_by_callers, last_part,
 )
 from rllint.analysis.domains.config import CONFIG, setting
-from rllint.analysis.facts import GRAPH, NLL, NUMBER, item_of
+from rllint.analysis.facts import DICT, GRAPH, LOGITS, LOGPROBS, NLL, NUMBER, PROBS, item_of
 from rllint.analysis.flow import Flow
 from rllint.analysis.imports import Imports
 from rllint.analysis.positions import Lines
@@ -212,10 +212,9 @@ def _written(found) -> str:
     return f"set in {', '.join(remote)}" if remote else "literal"
 
 
-def _samplers(file, values: Optional[Values] = None) -> List[Optional[Setting]]:
-    """The temperature of every sampler of a module (this file, with its declarations' `values`, or another
-    read as helpers are): a sampler's `temperature=` or its framework config's default, and hand-written
-    samplers; None for one not known."""
+def _samplers(file) -> List[Optional[Setting]]:
+    """The temperature of every sampler of a module (this file, or another read as helpers are): a sampler's
+    `temperature=` or its framework config's default, and hand-written samplers; None for one not known."""
     found: List[Optional[Setting]] = []
     own = {s.name.value for s in file.module.body if isinstance(s, cst.FunctionDef)}  # they sample where they do
     imports = file.fact(Imports)
@@ -226,11 +225,11 @@ def _samplers(file, values: Optional[Values] = None) -> List[Optional[Setting]]:
         if first is not None:  # `make_sampler(temp, top_p=...)`, read by the engine alone
             arg = keyword(node, first) or next((a for a in node.args if a.keyword is None and not a.star), None)
             if arg is not None:
-                found.append(_temperature_of(file, arg.value, None))
+                found.append(_temperature_of(file, arg.value))
         elif call_tail(node) in _SAMPLER_CALLS and not (isinstance(node.func, cst.Name) and node.func.value in own):
             arg = keyword(node, "temperature")
             if arg is not None:
-                found.append(_temperature_of(file, arg.value, values))
+                found.append(_temperature_of(file, arg.value))
             else:
                 found.extend(_framework_temperature(file, node))
     return found + _drawn(file) + _drawn_by_hand(file)
@@ -254,14 +253,15 @@ def _drawn_at(temperature) -> Optional[Setting]:
     return Setting(temperature.facts["number"], temperature.facts.get("origin") or _written(temperature))
 
 
-def _temperature_of(file, expr: cst.BaseExpression, values: Optional[Values]) -> Optional[Setting]:
+def _temperature_of(file, expr: cst.BaseExpression) -> Optional[Setting]:
     """The number a sampler's `temperature=` holds after every layer of configuration (the engine's config
     domain: argparse, dataclass fields and constructor arguments, environment and framework defaults,
-    launch scripts, files of settings), else what the file's own declarations say."""
+    launch scripts, files of settings); None where the engine cannot follow it (a declaration that merely
+    shares the attribute's name is no evidence)."""
     found = file.fact(Flow).value(expr)
     if found.facts.get("type") == NUMBER and "number" in found.facts:
         return Setting(found.facts["number"], found.facts.get("origin") or _written(found))
-    return values.of(expr) if values is not None else None
+    return None
 
 
 def _drawn(file) -> List[Optional[Setting]]:
@@ -398,7 +398,7 @@ class LogprobsIgnoreTemperature(FunctionRule):
         A sampler at 1 among them (rollouts at 1, evaluation at 0.7) makes the evidence mixed: which one drew
         the rollouts is not known, so None. A constructor's default is a placeholder, not evidence."""
         if self._temperature is None:
-            found = _samplers(self.file, self.file.fact(Values))
+            found = _samplers(self.file)
             known = [(v.number, v.origin) for v in found if v is not None and v.number > 0
                      and not constructor_default(v)]
             if not found:
@@ -625,18 +625,38 @@ _FILTERS = frozenset({"topk", "top_k_top_p_filtering", "masked_fill", "masked_fi
                       "apply_top_k_top_p", "TopPLogitsWarper", "TopKLogitsWarper"})
 
 
+def _truncations(flow, call: cst.Call) -> List[Tuple[str, object]]:
+    """The truncating settings a sampler call is given, as (key, value): by keyword, or as items of a `**dict`
+    the engine reads (`GenerationConfig(**params)`)."""
+    found = []
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value in _TRUNCATIONS:
+            found.append((arg.keyword.value, flow.value(arg.value)))
+        elif arg.star == "**":
+            given = flow.value(arg.value)
+            found.extend((key, item) for key, item in given.facts.get("items") or ()
+                         if given.facts.get("type") == DICT and key in _TRUNCATIONS)
+    return found
+
+
 class TruncatedSamplingFullLogprobs(LogprobsIgnoreTemperature):
     """
     ## What it does
     Reports, where every sampler of the file draws rollouts from a truncated distribution
-    (`top_p` below 1, `top_k` above 0, `min_p` above 0, as the engine reads them after every
+    (`top_p` below 1, `top_k` above 0, `min_p` above 0, given by keyword or as items of the
+    dict a `GenerationConfig(**settings)` is built with, as the engine reads them after every
     layer of configuration), log-probs of those rollouts (`log_softmax`,
     `-cross_entropy(..., reduction="none")`) taken over the full softmax: logits that no
-    top-k / top-p mask filtered first. A file that also samples without truncation is mixed
-    evidence and is not reported.
+    top-k / top-p mask (`topk`, `sort`, `masked_fill`, `where`... of the logits or their
+    probabilities) filtered first. A file that also samples without truncation, or with a
+    `generation_config` built out of sight, is mixed evidence and is not reported. The message
+    names the truncating setting (`top_p`, `top_k` or `min_p`) and where it is written.
 
-    This rule is `pedantic`: many runs accept the bias on purpose, and the mask may be
-    applied by code the engine does not follow.
+    This rule is `pedantic`, unlike RL309: TRL and verl themselves sample with `top_p` /
+    `top_k` and score the rollouts with full-softmax log-probs, so many runs accept the bias
+    on purpose and their authors would not call it a bug; a rule on by default must be a
+    bug when it fires (or stay above 0.9 precision on the primer). Select it to find
+    hand-written loops whose truncation was not a conscious choice.
 
     ## Why is this bad?
     The rollouts come from the renormalised truncated distribution, the loss scores them
@@ -674,11 +694,17 @@ class TruncatedSamplingFullLogprobs(LogprobsIgnoreTemperature):
             flow = self.file.fact(Flow)
             found: List[Tuple[float, str]] = []
             whole = False
-            for node in walk(self.file.module, into_functions=True):
-                if not (isinstance(node, cst.Call) and call_tail(node) in _SAMPLER_CALLS):
+            owners = [n for n in walk(self.file.module, into_functions=True)
+                      if isinstance(n, (cst.Module, cst.FunctionDef))]
+            calls = [(n, owner) for owner in owners for n in walk(owner)
+                     if isinstance(n, cst.Call) and call_tail(n) in _SAMPLER_CALLS]
+            for node, owner in calls:
+                given = keyword(node, "generation_config")
+                if given is not None:  # samples with the settings of that config: judged where it is built here
+                    built = sources_of(given.value, self.file.fact(Scopes).of(owner))
+                    whole |= not any(isinstance(n, cst.Call) and call_tail(n) in _SAMPLER_CALLS for n in built)
                     continue
-                settings = [(a.keyword.value, flow.value(a.value)) for a in node.args
-                            if a.keyword is not None and a.keyword.value in _TRUNCATIONS]
+                settings = _truncations(flow, node)
                 truncating = [(key, v) for key, v in settings if v.facts.get("type") == NUMBER and
                               (v.facts["number"] < 1.0 if key == "top_p" else v.facts["number"] > 0)]
                 if truncating:
@@ -708,9 +734,14 @@ class TruncatedSamplingFullLogprobs(LogprobsIgnoreTemperature):
         return tempered is not None and (tempered[0].facts.get("drawn") is not None
                                          or tempered[0].facts.get("number") == self.sampling_temperature()[0])
 
-    @staticmethod
-    def _handled(node: cst.CSTNode) -> bool:
-        return isinstance(node, cst.Call) and call_tail(node) in _FILTERS
+    def _handled(self, node: cst.CSTNode) -> bool:
+        """A top-k / top-p filter applied to the vocabulary distribution (logits, or the probabilities whose
+        mask then filters them): not one applied to other tensors the forward was given (`cumsum` of a mask)."""
+        if not (isinstance(node, cst.Call) and call_tail(node) in _FILTERS):
+            return False
+        flow = self.file.fact(Flow)
+        operands = [a.value for a in node.args] + ([node.func.value] if isinstance(node.func, cst.Attribute) else [])
+        return any(flow.value(o).facts.get("content") in (LOGITS, LOGPROBS, PROBS) for o in operands)
 
     @staticmethod
     def _what(number: float, origin: str) -> str:

@@ -62,6 +62,10 @@ class ConfigDomain(Domain):
             if default is None and "default_factory" in kwargs:
                 return _built_by(frame.flow, kwargs["default_factory"])
             return default if default is not None else UNKNOWN
+        if qual.endswith(".__init__") and _is_trainer(qual[:-len(".__init__")]) and node.args and \
+                isinstance(node.args[0].value, cst.Name) and node.args[0].value.value == "self":
+            _keeps_args(frame, kwargs)  # `Trainer.__init__(self, args=args)` in a subclass's constructor
+            return None
         framework = framework_class(qual)
         if framework is not None:  # a keyword the release lacks is refused: the keywords narrow the releases
             config = Value({"type": CONFIG, "framework": framework, "items": tuple(kwargs.items())}, {"type": (node,)})
@@ -90,7 +94,19 @@ class ConfigDomain(Domain):
         return None
 
     def attribute(self, frame, base, attr, node):
-        return self.read(frame.flow, base, attr)
+        found = self.read(frame.flow, base, attr)
+        if found is UNKNOWN and not base.facts.get("releases") and base.facts.get("type") in (INSTANCE, CONFIG):
+            narrowed = _read_releases(frame, base, node)
+            if narrowed:
+                found = self.read(frame.flow, base.but(releases=narrowed), attr)
+        return found
+
+    def call_value(self, frame, callee, node, args, kwargs):
+        if _super_init(node) and frame.function.cls is not None and \
+                any(_is_trainer(base) for base in frame.flow._bases(frame.function.cls)):
+            _keeps_args(frame, kwargs)  # `super().__init__(args=args)` of a transformers / TRL trainer's subclass
+            return None
+        return self._number_call(node, args)
 
     def read(self, flow, base: Value, attr: str) -> Optional[Value]:
         """`base.<attr>` of a configuration value (None: not one)."""
@@ -113,7 +129,8 @@ class ConfigDomain(Domain):
                 return framework_default(flow, inherited[0], inherited[1], attr, base.facts.get("releases"))
         return None
 
-    def call_value(self, frame, callee, node, args, kwargs):
+    @staticmethod
+    def _number_call(node, args):
         if isinstance(node.func, cst.Name) and node.func.value == "open" and args and args[0].facts.get("files"):
             return Value({"type": FILE, "files": args[0].facts["files"]})
         if isinstance(node.func, cst.Name) and node.func.value in ("float", "int") and len(node.args) == 1:
@@ -370,6 +387,34 @@ def _framework_base(flow, cls) -> Optional[Tuple[str, str]]:
     return None
 
 
+def _is_trainer(qual: str) -> bool:
+    """`transformers.Trainer` or a TRL trainer (`trl.GRPOTrainer`): its constructor keeps `args` as `self.args`."""
+    head, _, name = qual.partition(".")
+    return head in ("transformers", "trl") and name.rsplit(".", 1)[-1].endswith("Trainer")
+
+
+def _super_init(node: cst.Call) -> bool:
+    """`super().__init__(...)`."""
+    func = node.func
+    return isinstance(func, cst.Attribute) and func.attr.value == "__init__" and isinstance(func.value, cst.Call) \
+        and isinstance(func.value.func, cst.Name) and func.value.func.value == "super"
+
+
+def _keeps_args(frame, kwargs: Dict[str, Value]) -> None:
+    """A trainer's constructor given a known config as `args=` keeps it: `self.args` holds it from here on."""
+    given = kwargs.get("args")
+    if given is not None and given.facts.get("type") in (INSTANCE, CONFIG):
+        frame.store("self.args", given)
+
+
+def _read_releases(frame, base: Value, node: cst.Attribute) -> Optional[Tuple[Tuple[str, ...], str]]:
+    """The releases of a framework config that have every field this function reads from it (through any
+    place that holds it here: `args.x`, `self.args.y`): code written against the config reads fields its
+    release has. None when the reads do not narrow the releases."""
+    keys = frame.attributes_read(base, node.value)
+    return _releases(base, sorted(keys)) if keys else None
+
+
 def framework_default(flow, package: str, name: str, key: str, releases: Optional[Tuple] = None) -> Value:
     """The framework's default of `key` in config `name`, with the releases it holds in; unknown when it changed
     across releases and the project pins none (or the pin is not in the table). `releases`, when the launches
@@ -486,8 +531,7 @@ def _declaring(package: str, name: str, key: str) -> Tuple[str, ...]:
 
 def _releases(instance: Value, keys: List[str]) -> Optional[Tuple[Tuple[str, ...], str]]:
     """The releases of a framework config that declare every setting the launches give it (the parser of
-    the others refuses an unknown flag), with the first setting that narrows them; None when no setting
-    narrows them."""
+    the others refuses an unknown flag), with the settings that narrow them; None when none narrows them."""
     from rllint.analysis.domains.framework_defaults import RELEASES
 
     framework = instance.facts.get("framework")
@@ -499,15 +543,15 @@ def _releases(instance: Value, keys: List[str]) -> Optional[Tuple[Tuple[str, ...
     if framework is None:
         return None
     every = RELEASES.get(framework[0], ())
-    chosen, reason = set(every), ""
+    chosen, reasons = set(every), []
     for key in keys:
         declaring = set(_declaring(framework[0], framework[1], key))
         if declaring and declaring != chosen and chosen - declaring:
-            reason = reason or f"{framework[1]}.{key}"
+            reasons.append(f"{framework[1]}.{key}")
             chosen &= declaring
-    if not reason or not chosen:
+    if not reasons or not chosen:
         return None
-    return tuple(r for r in every if r in chosen), reason
+    return tuple(r for r in every if r in chosen), " and ".join(reasons)
 
 
 def _history(package: str, name: str, key: str) -> Tuple[Tuple[str, object], ...]:
