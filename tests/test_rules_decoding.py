@@ -574,3 +574,46 @@ def test_rl310_a_position_search_whose_miss_returns_the_whole_text():
             return resp[start + 8:]
     """
     assert lines("RL310", textwrap.dedent(source) + REWARD) == [5]
+
+
+def test_rl310_a_slice_from_an_unchecked_find_starts_near_the_top_of_the_text():
+    # `find` gives -1 when the marker is missing, so `-1 + len(marker)` starts the slice a few characters in:
+    # inline, with an upper bound, in a method, and through a name bound to the position.
+    source = """
+        def tagged(completion):
+            return completion[completion.find("<answer>") + 8 : completion.find("</answer>")].strip()
+
+        class Parser:
+            def boxed(self, text):
+                begin = text.rfind("\\\\boxed{") + len("\\\\boxed{")
+                return text[begin:text.rfind("}")]
+    """
+    assert lines("RL310", textwrap.dedent(source) + REWARD) == [3, 8]
+
+
+def test_rl310_a_find_whose_result_is_compared_or_a_raising_index_is_not_a_fallback():
+    source = """
+        def compared(text):
+            at = text.find("####")
+            return text[at + 4:] if at >= 0 else ""
+
+        def compared_inline(text):
+            if text.rfind("<answer>") < 0:
+                return None
+            return text[text.rfind("<answer>") + 8:]
+
+        def membership(text):
+            if "<answer>" not in text:
+                return ""
+            return text[text.find("<answer>") + 8:text.find("</answer>")]
+
+        def raising(text):
+            return text[text.index("<answer>") + 8:]
+
+        def not_a_marker(text):
+            return text[text.find("Question") + 8:]
+
+        def gold_side(row):
+            return row["answer"][row["answer"].find("####") + 4:]
+    """
+    assert lines("RL310", textwrap.dedent(source) + REWARD) == []
