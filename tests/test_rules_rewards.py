@@ -780,3 +780,61 @@ def test_rl403_comprehensions_in_the_loop_and_functions_that_score_no_completion
     """
     assert codes(comprehension, "RL403") == []
     assert codes(not_completions, "RL403") == []
+
+
+def _project_rl405(tmp_path, files, linted="scoring.py"):
+    from rllint.runner import lint_files
+
+    (tmp_path / "pyproject.toml").write_text("")
+    for name, text in files.items():
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    result = lint_files([str(tmp_path / linted)], Settings(select=["RL405"]))
+    return [(d.line, d.code) for d in result.diagnostics if d.path.endswith(linted)]
+
+
+_TERMS = """
+    def shape_check(prompt, completion, example):
+        try:
+            return 0.5 if example["pattern"] in completion else -0.5
+        except Exception:
+            return 0.0
+
+    class Judge:
+        @staticmethod
+        def parse_only(completion):
+            try:
+                return float(completion.strip())
+            except BaseException:
+                return 0.0
+"""
+
+
+def test_rl405_a_helper_whose_result_an_importer_s_reward_function_adds_into_its_score(tmp_path):
+    # The reward term is one by use (summed, through a name, by a trainer's reward function in another
+    # module), whatever its name.
+    train = """
+        from scoring import shape_check
+
+        def wordle_reward_func(completions, examples=None, **kwargs):
+            totals = []
+            for text, ex in zip(completions, examples):
+                total = 0.0
+                part = shape_check("", text, ex)
+                total += part
+                totals.append(total)
+            return totals
+    """
+    assert _project_rl405(tmp_path, {"scoring.py": _TERMS, "train.py": train}) == [(5, "RL405")]
+
+
+def test_rl405_a_helper_that_only_decides_a_branch_or_is_called_outside_rewards_is_not_a_term(tmp_path):
+    train = """
+        import scoring
+
+        def format_reward(completions, examples=None, **kwargs):
+            return [1.0 if scoring.shape_check("", c, e) > 0 else 0.0 for c, e in zip(completions, examples)]
+
+        def evaluate(row):
+            return scoring.shape_check("", row["text"], row) + row["bonus"]
+    """
+    assert _project_rl405(tmp_path, {"scoring.py": _TERMS, "train.py": train}) == []
