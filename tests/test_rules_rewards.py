@@ -838,3 +838,43 @@ def test_rl405_a_helper_that_only_decides_a_branch_or_is_called_outside_rewards_
             return scoring.shape_check("", row["text"], row) + row["bonus"]
     """
     assert _project_rl405(tmp_path, {"scoring.py": _TERMS, "train.py": train}) == []
+
+
+def test_rl407_a_number_read_without_its_sign_beside_a_cleaned_gold_that_keeps_it():
+    # Both sides are numbers, but `[0-9]+` reads `5` of `-5` while the gold, cleaned, keeps its sign.
+    source = r"""
+        import re
+
+        class Scorer:
+            def prediction(self, text):
+                found = re.findall("[0-9]+", text)
+                return int(found[-1]) if found else None
+
+            def gold(self, reference):
+                return int(reference.split("####")[1].strip().replace(",", ""))
+
+            def correctness_reward(self, completions, reference, **kwargs):
+                return [float(self.gold(r) == self.prediction(c)) for c, r in zip(completions, reference)]
+    """
+    assert codes(source, "RL407") == [(13, "RL407")]
+
+
+def test_rl407_a_signed_number_pattern_or_a_raw_gold_is_not_one_sided_about_the_sign():
+    source = r"""
+        import re
+
+        def signed(text):
+            found = re.findall(r"-?[0-9]+", text)
+            return float(found[-1]) if found else None
+
+        def unsigned(text):
+            found = re.findall(r"[0-9]+", text)
+            return float(found[-1]) if found else None
+
+        def accuracy_reward(completions, answer, **kwargs):
+            out = []
+            for c, a in zip(completions, answer):
+                out.append(float(signed(c) == float(a.replace(",", ""))) + float(unsigned(c) == float(a)))
+            return out
+    """
+    assert codes(source, "RL407") == []

@@ -871,7 +871,7 @@ def _addends(node: cst.BaseExpression) -> List[cst.BaseExpression]:
     return [node]
 
 
-_CHAR_NAMES = {",": "commas", " ": "spaces", "$": "`$`", "%": "`%`"}
+_CHAR_NAMES = {",": "commas", " ": "spaces", "$": "`$`", "%": "`%`", "-": "minus signs"}
 
 
 class LenientAnswerMatch(FunctionRule):
@@ -901,7 +901,9 @@ class LenientAnswerMatch(FunctionRule):
     through names and the file's helpers). A prediction cleaned beside a raw gold is not
     reported: that is how a reward reads a dataset whose preparation already cleaned the
     reference (verl's GSM8K scorer). Nor are sides converted to numbers, a digit-only group
-    beside the cleaned gold, or one normaliser applied to both sides.
+    beside the cleaned gold, or one normaliser applied to both sides, except for the sign: a
+    number keeps it, so a group that reads `5` of `-5` (`re.findall("[0-9]+", text)[-1]`)
+    beside a cleaned gold that keeps it never matches a negative answer.
 
     ## Why is this bad?
     Containment pays for answers that are wrong. A completion that lists many numbers
