@@ -597,6 +597,13 @@ def test_rl310_a_find_whose_result_is_compared_or_a_raising_index_is_not_a_fallb
             at = text.find("####")
             return text[at + 4:] if at >= 0 else ""
 
+        def compared_with_a_length(reply):
+            begin = reply.find("<answer>") + len("<answer>")
+            end = reply.find("</answer>")
+            if begin < len("<answer>") or end == -1:
+                raise ValueError(reply)
+            return reply[begin:end]
+
         def compared_inline(text):
             if text.rfind("<answer>") < 0:
                 return None

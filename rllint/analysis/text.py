@@ -785,13 +785,10 @@ def _position_of(lower: cst.BaseExpression, scope: Scope) -> Optional[Tuple[cst.
 
 
 def _position_checked(scope: Scope, marker: str, held: Optional[str], scopes: Scopes) -> bool:
-    """The function compares the position with a number (`start == -1`, `text.find(m) >= 0`): it knows
+    """The function compares the position (`start == -1`, `text.find(m) >= 0`, `start < len(m)`): it knows
     whether the marker was found."""
     for comparison in scope.comparisons:
-        sides = [comparison.left] + [c.comparator for c in comparison.comparisons]
-        if not any(number(side) is not None for side in sides):
-            continue
-        for side in sides:
+        for side in [comparison.left] + [c.comparator for c in comparison.comparisons]:
             side = side.left if isinstance(side, cst.BinaryOperation) else side
             if isinstance(side, cst.Name) and side.value == held or \
                     _is_position(side) and scopes.string(positional(side, 0), scope) == marker:
