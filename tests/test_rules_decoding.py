@@ -44,6 +44,29 @@ def test_rl301_an_unguarded_split_is_still_reported():
     assert lines("RL301", source) == [3]
 
 
+def test_rl301_a_slice_from_a_position_held_by_a_name_and_the_position_checks():
+    # An unchecked `find` starts the slice inside the reasoning; `index` raises instead; a compared position is
+    # a check.
+    source = """
+        def answer_part(text):
+            close = text.rfind("</think>")
+            return text[close + len("</think>"):text.find("<answer>")]
+
+        def strict_part(text):
+            return text[text.index("</think>") + 8:text.rfind("<answer>")]
+
+        def checked_part(text):
+            close = text.find("</think>")
+            if close < 0:
+                return ""
+            return text[close + 8:]
+    """
+    result = lint_text(textwrap.dedent(source), "rewards.py", Settings(select=["RL301"]))
+    assert [(d.line, d.message.rsplit(": ", 1)[-1]) for d in result.diagnostics] == [
+        (4, "a completion cut off inside its reasoning is scored on that reasoning"),
+        (7, "a completion without the marker raises ValueError")]
+
+
 # ---------------------------------------------------------------- RL303
 
 def test_rl303_decoding_in_code_that_is_not_rl_is_silent():

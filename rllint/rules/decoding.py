@@ -98,7 +98,8 @@ class FragileThinkSplit(FunctionRule):
     A completion is plain text (no reasoning: keep it), closed reasoning
     (`<think>..</think>answer`: keep what follows the first closing marker) or
     unclosed reasoning (`<think>...` cut off by the length limit: there is no
-    answer). `split(...)[1]` raises IndexError on plain text; `[-1]`, `rpartition`
+    answer). `split(...)[1]` raises IndexError on plain text (a slice from `index(...)`,
+    ValueError); `[-1]`, `rpartition`
     and `find` return the whole unfinished reasoning as the "answer" when the
     marker is missing, so a truncated chain of thought that happens to mention the
     right number is rewarded; `partition(...)[2]` scores plain answers as empty.
@@ -137,6 +138,8 @@ class FragileThinkSplit(FunctionRule):
             return
         if found.kind == "split" and found.index == 1:
             case, consequence = "plain text", "a completion without the marker raises IndexError"
+        elif found.kind in ("index", "rindex"):
+            case, consequence = "plain text", "a completion without the marker raises ValueError"
         elif found.kind == "partition":
             case, consequence = "plain text", "a completion without reasoning is scored as empty"
         else:
