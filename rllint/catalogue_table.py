@@ -626,7 +626,7 @@ RULES = (
      'module': 'rllint.rules.rewards',
      'fix': None,
      'file_kinds': ('python',),
-     'triggers': ('reward', 'score', 'completions', 'solution_str'),
+     'triggers': ('except',),
      'ignore_case': False,
      'options': (),
      'message': '`except{caught}` in `{function}` turns every error into the reward {value} without logging it'},

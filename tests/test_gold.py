@@ -149,8 +149,8 @@ def test_what_a_regex_group_can_hold_is_read_from_the_parsed_pattern():
     assert group_chars(r"Final answer: (.+)", 1) == ALL_CHARS
     assert group_chars(r"<ans>([^<]*)</ans>", 1) == ALL_CHARS
     assert group_chars(r"=\s*([0-9.,]+)", 1) == {","}
-    assert group_chars(r"result (\S+)", 1) == {",", "$", "%"}
-    assert group_chars(r"(-?\d+(?:\.\d+)?)", 1) == frozenset()
+    assert group_chars(r"result (\S+)", 1) == {",", "$", "%", "-"}
+    assert group_chars(r"(-?\d+(?:\.\d+)?)", 1) == {"-"}
     assert group_chars(r"total:? \$?(\d+)|none", 1) == frozenset()
     assert group_chars(r"total:? \$?(\d+)", 0) == {" ", "$"}
     assert group_chars(r"(\w+)%", 1) == frozenset()
@@ -211,7 +211,9 @@ def test_a_cleaned_gold_beside_model_text_that_can_hold_what_it_dropped():
                               words[-1] == sol.replace(" ", ""), words[-1] == sol.replace("$", "")))
             return marks
     """
+    # `(\d+)$` reads `5` of `-5`: it drops the sign that the cleaned gold keeps.
     assert one_sided(source, "grade") == [("sol.replace(\",\", \"\")", "free.group(1)", ",", True),
+                                          ("digits.group(1)", "sol.replace(\",\", \"\")", "-", False),
                                           ("sol.replace(\"$\", \"\")", "words[-1]", "$", True)]
 
 

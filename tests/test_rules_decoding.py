@@ -46,6 +46,29 @@ def test_rl301_an_unguarded_split_is_still_reported():
     assert lines("RL301", source) == [3]
 
 
+def test_rl301_a_slice_from_a_position_held_by_a_name_and_the_position_checks():
+    # An unchecked `find` starts the slice inside the reasoning; `index` raises instead; a compared position is
+    # a check.
+    source = """
+        def answer_part(text):
+            close = text.rfind("</think>")
+            return text[close + len("</think>"):text.find("<answer>")]
+
+        def strict_part(text):
+            return text[text.index("</think>") + 8:text.rfind("<answer>")]
+
+        def checked_part(text):
+            close = text.find("</think>")
+            if close < 0:
+                return ""
+            return text[close + 8:]
+    """
+    result = lint_text(textwrap.dedent(source), "rewards.py", Settings(select=["RL301"]))
+    assert [(d.line, d.message.rsplit(": ", 1)[-1]) for d in result.diagnostics] == [
+        (4, "a completion cut off inside its reasoning is scored on that reasoning"),
+        (7, "a completion without the marker raises ValueError")]
+
+
 # ---------------------------------------------------------------- RL303
 
 def test_rl303_decoding_in_code_that_is_not_rl_is_silent():
@@ -595,3 +618,53 @@ def test_rl310_a_position_search_whose_miss_returns_the_whole_text():
             return resp[start + 8:]
     """
     assert lines("RL310", textwrap.dedent(source) + REWARD) == [5]
+
+
+def test_rl310_a_slice_from_an_unchecked_find_starts_near_the_top_of_the_text():
+    # `find` gives -1 when the marker is missing, so `-1 + len(marker)` starts the slice a few characters in:
+    # inline, with an upper bound, in a method, and through a name bound to the position.
+    source = """
+        def tagged(completion):
+            return completion[completion.find("<answer>") + 8 : completion.find("</answer>")].strip()
+
+        class Parser:
+            def boxed(self, text):
+                begin = text.rfind("\\\\boxed{") + len("\\\\boxed{")
+                return text[begin:text.rfind("}")]
+    """
+    assert lines("RL310", textwrap.dedent(source) + REWARD) == [3, 8]
+
+
+def test_rl310_a_find_whose_result_is_compared_or_a_raising_index_is_not_a_fallback():
+    source = """
+        def compared(text):
+            at = text.find("####")
+            return text[at + 4:] if at >= 0 else ""
+
+        def compared_with_a_length(reply):
+            begin = reply.find("<answer>") + len("<answer>")
+            end = reply.find("</answer>")
+            if begin < len("<answer>") or end == -1:
+                raise ValueError(reply)
+            return reply[begin:end]
+
+        def compared_inline(text):
+            if text.rfind("<answer>") < 0:
+                return None
+            return text[text.rfind("<answer>") + 8:]
+
+        def membership(text):
+            if "<answer>" not in text:
+                return ""
+            return text[text.find("<answer>") + 8:text.find("</answer>")]
+
+        def raising(text):
+            return text[text.index("<answer>") + 8:]
+
+        def not_a_marker(text):
+            return text[text.find("Question") + 8:]
+
+        def gold_side(row):
+            return row["answer"][row["answer"].find("####") + 4:]
+    """
+    assert lines("RL310", textwrap.dedent(source) + REWARD) == []

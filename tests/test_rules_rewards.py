@@ -780,3 +780,101 @@ def test_rl403_comprehensions_in_the_loop_and_functions_that_score_no_completion
     """
     assert codes(comprehension, "RL403") == []
     assert codes(not_completions, "RL403") == []
+
+
+def _project_rl405(tmp_path, files, linted="scoring.py"):
+    from rllint.runner import lint_files
+
+    (tmp_path / "pyproject.toml").write_text("")
+    for name, text in files.items():
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    result = lint_files([str(tmp_path / linted)], Settings(select=["RL405"]))
+    return [(d.line, d.code) for d in result.diagnostics if d.path.endswith(linted)]
+
+
+_TERMS = """
+    def shape_check(prompt, completion, example):
+        try:
+            return 0.5 if example["pattern"] in completion else -0.5
+        except Exception:
+            return 0.0
+
+    class Judge:
+        @staticmethod
+        def parse_only(completion):
+            try:
+                return float(completion.strip())
+            except BaseException:
+                return 0.0
+"""
+
+
+def test_rl405_a_helper_whose_result_an_importer_s_reward_function_adds_into_its_score(tmp_path):
+    # The reward term is one by use (summed, through a name, by a trainer's reward function in another
+    # module), whatever its name.
+    train = """
+        from scoring import shape_check
+
+        def wordle_reward_func(completions, examples=None, **kwargs):
+            totals = []
+            for text, ex in zip(completions, examples):
+                total = 0.0
+                part = shape_check("", text, ex)
+                total += part
+                totals.append(total)
+            return totals
+    """
+    assert _project_rl405(tmp_path, {"scoring.py": _TERMS, "train.py": train}) == [(5, "RL405")]
+
+
+def test_rl405_a_helper_that_only_decides_a_branch_or_is_called_outside_rewards_is_not_a_term(tmp_path):
+    train = """
+        import scoring
+
+        def format_reward(completions, examples=None, **kwargs):
+            return [1.0 if scoring.shape_check("", c, e) > 0 else 0.0 for c, e in zip(completions, examples)]
+
+        def evaluate(row):
+            return scoring.shape_check("", row["text"], row) + row["bonus"]
+    """
+    assert _project_rl405(tmp_path, {"scoring.py": _TERMS, "train.py": train}) == []
+
+
+def test_rl407_a_number_read_without_its_sign_beside_a_cleaned_gold_that_keeps_it():
+    # Both sides are numbers, but `[0-9]+` reads `5` of `-5` while the gold, cleaned, keeps its sign.
+    source = r"""
+        import re
+
+        class Scorer:
+            def prediction(self, text):
+                found = re.findall("[0-9]+", text)
+                return int(found[-1]) if found else None
+
+            def gold(self, reference):
+                return int(reference.split("####")[1].strip().replace(",", ""))
+
+            def correctness_reward(self, completions, reference, **kwargs):
+                return [float(self.gold(r) == self.prediction(c)) for c, r in zip(completions, reference)]
+    """
+    assert codes(source, "RL407") == [(13, "RL407")]
+
+
+def test_rl407_a_signed_number_pattern_or_a_raw_gold_is_not_one_sided_about_the_sign():
+    source = r"""
+        import re
+
+        def signed(text):
+            found = re.findall(r"-?[0-9]+", text)
+            return float(found[-1]) if found else None
+
+        def unsigned(text):
+            found = re.findall(r"[0-9]+", text)
+            return float(found[-1]) if found else None
+
+        def accuracy_reward(completions, answer, **kwargs):
+            out = []
+            for c, a in zip(completions, answer):
+                out.append(float(signed(c) == float(a.replace(",", ""))) + float(unsigned(c) == float(a)))
+            return out
+    """
+    assert codes(source, "RL407") == []

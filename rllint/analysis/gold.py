@@ -352,6 +352,9 @@ class AnswerMatches:
         tail, func = call_tail(call), call.func
         if isinstance(func, cst.Name) and tail == "str" and len(call.args) == 1:
             return self.side(call.args[0].value, scope, env, depth)
+        if isinstance(func, cst.Name) and tail in ("float", "int") and len(call.args) == 1:
+            inner = self.side(call.args[0].value, scope, env, depth)  # a number keeps its sign and nothing else
+            return None if inner is None else Side(inner.kind, inner.removed, inner.holds & _SIGN, inner.steps)
         if tail == "sub" and isinstance(func, cst.Attribute):
             return self._sub(call, scope, env, depth)
         if tail in ("group", "findall") and isinstance(func, cst.Attribute):
@@ -507,13 +510,15 @@ def _default(expr: cst.BaseExpression) -> bool:
 # ---------------------------------------------------------------- one-sided normalisation
 
 # Characters that answer normalisers remove, each in the place it takes in an answer: `1,000`, `1 000`, `$5`, `50%`.
-_SAMPLES = {",": "1,000", " ": "1 000", "$": "$1000", "%": "50%"}
+_SAMPLES = {",": "1,000", " ": "1 000", "$": "$1000", "%": "50%", "-": "-5"}
 ALL_CHARS = frozenset(_SAMPLES)
+_SIGN = frozenset("-")
 # String methods that clean text without taking it apart.
 _CLEANERS = frozenset({"strip", "lstrip", "rstrip", "lower", "upper", "casefold", "replace", "removeprefix",
                        "removesuffix"})
 _SPLITS = frozenset({"split", "rsplit", "rpartition", "splitlines"})
-_READ = _CLEANERS | _SPLITS | {"partition", "sub", "group", "findall", "str"}  # calls a side is read through
+# calls a side is read through
+_READ = _CLEANERS | _SPLITS | {"partition", "sub", "group", "findall", "str", "float", "int"}
 
 
 class Side:
@@ -549,9 +554,23 @@ def _merge(sides: List[Optional[Side]]) -> Optional[Side]:
 
 
 def _group_side(match: Tuple[str, Side], group: int) -> Optional[Side]:
+    """What a regex group holds of its text; a group that reads the digits of `-5` but not its sign removes the
+    sign, as a cleaning step would (`re.findall("[0-9]+", text)` turns `-5` into `5`)."""
     chars = group_chars(match[0], group)
     text = match[1]
-    return None if chars is None else Side(text.kind, text.removed, text.holds & chars, text.steps)
+    if chars is None:
+        return None
+    side = Side(text.kind, text.removed, text.holds & chars, text.steps)
+    dropped = removed_by(lambda s: _group_text(match[0], group, s)) or frozenset()
+    if _SIGN <= text.holds - chars and _SIGN <= dropped:
+        side = Side(side.kind, side.removed | _SIGN, side.holds, side.steps + 1)
+    return side
+
+
+def _group_text(pattern: str, group: int, sample: str) -> str:
+    """Group `group` of the first match of `pattern` in `sample` (a sample without a match keeps everything)."""
+    found = re.search(pattern, sample)
+    return found.group(group) or sample if found else sample
 
 
 def _plain_flags(flags: cst.BaseExpression) -> bool:

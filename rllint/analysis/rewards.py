@@ -197,6 +197,24 @@ class RewardFunctions:
             self._scores[id(function)] = cached
         return cached
 
+    def reward_term(self, function: cst.FunctionDef) -> bool:
+        """Its result is part of a reward by use: a reward function of this file, or of a project file that
+        imports it (`Flow.callers`), adds it into its score, appends it or returns it
+        (`total = format_check(c) + feedback(c)`). A check whose result only decides a branch is not one."""
+        from rllint.analysis.flow import Flow  # the interpreter reads this module's facts
+
+        flow = self.file.fact(Flow)
+        ir = next((f for f in flow.ir.all_functions() if f.node is function), None)
+        if ir is None:
+            return False
+        for site in flow.callers(ir):
+            caller = site.function
+            other = caller.module.flow.file if caller.module.flow is not None else None
+            if isinstance(caller.node, cst.FunctionDef) and other is not None and \
+                    other.fact(RewardFunctions).is_reward(caller.node) and _scored(site.node, caller.node):
+                return True
+        return False
+
     @property
     def defines_any(self) -> bool:
         """The file defines at least one reward function."""
@@ -292,3 +310,27 @@ class RewardFunctions:
             if updates_in_place(node, name):
                 return None
         return found
+
+
+def _scored(call: cst.Call, function: cst.FunctionDef) -> bool:
+    """The value of `call`, directly or through the names it is assigned to, is added to or subtracted from
+    another (`+`, `+=`), appended, or returned by `function`."""
+    names = {target.target.value for node in walk(function) if isinstance(node, cst.Assign) and node.value is call
+             for target in node.targets if isinstance(target.target, cst.Name)}
+
+    def holds(expr: Optional[cst.BaseExpression]) -> bool:
+        return expr is call or isinstance(expr, cst.Name) and expr.value in names
+
+    for node in walk(function):
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Subtract)) and (
+                holds(node.left) or holds(node.right)):
+            return True
+        if isinstance(node, cst.AugAssign) and isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign)) \
+                and holds(node.value):
+            return True
+        if isinstance(node, cst.Return) and holds(node.value):
+            return True
+        if isinstance(node, cst.Call) and call_tail(node) == "append" and len(node.args) == 1 and \
+                holds(node.args[0].value):
+            return True
+    return False

@@ -715,7 +715,8 @@ def unwrap(expr: cst.BaseExpression) -> cst.BaseExpression:
 
 class Extraction:
     """`text.split(marker)[-1]` and relatives: the text after a marker, taken without looking
-    whether the marker is there. `kind` is split / rsplit / partition / rpartition / find."""
+    whether the marker is there. `kind` is split / rsplit / partition / rpartition, or the position
+    method (find / rfind / index / rindex) whose result starts a slice of the text."""
 
     def __init__(self, node: cst.Subscript, kind: str, marker: str, index: Optional[int]) -> None:
         self.node, self.kind, self.marker, self.index = node, kind, marker, index
@@ -729,8 +730,8 @@ def may_extract(node: cst.Subscript) -> bool:
     if isinstance(key, cst.Index):
         return isinstance(node.value, cst.Call) and call_tail(node.value) in ("split", "rsplit", "partition",
                                                                               "rpartition")
-    return isinstance(key, cst.Slice) and key.lower is not None and key.upper is None and not isinstance(
-        key.lower, (cst.Integer, cst.UnaryOperation, cst.Name))
+    return isinstance(key, cst.Slice) and key.lower is not None and not isinstance(
+        key.lower, (cst.Integer, cst.UnaryOperation))
 
 
 def extraction(node: cst.Subscript, scopes: Scopes, scope: Scope) -> Optional[Extraction]:
@@ -754,11 +755,42 @@ def extraction(node: cst.Subscript, scopes: Scopes, scope: Scope) -> Optional[Ex
         if kind in ("partition", "rpartition") and index in (2.0, -1.0):
             return Extraction(node, kind, marker, 2)
         return None
-    if isinstance(key, cst.Slice) and key.lower is not None and key.upper is None:
-        for inner in walk(key.lower):
-            if isinstance(inner, cst.Call) and call_tail(inner) in ("find", "index", "rfind", "rindex") \
-                    and isinstance(inner.func, cst.Attribute):
-                marker = scopes.string(positional(inner, 0), scope)
-                if marker is not None:
-                    return Extraction(node, "find", marker, None)
+    if isinstance(key, cst.Slice) and key.lower is not None:
+        found = _position_of(key.lower, scope)
+        if found is None:
+            return None
+        call, held = found
+        marker = scopes.string(positional(call, 0), scope)
+        if marker is None or _position_checked(scope, marker, held, scopes):
+            return None
+        return Extraction(node, call_tail(call), marker, None)
     return None
+
+
+def _is_position(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Call) and call_tail(node) in _POSITIONS and isinstance(node.func, cst.Attribute)
+
+
+def _position_of(lower: cst.BaseExpression, scope: Scope) -> Optional[Tuple[cst.Call, Optional[str]]]:
+    """The `find`/`index` call a slice starts at (`text.find(m) + 3`), directly or through a name bound
+    once to it (`start = text.find(m) + len(m)`), with that name."""
+    for inner in walk(lower):
+        if _is_position(inner):
+            return inner, None
+        if isinstance(inner, cst.Name) and len(scope.assigned.get(inner.value, ())) == 1:
+            call = next((n for n in walk(scope.assigned[inner.value][0]) if _is_position(n)), None)
+            if call is not None:
+                return call, inner.value
+    return None
+
+
+def _position_checked(scope: Scope, marker: str, held: Optional[str], scopes: Scopes) -> bool:
+    """The function compares the position (`start == -1`, `text.find(m) >= 0`, `start < len(m)`): it knows
+    whether the marker was found."""
+    for comparison in scope.comparisons:
+        for side in [comparison.left] + [c.comparator for c in comparison.comparisons]:
+            side = side.left if isinstance(side, cst.BinaryOperation) else side
+            if isinstance(side, cst.Name) and side.value == held or \
+                    _is_position(side) and scopes.string(positional(side, 0), scope) == marker:
+                return True
+    return False

@@ -98,7 +98,8 @@ class FragileThinkSplit(FunctionRule):
     A completion is plain text (no reasoning: keep it), closed reasoning
     (`<think>..</think>answer`: keep what follows the first closing marker) or
     unclosed reasoning (`<think>...` cut off by the length limit: there is no
-    answer). `split(...)[1]` raises IndexError on plain text; `[-1]`, `rpartition`
+    answer). `split(...)[1]` raises IndexError on plain text (a slice from `index(...)`,
+    ValueError); `[-1]`, `rpartition`
     and `find` return the whole unfinished reasoning as the "answer" when the
     marker is missing, so a truncated chain of thought that happens to mention the
     right number is rewarded; `partition(...)[2]` scores plain answers as empty.
@@ -137,6 +138,8 @@ class FragileThinkSplit(FunctionRule):
             return
         if found.kind == "split" and found.index == 1:
             case, consequence = "plain text", "a completion without the marker raises IndexError"
+        elif found.kind in ("index", "rindex"):
+            case, consequence = "plain text", "a completion without the marker raises ValueError"
         elif found.kind == "partition":
             case, consequence = "plain text", "a completion without reasoning is scored as empty"
         else:
@@ -1090,6 +1093,10 @@ class AnswerExtractionFallback(FunctionRule):
     `rpartition("<answer>")[2]`, a `re.search` for the answer whose fallback is
     `return text`, or a `find`/`rfind`/`index` of the marker whose miss returns the
     whole text, in a function that never checks that the marker is there (`in`);
+    a slice that starts at an unchecked `find`/`rfind` of the marker
+    (`text[text.find("<answer>") + 8 : text.find("</answer>")]`, or through a name
+    bound to the position, never compared with -1 or 0), which starts a few
+    characters into the text when the marker is missing;
     `text.split("<answer>")[1]`, which raises IndexError instead; and a fallback to
     the last number in the text (`re.findall(r"-?\\d+", text)[-1]`) in a function that
     looked for the marker first and that a reward function of the file runs. Reasoning end markers (`</think>`) are RL301's. The
@@ -1103,12 +1110,17 @@ class AnswerExtractionFallback(FunctionRule):
     that lists several candidate numbers, or restates the question's numbers, is
     rewarded whenever the gold answer appears among them. The policy learns to omit
     the format and spray answers: reward hacking (verifiers #1028, prime-rl #475).
+    A `find` that misses gives -1, so `text[text.find("<answer>") + 8:]` keeps all
+    but the first seven characters.
     `split(marker)[1]` instead stops the run at the first completion without it.
 
     ## Example
     ```python
     def extract(completion: str) -> str:
         return completion.split("####")[-1].strip()
+
+    def tagged(completion: str) -> str:
+        return completion[completion.find("<answer>") + 8 : completion.find("</answer>")]
     ```
 
     ## Use instead
@@ -1117,6 +1129,12 @@ class AnswerExtractionFallback(FunctionRule):
         if "####" not in completion:
             return ""
         return completion.split("####")[-1].strip()
+
+    def tagged(completion: str) -> str:
+        start = completion.find("<answer>")
+        if start == -1:
+            return ""
+        return completion[start + 8 : completion.find("</answer>", start)]
     ```
 
     ## Options
@@ -1146,17 +1164,23 @@ class AnswerExtractionFallback(FunctionRule):
         if not may_extract(node) or not self._is_active():
             return
         found = extraction(node, self.file.fact(Scopes), self.scope)
-        if found is None or found.kind not in ("split", "rsplit", "rpartition") or not is_answer_marker(found.marker):
+        if found is None or found.kind not in ("split", "rsplit", "rpartition", "find", "rfind") or \
+                not is_answer_marker(found.marker):
             return
         first = found.kind == "split" and found.index == 1
         if first and not any(c in found.marker for c in "<#\\"):
             return  # the text after the first `Answer:` of "Question: ... Answer: ...": a prompt's header, not a tag
-        text = found.node.value.func.value
-        if self.file.fact(MarkerChecks).checks(self.scope, found.marker) or \
+        located = found.kind in ("find", "rfind")  # -1 when the marker is missing: the slice starts near the top
+        text = node.value if located else found.node.value.func.value
+        if self.file.fact(MarkerChecks).checks(self.scope, found.marker, positions=not located) or \
                 self.file.fact(GoldAnswers).is_gold(text, self.scope):
             return
-        self.report(node, what=f"`{self.source(node)}` keeps the text after {found.marker!r} without checking for it",
-                    consequence="raises IndexError" if first else "is scored on its whole text")
+        if located:
+            what = f"`{self.source(node)}` starts at `{found.kind}({found.marker!r})` without checking that it was found"
+        else:
+            what = f"`{self.source(node)}` keeps the text after {found.marker!r} without checking for it"
+        self.report(node, what=what, consequence="raises IndexError" if first else
+                    "is scored on (almost) its whole text" if located else "is scored on its whole text")
 
     def visit_Return(self, node: cst.Return) -> None:
         if self.function is None or not isinstance(node.value, (cst.IfExp, cst.Name, cst.Call, cst.Subscript)):

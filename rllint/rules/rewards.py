@@ -696,7 +696,10 @@ class RewardSwallowsErrors(_RewardRule):
     ## What it does
     Reports, in a reward function, an `except` clause that is bare or catches
     `Exception` / `BaseException` and returns or appends a constant score without
-    logging or re-raising. Pedantic: in real reward functions the broad handler
+    logging or re-raising. A reward term counts as one by its use, whatever its
+    name: a function whose result a reward function (of its file, or of a project
+    file that imports it) adds into its score, appends or returns
+    (`total = format_check(c) + feedback(c)`). Pedantic: in real reward functions the broad handler
     mostly wraps the parsing of the model's output, where "unparseable scores 0" is
     the intended behaviour.
 
@@ -734,14 +737,11 @@ class RewardSwallowsErrors(_RewardRule):
     severity = Severity.WARNING
     tier = Tier.PEDANTIC
     message = "`except{caught}` in `{function}` turns every error into the reward {value} without logging it"
-    triggers = _REWARD_TRIGGERS
+    triggers = ("except",)  # a reward term is one by use, in a file that need not say "reward"
 
     def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
         caught = _broad(node.type)
-        if caught is None:
-            return
-        function = self.in_reward(innermost_only=False)
-        if function is None:
+        if caught is None or not self._functions:
             return
         value = None
         for inner in walk(node.body):
@@ -753,7 +753,12 @@ class RewardSwallowsErrors(_RewardRule):
             if isinstance(inner, cst.Call) and call_tail(inner) == "append" and len(inner.args) == 1 \
                     and number(inner.args[0].value) is not None and not isinstance(inner.args[0].value, cst.Name):
                 value = number(inner.args[0].value)
-        if value is not None:
+        if value is None:
+            return
+        rewards = self.file.fact(RewardFunctions)
+        function = self.in_reward(innermost_only=False) or next(
+            (f for f in reversed(self._functions) if rewards.reward_term(f)), None)
+        if function is not None:
             self.report(node, caught=caught, function=function.name.value, value=_format(value))
 
 
@@ -866,7 +871,7 @@ def _addends(node: cst.BaseExpression) -> List[cst.BaseExpression]:
     return [node]
 
 
-_CHAR_NAMES = {",": "commas", " ": "spaces", "$": "`$`", "%": "`%`"}
+_CHAR_NAMES = {",": "commas", " ": "spaces", "$": "`$`", "%": "`%`", "-": "minus signs"}
 
 
 class LenientAnswerMatch(FunctionRule):
@@ -896,7 +901,9 @@ class LenientAnswerMatch(FunctionRule):
     through names and the file's helpers). A prediction cleaned beside a raw gold is not
     reported: that is how a reward reads a dataset whose preparation already cleaned the
     reference (verl's GSM8K scorer). Nor are sides converted to numbers, a digit-only group
-    beside the cleaned gold, or one normaliser applied to both sides.
+    beside the cleaned gold, or one normaliser applied to both sides, except for the sign: a
+    number keeps it, so a group that reads `5` of `-5` (`re.findall("[0-9]+", text)[-1]`)
+    beside a cleaned gold that keeps it never matches a negative answer.
 
     ## Why is this bad?
     Containment pays for answers that are wrong. A completion that lists many numbers
