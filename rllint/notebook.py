@@ -74,10 +74,12 @@ class Cells:
 
     text: str
     origins: Tuple[Tuple[int, int], ...]  # joined line (0-based index) -> (1-based cell index, line in cell)
-    # Cells left out because they do not parse: (cell index, line in cell, column, Python's message).
-    broken: Tuple[Tuple[int, int, int, str], ...] = ()
+    # Cells left out because they do not parse: (cell index, line in cell, column, Python's message, the cell's
+    # masked text).
+    broken: Tuple[Tuple[int, int, int, str, str], ...] = ()
     sources: Tuple[Tuple[int, str], ...] = ()  # (cell index, source) of each code cell, as the notebook has it
     masked: FrozenSet[int] = frozenset()  # joined lines (0-based) whose IPython syntax was masked
+    kernel: Optional[Tuple[int, int]] = None  # the Python version the notebook last ran on (language_info)
 
     def place(self, diagnostic: Diagnostic) -> Diagnostic:
         """A finding of the joined text, placed in its cell; a span that runs past its cell ends there.
@@ -111,7 +113,8 @@ def read_cells(data: bytes, too_large: Optional[Callable[[str], Optional[str]]] 
     says why a text of Python is too large to lint, if it is: it judges the code cells' text before any
     of them is parsed (the image outputs of a notebook do not count)."""
     code = []
-    for index, cell in enumerate(_cells(_load(data)), start=1):
+    notebook = _load(data)
+    for index, cell in enumerate(_cells(notebook), start=1):
         if cell.get("cell_type") != "code":
             continue
         source = cell.get("source", cell.get("input", ""))
@@ -123,7 +126,15 @@ def read_cells(data: bytes, too_large: Optional[Callable[[str], Optional[str]]] 
     problem = too_large("".join(source for _, source in code)) if too_large is not None else None
     if problem:
         raise NotebookError(problem)
-    return join_cells(code)
+    return replace(join_cells(code), kernel=_kernel(notebook))
+
+
+def _kernel(notebook: dict) -> Optional[Tuple[int, int]]:
+    """(major, minor) of the Python the notebook's kernel ran, from `metadata.language_info.version`."""
+    info = notebook.get("metadata", {}).get("language_info", {}) if isinstance(notebook.get("metadata"), dict) else {}
+    version = info.get("version") if isinstance(info, dict) and info.get("name", "python") == "python" else None
+    found = re.match(r"(\d+)\.(\d+)", version) if isinstance(version, str) else None
+    return (int(found.group(1)), int(found.group(2))) if found else None
 
 
 def _is_text(value: Any) -> bool:
@@ -157,14 +168,14 @@ def join_cells(code: Sequence[Tuple[int, str]]) -> Cells:
     """The code cells `code` ((cell index, source) in order) masked and joined, each starting a new line."""
     lines: List[str] = []
     origins: List[Tuple[int, int]] = []
-    broken: List[Tuple[int, int, int, str]] = []
+    broken: List[Tuple[int, int, int, str, str]] = []
     masked_lines = set()
     for index, source in code:
         original = [line.rstrip("\r\n") for line in split_lines(source)]
         masked = _masked(original)
         error = _syntax_error(masked)
         if error is not None:
-            broken.append((index, *error))
+            broken.append((index, *error, "".join(line + "\n" for line in masked)))
             masked = [""] * len(masked)
         for number, (line, own) in enumerate(zip(masked, original), start=1):
             if line != own:

@@ -130,9 +130,14 @@ def lint_bytes(data: bytes, path: str, settings: Settings) -> FileResult:
             return _error(path, str(error))
         result = lint_text(cells.text, path, settings, kind="python")
         result.diagnostics = place_all(result.diagnostics, cells, path)
-        if cells.broken and _selects(settings.selected_for(path), SyntaxErrorRule):
+        newer = [broken for broken in cells.broken if _newer_python(broken[4], cells.kernel)]
+        result.errors += [FileError(path, f"cell {cell} uses syntax that {_RUNNING}, which runs rllint, cannot parse: "
+                                          f"{message} (line {line}); run rllint on a newer Python to lint it")
+                          for cell, line, _, message, _ in newer]
+        broken = [b for b in cells.broken if b not in newer]
+        if broken and _selects(settings.selected_for(path), SyntaxErrorRule):
             result.diagnostics = sorted(result.diagnostics + [
-                replace(d, cell=cell) for cell, line, column, message in cells.broken
+                replace(d, cell=cell) for cell, line, column, message, _ in broken
                 for d in _diagnostics(path, SyntaxErrorRule, [(line, column, line, column, {"detail": message})])],
                 key=Diagnostic.sort_key)
         return result
@@ -307,18 +312,26 @@ def _parse_cst(text: str, tree: ast.Module) -> Tuple[cst.Module, AstNodes]:
                            "not linted") from None
 
 
+_RUNNING = "Python {}.{}".format(*sys.version_info[:2])
+
+
+def _newer_python(text: str, kernel: Optional[Tuple[int, int]]) -> bool:
+    """Whether a notebook cell that the running Python cannot parse is newer Python, not a syntax error: libcst
+    parses it, and the notebook's kernel is not known to be a Python that the running one can stand for."""
+    return (kernel is None or kernel > sys.version_info[:2]) and _judge(text) is True
+
+
 def _not_parsed(text: str, path: str, error: SyntaxError, rules: Sequence[type]) -> FileResult:
     """A file the running Python cannot parse: RL000 only when it is not Python in any version libcst
     knows either; newer syntax is a one-line error, since the analyses need Python's own tree."""
     verdict = _judge(text)
     where = f"{error.msg} (line {error.lineno or 1})"
-    running = "Python {}.{}".format(*sys.version_info[:2])
     if verdict is False:
         return FileResult(_syntax_error(path, error, rules))
     if verdict is True:
-        return _error(path, f"uses syntax that {running}, which runs rllint, cannot parse: {where}; "
+        return _error(path, f"uses syntax that {_RUNNING}, which runs rllint, cannot parse: {where}; "
                             "run rllint on a newer Python to lint it")
-    return _error(path, f"{running} cannot parse it ({where}), and it is too deeply nested or has too long a "
+    return _error(path, f"{_RUNNING} cannot parse it ({where}), and it is too deeply nested or has too long a "
                         "statement for rllint to tell whether it is newer Python; not linted")
 
 

@@ -1,6 +1,7 @@
 """Notebooks: code cells joined with their boundaries kept, IPython syntax masked, findings placed in cells;
 and files named on the command line that rllint does not lint are warned about."""
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,11 +54,33 @@ def test_a_cell_that_does_not_parse_is_left_out_and_reported_alone(tmp_path, mon
     monkeypatch.chdir(tmp_path)
     cells = read_cells(notebook("x = 1\n", "train +\n", "y = (x\n").encode())
     assert cells.text == "x = 1\n\n\n"
-    assert [(cell, line) for cell, line, _, _ in cells.broken] == [(3, 1), (4, 1)]
+    assert [(cell, line) for cell, line, _, _, _ in cells.broken] == [(3, 1), (4, 1)]
     Path("scratch.ipynb").write_text(notebook("import re\n", "train +\n", REGEX))
     lines = run("scratch.ipynb").stdout.splitlines()
     assert lines[0].startswith("scratch.ipynb:cell 3:1:8: RL000 syntax error: invalid syntax")
     assert lines[1].startswith("scratch.ipynb:cell 4:2:10: RL302")  # the other cells are still linted
+
+
+NEWER = 'row = {"name": "x"}\nprint(f"{row["name"]}")\n'  # an f-string that reuses its quotes: Python 3.12
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="the running Python parses 3.12 f-strings")
+@pytest.mark.parametrize("kernel, syntax_error", [("3.13.1", False), (None, False), ("3.11.4", True)])
+def test_a_cell_of_newer_python_is_a_syntax_error_only_for_the_kernel_that_ran_it(tmp_path, monkeypatch, kernel,
+                                                                                 syntax_error):
+    """A cell the running Python cannot parse but libcst can is newer Python: RL000 only when the notebook ran
+    on a Python no newer than the running one (its kernel's `language_info`); otherwise a one-line error that
+    says to run rllint on a newer Python, as for a .py file, and the other cells are linted."""
+    monkeypatch.chdir(tmp_path)
+    data = json.loads(notebook("import re\n", NEWER, REGEX))
+    if kernel is not None:
+        data["metadata"]["language_info"] = {"name": "python", "version": kernel}
+    Path("scratch.ipynb").write_text(json.dumps(data))
+    result = run("scratch.ipynb")
+    assert ("scratch.ipynb:cell 3:2:" in result.stdout and "RL000" in result.stdout) is syntax_error
+    assert ("cell 3 uses syntax that Python" in result.output and "run rllint on a newer Python" in result.output) \
+        is not syntax_error
+    assert "scratch.ipynb:cell 4:2:10: RL302" in result.stdout
 
 
 def test_nbformat_3_worksheets():
