@@ -1041,3 +1041,29 @@ def test_or_of_a_value_known_to_be_none_is_its_right_operand():
     """)
     assert engine.facts("given or preset()", "number")["number"] == 0.65
     assert engine.facts("other or preset()", "number")["number"] is None  # truthy or not: both may hold
+
+
+def test_per_token_cross_entropy_of_logits_is_negated_log_probs_and_a_reduced_one_is_not():
+    engine = Engine(CAUSAL + """
+    class Objective:
+        def __call__(self, out, targets, weights, frozen_logits):
+            flat = out.logits.flatten(0, 1)
+            token_nll = F.cross_entropy(flat, targets.flatten(), reduction="none")
+            token_lp = -token_nll
+            surrogate = (token_lp * weights).mean()
+            mean_nll = F.cross_entropy(flat, targets.flatten())
+            scores = F.cross_entropy(weights, targets, reduction="none")
+            with torch.no_grad():
+                anchor = -F.cross_entropy(frozen_logits.flatten(0, 1), targets.flatten(), reduction="none")
+            return surrogate, mean_nll, scores, anchor
+
+    def step(ids, advantages):
+        surrogate, *_ = Objective()(policy(ids), ids, advantages.flatten(), policy(ids).logits.detach())
+        (-surrogate).backward()
+    """)
+    assert engine.facts("token_nll", "logp", "lp", "rank") == {"logp": True, "lp": (-1, 0), "rank": 1}
+    assert engine.facts("token_lp", "logp", "lp") == {"logp": True, "lp": (1, 0)}
+    assert engine.facts("mean_nll", "logp", "lp") == {"logp": None, "lp": None}  # one loss, no token's log-prob
+    assert engine.facts("scores", "logp") == {"logp": None}  # not a model's logits
+    assert engine.facts("anchor", "logp", "lp") == {"logp": True, "lp": (0, 1)}
+    assert len(engine.flow.policy_gradient_terms) == 1

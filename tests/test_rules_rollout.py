@@ -209,6 +209,27 @@ def test_rl316_prompts_a_collate_function_pads_reach_the_generate_of_another_mod
     assert collated(tmp_path) == [17]
 
 
+def test_rl316_is_reported_once_where_the_padding_is_chosen_not_at_each_generate(tmp_path):
+    """One cause, reported where it is fixed (RULES.md): the padding call, whose side decides every sampled row;
+    the module whose two `generate` calls sample from it reports nothing of its own."""
+    drafts = REINFORCE.replace(
+        "            rows.append(self.model.generate(prompt_ids[i:i + 1], attention_mask=prompt_mask[i:i + 1],\n"
+        "                                            max_new_tokens=1024, do_sample=True))",
+        "            if len(texts[i]) > 200:\n"
+        "                out = self.model.generate(input_ids=prompt_ids[i:i + 1], max_new_tokens=2048, do_sample=True)\n"
+        "            else:\n"
+        "                out = self.model.generate(prompt_ids[i:i + 1], attention_mask=prompt_mask[i:i + 1],\n"
+        "                                          max_new_tokens=1024, do_sample=True)\n"
+        "            rows.append(out)")
+    assert drafts != REINFORCE
+    assert collated(tmp_path, reinforce=drafts) == [17]
+    from rllint.runner import lint_files
+
+    whole = lint_files([str(tmp_path / "train.py"), str(tmp_path / "rloo.py")],
+                       Settings(select=["RL316"], root=tmp_path), isolated=False)
+    assert [(d.path.rsplit("/", 1)[-1], d.line) for d in whole.diagnostics] == [("train.py", 17)]
+
+
 def test_rl316_left_padding_set_on_the_tokenizer_or_the_collate_call_is_silent(tmp_path):
     assert collated(tmp_path, setup='tokenizer.padding_side = "left"') == []
     assert collated(tmp_path, call_kw=', padding_side="left"') == []

@@ -12,10 +12,11 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import libcst as cst
 
 from rllint.analysis.domains.base import Domain
-from rllint.analysis.facts import (BOOL, DETACHED, EXPONENTIAL, GRAPH, GUMBEL, IDS, LOG_SPACE, LOGPROBS, MASK,
+from rllint.analysis.facts import (BOOL, DETACHED, EXPONENTIAL, GRAPH, GUMBEL, IDS, LOG_SPACE, LOGITS, LOGPROBS, MASK,
                                    NEG_EXPONENTIAL, NEG_GUMBEL, NO_GRAD, NORM, NUMBER, PROBS, SHAPE, STD, TENSOR, TIME,
                                    TOKEN_LOGPROBS, TUPLE, UNIFORM, UNKNOWN, VAR, WEIGHTS, Value, value, with_sources)
-from rllint.analysis.syntax import same_expression
+from rllint.analysis.syntax import keyword, same_expression
+from rllint.analysis.text import literal_text
 
 
 class Operands:
@@ -377,6 +378,19 @@ def _softmax(content: str, saved: str) -> Callable[[Operands, Value], Value]:
     return transfer
 
 
+def _token_nll(ops: Operands, x: Value) -> Value:
+    """`cross_entropy(logits, targets, reduction="none")`: each target's negative log-prob under the logits,
+    log-probs with their sign flipped (`-cross_entropy(...)` is them); a reduced loss is not per token."""
+    reduction = keyword(ops.node, "reduction") if isinstance(ops.node, cst.Call) else None
+    if reduction is None or literal_text(reduction.value) != "none" or x.facts.get("content") != LOGITS:
+        return tensor_result(ops)
+    rank = x.facts.get("rank")
+    result = tensor_result(ops, rank=None if rank is None else rank - 1, logp=True)
+    if result.facts.get("grad") is None:
+        return result
+    return result.but(lp=(-1, 0) if result.facts["grad"] == GRAPH else (0, -1))
+
+
 def _elementwise(saved: Optional[str] = None, stat: Optional[str] = None) -> Callable[[Operands, Value], Value]:
     def transfer(ops: Operands, x: Value) -> Value:
         facts = kept(x)
@@ -661,6 +675,7 @@ def _autograd_grad(ops: Operands, x: Value) -> Value:
 # torch.* functions that are not tensor methods
 FUNCTIONS: Dict[str, Transfer] = {
     "where": _where,
+    "cross_entropy": _token_nll,
     "grad": _autograd_grad,
 }
 CREATION = frozenset({"zeros", "ones", "empty", "full", "rand", "randn", "randint", "arange", "tensor", "as_tensor",
