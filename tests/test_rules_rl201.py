@@ -227,6 +227,18 @@ def test_norm_bounds_are_not_epsilons():
     assert found(body) == []
 
 
+def test_a_number_over_one_plus_a_spread_is_a_score_not_a_normalisation():
+    """`1 / (1 + std)` maps a spread to a score, `scale / (1 + norm)` to a step size: nothing is normalised by the
+    spread, so the constant beside it guards no division. Data divided the same way is reported."""
+    body = """
+        def group_advantages(losses, grads, scale=0.05):
+            stability = 1.0 / (1.0 + losses.std())
+            sigma = scale / (1 + grads.norm(dim=-1))
+            return stability, sigma, (losses - losses.mean()) / (1.0 + losses.std())
+    """
+    assert found(body) == [(5, "1.0")]
+
+
 def test_a_name_is_not_a_spread_by_default_but_is_when_the_rule_is_named():
     body = """
         def named(values, sigma, var):

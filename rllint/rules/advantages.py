@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from rllint.analysis.context import tokens
-from rllint.analysis.facts import BATCH, FUNCTION, NORM, STD, TIME, VAR
+from rllint.analysis.facts import BATCH, FUNCTION, NORM, NUMBER, STD, TIME, VAR
 from rllint.analysis.flow import Flow
 from rllint.analysis.imports import Imports
 from rllint.analysis.numbers import NumberReads
@@ -188,8 +188,13 @@ class LargeEpsilon(RLCodeOnly, CSTRule):
     # ---- denominators --------------------------------------------------------------
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if isinstance(node.operator, (cst.Divide, cst.FloorDivide)):
+        if isinstance(node.operator, (cst.Divide, cst.FloorDivide)) and not self._scalar(node.left):
             self._denominator(node.right)
+
+    def _scalar(self, numerator: cst.BaseExpression) -> bool:
+        """A number divided by `c + spread` (`1.0 / (1.0 + loss.std())`, `eps / (1 + grad_norm)`) maps the spread
+        to a score or a scale: nothing with that spread is normalised, so `c` guards no division."""
+        return self.file.fact(Flow).value(numerator).facts.get("type") == NUMBER
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         if isinstance(node.operator, (cst.DivideAssign, cst.FloorDivideAssign)):
