@@ -104,7 +104,7 @@ def _fixed_notebook(data: bytes, chosen: List[Diagnostic]) -> bytes:
         changed.setdefault(d.cell, []).extend(d.fix.edits)
     sources.update({cell: edited(sources[cell], edits) for cell, edits in changed.items()})
     cells = join_cells(sorted(sources.items()))
-    broken = [f"cell {cell}: {message} (line {line})" for cell, line, _, message in cells.broken if cell in changed]
+    broken = [f"cell {cell}: {message} (line {line})" for cell, line, _, message, _ in cells.broken if cell in changed]
     if broken:
         codes = ", ".join(sorted({d.code for d in chosen}))
         raise FixError(f"fixes of {codes} produced code that does not parse ({'; '.join(broken)}); the notebook was "
