@@ -1037,3 +1037,27 @@ def test_a_generation_config_built_out_of_sight_beside_a_truncated_sampler_is_mi
     assert rl325(source) == []
     assert rl325(source.replace("generation_config=policy.generation_config", "do_sample=True, top_k=20")) == \
         [(12, "RL325")]
+
+
+def test_log_probs_divided_by_the_sampling_temperature_but_not_by_another_number():
+    """The sampler's processed scores are already tempered: dividing their log-probs by the sampling temperature
+    again is reported; a contrastive loss dividing tempered log-probs by its own temperature is not."""
+    source = """
+        import torch
+        import torch.nn.functional as F
+        from transformers import AutoModelForCausalLM
+
+        def rollout(model, enc, temperature=0.7, contrast_temperature=0.1):
+            out = model.generate(**enc, do_sample=True, temperature=temperature, output_scores=True,
+                                 return_dict_in_generate=True)
+            logps = torch.stack(out.scores, dim=1).log_softmax(-1)
+            twice = logps / temperature
+            seq_logps = logps.max(-1).values.sum(-1)
+            scores = torch.stack([seq_logps / contrast_temperature, -seq_logps / contrast_temperature], -1)
+            contrast = F.cross_entropy(scores, torch.zeros(len(seq_logps)).long())
+            return twice, contrast
+
+        rollout(AutoModelForCausalLM.from_pretrained("gpt2"), {})
+    """
+    result = lint_text(textwrap.dedent(source), "train_grpo.py", Settings(select=["RL309"]))
+    assert [(d.line, d.code) for d in result.diagnostics] == [(10, "RL309")]

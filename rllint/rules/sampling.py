@@ -14,7 +14,7 @@ from rllint.analysis.hparams import (
     default_replaced_by_callers, last_part,
 )
 from rllint.analysis.domains.config import CONFIG, setting
-from rllint.analysis.facts import DICT, GRAPH, LOGITS, LOGPROBS, NLL, NUMBER, PROBS, item_of
+from rllint.analysis.facts import DICT, GRAPH, LOGITS, LOGPROBS, NLL, NUMBER, PROBS, TOKEN_LOGPROBS, item_of
 from rllint.analysis.flow import Flow
 from rllint.analysis.imports import Imports
 from rllint.analysis.positions import Lines
@@ -603,19 +603,19 @@ class LogprobsIgnoreTemperature(FunctionRule):
         return sources_of(expr, scope)
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        """Log-probs divided by the number the rollouts are sampled at (prime-rl #697): the engine proves both,
+        the log-probs by how they are computed and the divisor by its value (a contrastive loss's temperature
+        is another number)."""
         if not isinstance(node.operator, cst.Divide):
             return
-        divisor = node.right
-        name = divisor.attr.value if isinstance(divisor, cst.Attribute) else \
-            divisor.value if isinstance(divisor, cst.Name) else ""
-        if "temp" not in name.lower():
+        flow = self.file.fact(Flow)
+        dividend, divisor = flow.value(node.left), flow.value(node.right)
+        if dividend.facts.get("content") not in (LOGPROBS, TOKEN_LOGPROBS) or divisor.facts.get("type") != NUMBER:
             return
-        from rllint.analysis.tensors import LOGPROBS, Tensors
-
-        kind = self.file.fact(Tensors).kind(node.left)
-        if kind is not None and kind.kind == LOGPROBS:
-            self.report(node, what=(f"`{self.source(node)}` divides log-probs by the temperature: the result is not "
-                                    "the tempered distribution; divide the logits before log_softmax"))
+        sampling = self.sampling_temperature()
+        if sampling is not None and divisor.facts.get("number") == sampling[0]:
+            self.report(node, what=(f"`{self.source(node)}` divides log-probs by the sampling temperature: the result "
+                                    "is not the tempered distribution; divide the logits before log_softmax"))
 
 
 # Sampler settings that truncate the distribution, and the value of each that leaves it whole.
