@@ -353,3 +353,28 @@ def test_rl315_prompts_a_collate_function_cuts_reach_the_generate_of_another_mod
 def test_rl315_a_collate_function_that_cuts_text_that_is_not_sampled_from(tmp_path):
     assert prompted(tmp_path, generation="False") == []  # a whole conversation, not a generation prompt
     assert prompted(tmp_path, use="score") == []  # the cut prompts are scored, never sampled from
+
+
+HANDED_TOKENIZER = """
+    import torch
+
+
+    def respond(model, tok, messages, limit=192):
+        def run():
+            prompt = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            enc = tok(prompt, return_tensors="pt", truncation=True, max_length=limit)
+            with torch.no_grad():
+                return model.generate(**enc, max_new_tokens=256, do_sample=True)
+        return run()
+"""
+
+
+@pytest.mark.parametrize("caller, reported", [
+    ("", False),  # only other modules call it: their tokenizer, whose truncation side this file does not show
+    ("\n\nrespond(AutoModelForCausalLM.from_pretrained('Qwen/Qwen2.5-3B-Instruct'),\n"
+     "        AutoTokenizer.from_pretrained('Qwen/Qwen2.5-3B-Instruct'), [])\n", True),
+])
+def test_rl315_a_tokenizer_handed_in_from_out_of_sight_truncates_as_its_builder_set(caller, reported):
+    source = ("from transformers import AutoModelForCausalLM, AutoTokenizer\nfrom trl import GRPOConfig\n"
+              + textwrap.dedent(HANDED_TOKENIZER) + caller)
+    assert lines("RL315", source) == ([10] if reported else [])

@@ -1583,6 +1583,8 @@ class PromptTruncatedRight(FunctionRule):
         facts = self.file.fact(TokenizerFacts)
         if facts.truncation_sides - {"right"} or not self.file.fact(Purpose).rl_source:
             return  # the file chooses the left side, or one it computes; prompt encoders are everywhere in ML code
+        if self._handed_in(node):
+            return
         text = tokenized_text(node)
         if text is not None:
             render = facts.rendered(text, self.scope)
@@ -1595,6 +1597,21 @@ class PromptTruncatedRight(FunctionRule):
         if sampler is not None:
             self.report(node, expr=self.source(node), limit=self.source(limit.value, 30),
                         sampler=self.source(sampler.func, 40))
+
+    def _handed_in(self, call: cst.Call) -> bool:
+        """The tokenizer is a parameter of a function that nothing in this file calls or hands on: callers in
+        other modules fill it, and how it truncates is set where it is built (a `setup_tokenizer()` elsewhere may
+        set the left side), which this file does not show."""
+        receiver = call.func.value if isinstance(call.func, cst.Attribute) else call.func
+        flow = self.file.fact(Flow)
+        held = flow.value(receiver)
+        place = held.facts.get("place") or ("",)
+        if held.facts.get("type") is not None or place[0] != "param":
+            return False
+        name = place[1].rsplit(".", 1)[-1]
+        nodes = list(walk(self.file.module, into_functions=True))
+        defined = {id(n.name) for n in nodes if isinstance(n, cst.FunctionDef)}
+        return not any(isinstance(n, cst.Name) and n.value == name and id(n) not in defined for n in nodes)
 
     def _filtered(self, limit: cst.BaseExpression) -> bool:
         """The file compares something with the same limit (`len(ids) <= max_len`, `if n > WINDOW`): it
