@@ -140,6 +140,30 @@ def loss(model, full_ids, advantages):
 ''', "RL311") == [7]
 
 
+@pytest.mark.parametrize("holder, reported", [
+    ("processor.tokenizer", False),  # another object the file loads: its own pad token
+    ("self.tokenizer", True),  # the one made pad = eos, under the name it is stored as
+    ("tok", True),  # a parameter: may be that tokenizer
+])
+def test_pad_mask_of_the_tokenizer_whose_pad_is_eos(holder, reported):
+    """The pad id compared must be that of a tokenizer the file made pad = eos, or one it may be: a processor
+    loaded beside it keeps its own pad token."""
+    assert lines(RL + f'''
+from transformers import AutoProcessor, AutoTokenizer
+
+class Labeller:
+    def __init__(self, name):
+        self.tokenizer = AutoTokenizer.from_pretrained(name)
+        self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.processor = processor = AutoProcessor.from_pretrained(name)
+
+    def labels_of(self, full_ids, tok):
+        labels = full_ids.clone()
+        labels[full_ids == {holder}.pad_token_id] = -100
+        return labels
+'''.replace("processor.tokenizer", "self.processor.tokenizer"), "RL311") == ([14] if reported else [])
+
+
 LABELS = '''
 def labels_of(full_ids):
     labels = full_ids.clone()

@@ -116,6 +116,12 @@ def _qualified(node: ast.expr, aliases: Dict[str, str]) -> Optional[str]:
     return f"{head}.{rest}" if rest else head
 
 
+def _prefixes(dotted: str) -> Set[str]:
+    """`a.b.c` -> {`a`, `a.b`, `a.b.c`}."""
+    parts = dotted.split(".")
+    return {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
+
+
 def _loads_tokenizer(node: ast.expr) -> bool:
     """`AutoTokenizer.from_pretrained(...)`, `transformers.GPT2TokenizerFast.from_pretrained(...)`."""
     func = _dotted(node.func) if isinstance(node, ast.Call) else None
@@ -143,6 +149,11 @@ class TokenizerFacts:
         self.scopes: Scopes = file.fact(Scopes)
         self.sources: TextSources = file.fact(TextSources)
         self.pad_is_eos = False
+        # The names whose pad token the file makes the EOS (`tokenizer` of `tokenizer.pad_token = ...eos_token`),
+        # and the names each bound to an object the file loads (`tok = AutoTokenizer.from_pretrained(...)`,
+        # `processor = AutoProcessor.from_pretrained(...)`): two loads are two tokenizers.
+        self.pad_eos_holders: Set[str] = set()
+        self.loaded: Set[str] = set()
         self.custom_tokens: List[str] = []
         # `tokenizer.truncation_side = "left"`, `from_pretrained(..., truncation_side="left")`: the sides the file
         # sets (None for a side it computes)
@@ -204,6 +215,11 @@ class TokenizerFacts:
                 if _mentions_attr(node.value, ("eos_token", "eos_token_id")) and id(node) not in fallbacks and \
                         not _fallback_expression(node.value):
                     self.pad_is_eos = True
+                    self.pad_eos_holders.update(filter(None, (_dotted(t.value) for t in node.targets
+                                                              if isinstance(t, ast.Attribute))))
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
+                    (_dotted(node.value.func) or "").endswith(".from_pretrained"):
+                self.loaded.update(filter(None, (_dotted(t) for t in node.targets)))
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 tokens = _resolve(node.args[0], bound) if node.args else None
                 if node.func.attr == "add_special_tokens" and isinstance(tokens, ast.Dict):
@@ -213,10 +229,24 @@ class TokenizerFacts:
                         elif isinstance(key, ast.Constant) and key.value == "pad_token" and _mentions_attr(
                                 value, ("eos_token",)):
                             self.pad_is_eos = True
+                            self.pad_eos_holders.update(filter(None, [_dotted(node.func.value)]))
                 elif node.func.attr == "add_tokens" and node.args and any(
                         k.arg == "special_tokens" and isinstance(k.value, ast.Constant) and k.value.value is True
                         for k in node.keywords):
                     self._register(_strings(node.args[0], bound))
+
+    def pads_with_eos(self, holder: Optional[str]) -> bool:
+        """Whether the tokenizer at the dotted name `holder` (`processor.tokenizer`, `self.tok`) may be one whose
+        pad token the file made the EOS: not when it is, or belongs to, an object the file loads under another
+        name than those (a processor loaded beside the tokenizer it changed keeps its own pad token)."""
+        if not self.pad_is_eos:
+            return False
+        if holder is None:
+            return True
+        if any(held == holder or holder.startswith(held + ".") or held.startswith(holder + ".")
+               for held in self.pad_eos_holders):
+            return True  # that tokenizer, or the object that holds it
+        return not _prefixes(holder) & self.loaded
 
     def _truncation_side(self, node: ast.AST) -> None:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "truncation_side"

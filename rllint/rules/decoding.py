@@ -1315,11 +1315,14 @@ class PadEqualsEosMask(FunctionRule):
         self._assigns.pop()
 
     def _check(self, node: cst.CSTNode, left: cst.BaseExpression, right: cst.BaseExpression) -> None:
-        if not self.file.fact(TokenizerFacts).pad_is_eos or self._attention or self.file.fact(Purpose).is_test:
+        facts = self.file.fact(TokenizerFacts)
+        if not facts.pad_is_eos or self._attention or self.file.fact(Purpose).is_test:
             return
         for ids, pad in ((left, right), (right, left)):
-            if self._is_pad_id(pad):
-                if not self._is_prompt(ids) and not self._handles_eos() and not self._attention_only():
+            read = self._pad_id_read(pad)
+            if read is not None:
+                if facts.pads_with_eos(dotted(read.value)) and not self._is_prompt(ids) and \
+                        not self._handles_eos() and not self._attention_only():
                     self.report(node, expr=self.source(node))
                 return
 
@@ -1347,16 +1350,17 @@ class PadEqualsEosMask(FunctionRule):
                 return True
         return False
 
-    def _is_pad_id(self, expr: cst.BaseExpression) -> bool:
+    def _pad_id_read(self, expr: cst.BaseExpression) -> Optional[cst.Attribute]:
+        """The `holder.pad_token_id` that `expr` is, directly or through the one name it is assigned to."""
         if isinstance(expr, cst.Attribute):
-            return expr.attr.value == "pad_token_id"
+            return expr if expr.attr.value == "pad_token_id" else None
         if isinstance(expr, cst.Name) and "pad" in expr.value.lower():
             for scope in (self.scope, self.file.fact(Scopes).module):
                 values = scope.assigned.get(expr.value)
                 if values:
-                    return len(values) == 1 and isinstance(values[0], cst.Attribute) \
-                        and values[0].attr.value == "pad_token_id"
-        return False
+                    return values[0] if len(values) == 1 and isinstance(values[0], cst.Attribute) \
+                        and values[0].attr.value == "pad_token_id" else None
+        return None
 
     def _is_prompt(self, expr: cst.BaseExpression) -> bool:
         """Prompt ids: their padding is on the left and holds no EOS to lose."""
