@@ -20,6 +20,7 @@ from rllint.analysis.imports import Imports
 from rllint.analysis.positions import Lines
 from rllint.analysis.purpose import Purpose
 from rllint.analysis.syntax import dotted, keyword, positional, walk
+from rllint.analysis.tensors import Tensors
 from rllint.analysis.text import Scope, Scopes, call_tail
 from rllint.analysis.values import RemoteNode, Values
 from rllint.diagnostic import Severity, Tier
@@ -327,7 +328,10 @@ class LogprobsIgnoreTemperature(FunctionRule):
     (the labels' mean log-prob, which the model takes from its raw logits); a log-prob helper (of the same module or another) whose
     `temperature` parameter defaults to 1 and that is called without it (one that returns the
     log-probs, or backpropagates a loss of them); and a division of
-    log-probs (rather than logits) by the temperature. The sampling temperature is the
+    log-probs (rather than logits) by the number the rollouts are sampled at (the engine proves
+    the log-probs by how they are computed; when the rule is named, a value the engine knows
+    nothing of also counts when its name calls it log-probs; a contrastive loss's own
+    temperature is another number and is not reported). The sampling temperature is the
     file's own, or, when the file samples nothing, that of the project modules it imports or
     that import it (followed through their configuration too, and through what they build:
     a sampler object keeps the config it was constructed with); then only a function or
@@ -525,6 +529,14 @@ class LogprobsIgnoreTemperature(FunctionRule):
             pending.extend(site.function for site in flow.callers(function))
         return False
 
+    def _named_log_probs(self, expr: cst.BaseExpression) -> bool:
+        """When the rule is named: a value the engine knows nothing of that its name calls log-probs (a sampler's
+        log-probs handed in, `sampler_logprobs`)."""
+        if not self.file.settings.names(self.code) or self.file.fact(Flow).value(expr).facts.get("type"):
+            return False
+        kind = self.file.fact(Tensors).kind(expr)
+        return kind is not None and kind.kind == LOGPROBS
+
     def _check(self, node: cst.CSTNode, operand: Optional[cst.BaseExpression]) -> None:
         if operand is None:
             return
@@ -610,7 +622,8 @@ class LogprobsIgnoreTemperature(FunctionRule):
             return
         flow = self.file.fact(Flow)
         dividend, divisor = flow.value(node.left), flow.value(node.right)
-        if dividend.facts.get("content") not in (LOGPROBS, TOKEN_LOGPROBS) or divisor.facts.get("type") != NUMBER:
+        if divisor.facts.get("type") != NUMBER or not (
+                dividend.facts.get("content") in (LOGPROBS, TOKEN_LOGPROBS) or self._named_log_probs(node.left)):
             return
         sampling = self.sampling_temperature()
         if sampling is not None and divisor.facts.get("number") == sampling[0]:
