@@ -207,6 +207,26 @@ def test_a_width_one_slice_keeps_the_index_axis():
         assert [c for _, c, _ in findings(source.replace("INDEX", lacking), select=("RL106",))] == ["RL106"]
 
 
+@pytest.mark.parametrize("position, reported", [("[0, -1]", False), ("", True)])
+def test_one_position_s_logits_gathered_on_their_only_axis(position, reported):
+    """`out.logits[0, -1]` is one position's `[V]` logits: gathering them on dim 0 with a 1-D id tensor is right;
+    the whole `[B, T, V]` logits gathered with the same ids lack the trailing axis."""
+    source = f"""
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        def support_probs(logits, support_ids):
+            support = torch.tensor(support_ids, dtype=torch.long)
+            return torch.softmax(logits.float().gather(0, support), dim=0)
+
+        def step(ids, support_ids):
+            model = AutoModelForCausalLM.from_pretrained("gpt2")
+            out = model(input_ids=ids)
+            return support_probs(out.logits{position}, support_ids)
+    """
+    assert [c for _, c, _ in findings(source, select=("RL106",))] == (["RL106"] if reported else [])
+
+
 def test_numpy_group_statistics_by_axis_and_keepdims():
     source = """
         import numpy as np

@@ -729,9 +729,17 @@ class GatherIndexRank(TensorRule):
         gather, kind = found
         tensors = self.tensors()
         index_kind = tensors.kind(gather.index)
-        if index_kind is None or index_kind.kind != TOKEN_IDS or tensors.unsqueezed(gather.index):
+        if index_kind is None or index_kind.kind != TOKEN_IDS or tensors.unsqueezed(gather.index) or \
+                self._ranks_match(gather):
             return
         self.report(node, expr=tensors.code(node), index=tensors.code(gather.index, 40))
+
+    def _ranks_match(self, gather) -> bool:
+        """The engine knows the gathered tensor has one axis (one position's logits, `logits[0, -1]`), or the
+        index has as many as it: nothing is missing."""
+        flow = self.file.fact(Flow)
+        source, index = (flow.value(e).facts.get("rank") for e in (gather.source, gather.index))
+        return source == 1 or (source is not None and source == index)
 
 
 _LOW_PRECISION_SENSITIVE = ("log_softmax", "logsumexp", "softmax", "cross_entropy", "entropy")
