@@ -1067,3 +1067,12 @@ def test_per_token_cross_entropy_of_logits_is_negated_log_probs_and_a_reduced_on
     assert engine.facts("scores", "logp") == {"logp": None}  # not a model's logits
     assert engine.facts("anchor", "logp", "lp") == {"logp": True, "lp": (0, 1)}
     assert len(engine.flow.policy_gradient_terms) == 1
+
+
+def test_min_of_one_iterable_is_not_a_number():
+    """`min(xs)` of one argument takes an iterable; a number there is no clamp (and must not be folded)."""
+    engine = Engine("""
+    def scale(w=0.5):
+        return min(w), max(w, key=abs)
+    """)
+    assert engine.facts("min(w)", "type") == {"type": None}

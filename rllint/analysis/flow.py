@@ -1608,8 +1608,9 @@ class Frame:
             return UNKNOWN
         if not callee.facts and isinstance(node.func, cst.Name) and node.func.value in ("zip", "enumerate"):
             return _paired(node.func.value, args)
-        if not callee.facts and isinstance(node.func, cst.Name) and node.func.value in _NUMERIC_BUILTINS and args \
-                and not kwargs and all(a.facts.get("type") == NUMBER for a in args):
+        if not callee.facts and isinstance(node.func, cst.Name) and node.func.value in _NUMERIC_BUILTINS and \
+                len(args) == len(node.args) >= (1 if node.func.value == "abs" else 2) and not kwargs and \
+                all(a.facts.get("type") == NUMBER for a in args):
             return _numeric_builtin(node, args)
         place_key = callee.facts.get("place")
         if kind is None and place_key is not None and self.flow.trained_place(place_key):
