@@ -1076,3 +1076,18 @@ def test_min_of_one_iterable_is_not_a_number():
         return min(w), max(w, key=abs)
     """)
     assert engine.facts("min(w)", "type") == {"type": None}
+
+
+def test_a_function_named_inside_a_lambda_is_handed_on():
+    """`evaluator = lambda m, t: run_eval(m, t, limit)`: the lambda runs `run_eval` wherever it is called, with
+    arguments this file does not show, so `run_eval`'s parameters are not its defaults."""
+    engine = Engine("""
+    def run_eval(model, tokenizer, limit=8):
+        return limit
+
+    def attach(trainer):
+        trainer.evaluator = lambda m, t: run_eval(m, t, 100)
+    """)
+    function = engine.flow.ir.functions["run_eval"]
+    assert engine.flow.ir.escapes(function)
+    assert engine.facts("limit", "number", occurrence=-1) == {"number": None}

@@ -21,7 +21,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import libcst as cst
 
-from rllint.analysis.syntax import children, dotted
+from rllint.analysis.syntax import children, dotted, walk
 
 NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
                               "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode"})
@@ -419,7 +419,11 @@ class _Builder:
         while stack:
             node = stack.pop()
             if isinstance(node, cst.Lambda):
-                continue  # a lambda's body runs wherever it is called
+                # a lambda's body runs wherever it is called: what it names, it hands on (mentions, not calls)
+                for name in walk(node.body, into_functions=True):
+                    if isinstance(name, cst.Name):
+                        ir.mentions.setdefault(name.value, []).append(name)
+                continue
             if isinstance(node, cst.Yield):
                 function.yields = True
             if isinstance(node, cst.Call):
