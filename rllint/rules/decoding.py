@@ -1603,19 +1603,17 @@ class PromptTruncatedRight(FunctionRule):
                         sampler=self.source(sampler.func, 40))
 
     def _handed_in(self, call: cst.Call) -> bool:
-        """The tokenizer is a parameter of a function that nothing in this file calls or hands on: callers in
-        other modules fill it, and how it truncates is set where it is built (a `setup_tokenizer()` elsewhere may
-        set the left side), which this file does not show."""
+        """The tokenizer is a parameter of a function that nothing in this file calls or hands on (`IR.escapes`:
+        named as a value, also inside a lambda), or of another module's function: callers out of sight fill it,
+        and how it truncates is set where it is built (a `setup_tokenizer()` elsewhere may set the left side)."""
         receiver = call.func.value if isinstance(call.func, cst.Attribute) else call.func
         flow = self.file.fact(Flow)
         held = flow.value(receiver)
         place = held.facts.get("place") or ("",)
         if held.facts.get("type") is not None or place[0] != "param":
             return False
-        name = place[1].rsplit(".", 1)[-1]
-        nodes = list(walk(self.file.module, into_functions=True))
-        defined = {id(n.name) for n in nodes if isinstance(n, cst.FunctionDef)}
-        return not any(isinstance(n, cst.Name) and n.value == name and id(n) not in defined for n in nodes)
+        function = flow.ir.functions.get(place[1])  # None: a parameter of another module's function
+        return function is None or not flow.ir.calls_named.get(function.name) and not flow.ir.escapes(function)
 
     def _filtered(self, limit: cst.BaseExpression) -> bool:
         """The file compares something with the same limit (`len(ids) <= max_len`, `if n > WINDOW`): it
