@@ -1592,42 +1592,41 @@ _SIZED = frozenset({"range", "view", "reshape", "zeros", "ones", "full", "empty"
 
 def _used_as_counts(tree: ast.Module) -> Set[int]:
     """The products a file uses as numbers: written where a size goes (`range(n)`, `x.view(n, -1)`,
-    `torch.zeros((n, T))`, the count of `[x] * n`), or bound to a name its function uses there. A product of two
-    counts (`num_prompts * group_size`) is no list of prompts tiled."""
+    `torch.zeros((n, T))`, the count of `[x] * n`), or bound to a name that its function (or a function nested in
+    it, which reads its names) uses there. A product of two counts (`num_prompts * group_size`) is no list of
+    prompts tiled. One walk: each scope's size names and named products, then matched."""
+    sizes: Dict[int, Set[str]] = {}  # scope id -> names used as sizes in it or in the functions nested in it
+    products: Dict[int, Dict[str, List[ast.BinOp]]] = {}  # scope id -> name -> products bound to it there
     found: Set[int] = set()
-    for scope in [tree] + [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]:
-        sizes: List[ast.expr] = []
-        products: Dict[str, List[ast.BinOp]] = {}
-        for node in ast.walk(scope) if scope is not tree else _own_nodes(scope):  # closures read the names too
-            if isinstance(node, ast.Call):
-                name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
-                if name in _SIZED:
-                    for arg in node.args:
-                        sizes.extend(arg.elts if isinstance(arg, (ast.Tuple, ast.List)) else [arg])
-            elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
-                for items, count in ((node.left, node.right), (node.right, node.left)):
-                    if isinstance(items, ast.List):
-                        sizes.append(count)  # `[x] * n`: `n` counts
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                    and isinstance(node.value, ast.BinOp) and isinstance(node.value.op, ast.Mult):
-                products.setdefault(node.targets[0].id, []).append(node.value)
-        for size in sizes:
+
+    stack: List[Tuple[ast.AST, Tuple[int, ...]]] = [(tree, (id(tree),))]
+    while stack:
+        node, scopes = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            scopes = scopes + (id(node),)
+        counted: List[ast.expr] = []
+        if isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+            if name in _SIZED:
+                for arg in node.args:
+                    counted.extend(arg.elts if isinstance(arg, (ast.Tuple, ast.List)) else [arg])
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+            counted.extend(count for items, count in ((node.left, node.right), (node.right, node.left))
+                           if isinstance(items, ast.List))  # `[x] * n`: `n` counts
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and isinstance(node.value, ast.BinOp) and isinstance(node.value.op, ast.Mult):
+            products.setdefault(scopes[-1], {}).setdefault(node.targets[0].id, []).append(node.value)
+        for size in counted:
             if isinstance(size, ast.BinOp):
                 found.add(id(size))
             elif isinstance(size, ast.Name):
-                found.update(id(product) for product in products.get(size.id, ()))
+                for scope in scopes if len(scopes) == 1 else scopes[1:]:  # the module's names: its own uses only
+                    sizes.setdefault(scope, set()).add(size.id)
+        stack.extend((child, scopes) for child in ast.iter_child_nodes(node))
+    for scope, named in products.items():
+        for name in sizes.get(scope, ()) & named.keys():
+            found.update(id(product) for product in named[name])
     return found
-
-
-def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of a function (or the module) outside the functions nested in it."""
-    stack = list(ast.iter_child_nodes(scope))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            continue
-        yield node
-        stack.extend(ast.iter_child_nodes(node))
 
 
 class GroupBaselines:
