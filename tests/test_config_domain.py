@@ -330,3 +330,44 @@ def test_settings_stored_on_a_config_before_it_is_handed_to_a_constructor_reach_
     """)
     assert number(engine, "self.run.decoding.budget")[0] == 4096
     assert number(engine, "self.run.decoding.temperature")[:2] == (0.6, "default of Decoding.temperature")
+
+
+TRAINER_MODULE = """
+from dataclasses import dataclass
+from trl import PPOConfig, PPOTrainer, AutoModelForCausalLMWithValueHead
+
+@dataclass
+class RunConfig:
+    checkpoint: str = "sft"
+    learning_rate: float = 3e-5
+
+def train(cfg: RunConfig):
+    model = AutoModelForCausalLMWithValueHead.from_pretrained(cfg.checkpoint)
+    config = PPOConfig(learning_rate=cfg.learning_rate, batch_size=8)
+    PPOTrainer(config=config, model=model).train()
+"""
+
+
+def test_a_default_of_this_module_s_config_class_that_a_driver_leaves_is_reported_here(tmp_path):
+    """The class reaches the trainer through the driver that imports and builds it: the default is still the one
+    written in this file, and it is reported at its line (not lost as 'another module's')."""
+    driver = """
+    from trainer import RunConfig, train
+    train(RunConfig(checkpoint="ckpt"))
+    """
+    found = _lint(tmp_path, {"trainer.py": TRAINER_MODULE, "driver.py": driver}, select=("RL601",))
+    assert ("trainer.py", 8, "RL601") in found
+    default = lint_files([str(tmp_path / "trainer.py")], Settings())
+    assert [(d.line, d.code) for d in default.diagnostics] == [(8, "RL601")]
+
+
+def test_a_driver_that_passes_a_small_rate_makes_the_class_default_no_run_s_value(tmp_path):
+    driver = """
+    from trainer import RunConfig, train
+    train(RunConfig(checkpoint="ckpt", learning_rate=1e-6))
+    """
+    (tmp_path / "pyproject.toml").write_text("")
+    for name, text in {"trainer.py": TRAINER_MODULE, "driver.py": driver}.items():
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    default = lint_files([str(tmp_path / "trainer.py")], Settings())
+    assert [d.code for d in default.diagnostics if d.code == "RL601"] == []

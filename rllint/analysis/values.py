@@ -23,6 +23,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple, Union
 
 import libcst as cst
 
+from rllint.analysis import summaries
 from rllint.analysis.imports import Imports
 from rllint.analysis.nodes import AstNodes
 from rllint.analysis.positions import Lines
@@ -58,6 +59,16 @@ class RemoteNode:
 
     def __repr__(self) -> str:
         return f"RemoteNode({self.path}:{self.line}:{self.column})"
+
+
+def written_at(file, node: cst.CSTNode) -> Optional[Union[cst.CSTNode, RemoteNode]]:
+    """Where the engine's `node` is written, for a finding: the node itself when it is of `file`'s tree, else
+    its place in the project module read for it (`summaries.place_of`), which may be another parse of this
+    same file (a class of this file seen through a module that imports it); None when it is nowhere known."""
+    if file.fact(Lines).holds(node):
+        return node
+    where = summaries.place_of(node)
+    return RemoteNode(*where) if where is not None else None
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """RL6xx: hyperparameters of RL post-training runs (RL code and launch configs only)."""
 from __future__ import annotations
 
+import os
 import re
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
@@ -8,7 +9,6 @@ import libcst as cst
 
 from rllint.analysis.clipping import one_and
 from rllint.analysis.context import RLContext, tokens
-from rllint.analysis.positions import Lines
 from rllint.analysis.purpose import Purpose, distills, is_rl_class
 from rllint.analysis.hparams import (
     EVALUATION, GROUP_CONFIGS, GROUP_SIZE_TRIGGERS, MEAN, NOT_THE_POLICY, STD, LaunchRuns, belongs_elsewhere,
@@ -26,7 +26,7 @@ from rllint.analysis.roles import ModelRoles, header
 from rllint.analysis.settings_use import SettingsUse
 from rllint.analysis.syntax import walk
 from rllint.analysis.tensors import GroupBaselines
-from rllint.analysis.values import Declaration, RemoteNode, Value, Values, format_number
+from rllint.analysis.values import Declaration, RemoteNode, Value, Values, format_number, written_at
 from rllint.index import ProjectIndex
 from rllint.diagnostic import Severity, Tier
 from rllint.registry import CSTRule, Option
@@ -342,21 +342,30 @@ class SFTScaleLearningRate(CSTRule):
             if not isinstance(place, cst.CSTNode):
                 self._proven_in_settings_file(place, use, how, rate, limit)
                 continue
-            if id(place) in self._proven_places:
-                continue
-            if not self.file.fact(Lines).holds(place):  # written in another module of the project: reported there
+            place = written_at(self.file, place)
+            if isinstance(place, RemoteNode) and os.path.abspath(place.path) == os.path.abspath(self.file.path):
+                key = (place.path, place.line)  # a class of this file read through a module that imports it
+            elif isinstance(place, cst.CSTNode):
+                key = id(place)
+            else:  # written in another module of the project: reported there
                 self._proven_remote(use, how, rate, limit)
                 continue
-            self._proven_places.add(id(place))
-            self._found.pop(id(place), None)
+            if key in self._proven_places:
+                continue
+            self._proven_places.add(key)
+            self._found.pop(key, None)
             origin = rate.facts.get("origin") or "literal"
             details = [] if origin == "literal" else [origin]
             values = self.file.fact(Values)
-            if values.line(use) != values.line(place):
+            line = place.line if isinstance(place, RemoteNode) else values.line(place)
+            if values.line(use) != line:
                 details.append("used as {} on line {}".format(how, values.line(use)))
             where = " ({})".format(", ".join(details)) if details else ""
-            self.report(place, value=format_number(rate.facts["number"]), where=where, lora="",
-                        advice=_advice(limit, False))
+            found = dict(value=format_number(rate.facts["number"]), where=where, lora="", advice=_advice(limit, False))
+            if isinstance(place, RemoteNode):
+                self.report_at(place.line, place.column, place.end_line, place.end_column, **found)
+            else:
+                self.report(place, **found)
 
     def _proven_in_settings_file(self, place, use: cst.CSTNode, how: str, rate: EngineValue, limit: float) -> None:
         """A proven rate written in a settings file the script reads (`yaml.safe_load`): reported at its line

@@ -17,12 +17,11 @@ from rllint.analysis.domains.config import CONFIG, setting
 from rllint.analysis.facts import DICT, GRAPH, LOGITS, LOGPROBS, NLL, NUMBER, PROBS, TOKEN_LOGPROBS, item_of
 from rllint.analysis.flow import Flow
 from rllint.analysis.imports import Imports
-from rllint.analysis.positions import Lines
 from rllint.analysis.purpose import Purpose
 from rllint.analysis.syntax import dotted, keyword, positional, walk
 from rllint.analysis.tensors import Tensors
 from rllint.analysis.text import Scope, Scopes, call_tail
-from rllint.analysis.values import RemoteNode, Values
+from rllint.analysis.values import RemoteNode, Values, written_at
 from rllint.diagnostic import Severity, Tier
 from rllint.files import KINDS
 from rllint.index import SAMPLER_CALLS as _SAMPLER_CALLS, ProjectIndex, temperature_keyword
@@ -151,21 +150,14 @@ class ShortGenerationLimit(CSTRule):
         """The limit the engine proves where the file's own reading stops at a constructor's default (an
         attribute set in `__init__`, replaced by what the constructing code passes): where that number is
         written, in this file or another."""
-        from rllint.analysis import summaries
-
         found = self.file.fact(Flow).value(expr)
         written = found.reason("number")
         if found.facts.get("type") != NUMBER or "number" not in found.facts or not written:
             return None
-        place = written[0]
-        if not isinstance(place, cst.CSTNode):
+        if not isinstance(written[0], cst.CSTNode):
             return None  # a launch script's or settings file's number is judged there
-        if self.file.fact(Lines).holds(place):
-            return Written(found.facts["number"], place, found.facts.get("origin") or "literal")
-        where = summaries.place_of(place)
-        if where is None:
-            return None
-        return Written(found.facts["number"], RemoteNode(*where), found.facts.get("origin") or "literal")
+        place = written_at(self.file, written[0])
+        return Written(found.facts["number"], place, found.facts.get("origin") or "literal") if place else None
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self._settings(generation_kwargs(node))
