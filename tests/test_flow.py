@@ -1069,6 +1069,19 @@ def test_per_token_cross_entropy_of_logits_is_negated_log_probs_and_a_reduced_on
     assert len(engine.flow.policy_gradient_terms) == 1
 
 
+def test_len_is_a_count_unless_the_file_binds_its_own_len():
+    engine = Engine("""
+    def counts(batch, groups):
+        return len(batch), len(groups[0])
+
+    def shadowed(len, batch):
+        return len(batch)
+    """)
+    assert engine.facts("len(batch)", "type", occurrence=0) == {"type": "number"}
+    assert engine.facts("len(groups[0])", "type") == {"type": "number"}
+    assert engine.facts("len(batch)", "type", occurrence=1) == {"type": None}
+
+
 def test_min_of_one_iterable_is_not_a_number():
     """`min(xs)` of one argument takes an iterable; a number there is no clamp (and must not be folded)."""
     engine = Engine("""

@@ -267,3 +267,29 @@ def test_other_denominators_and_spreads_outside_a_denominator():
             return a, b, c, d, x / (x.abs().max() + 1.0)
     """
     assert found(body) == []
+
+
+@pytest.mark.parametrize("root", ["np.sqrt(len(by_step[s]))", "math.sqrt(len(by_step[s]))", "len(by_step[s]) ** 0.5"])
+def test_the_root_of_a_count_is_a_scale_not_a_spread(root):
+    """A standard error divides a std by `sqrt(n)`, floored at one: the floor guards no spread (here in the
+    metrics of an RL script, whose advantages are normalised right)."""
+    body = f"""
+        def group_advantages(rollout_rewards):
+            return (rollout_rewards - rollout_rewards.mean()) / (rollout_rewards.std() + 1e-6)
+
+        def standard_errors(rows):
+            by_step = {{}}
+            for row in rows:
+                by_step.setdefault(row["step"], []).append(row["score"])
+            return [float(np.std(by_step[s]) / max(1, {root})) for s in sorted(by_step)]
+    """
+    assert found(body) == []
+
+
+@pytest.mark.parametrize("root", ["np.sqrt(np.var(r))", "torch.sqrt(((r - r.mean()) ** 2).mean())", "math.sqrt(v)"])
+def test_the_root_of_a_variance_floored_large_is_still_reported(root):
+    body = f"""
+        def group_advantages(r, v):
+            return (r - r.mean()) / max({root}, 1.0)
+    """
+    assert found(body) == [(3, "1.0")]

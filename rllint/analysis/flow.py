@@ -1608,6 +1608,8 @@ class Frame:
             return UNKNOWN
         if not callee.facts and isinstance(node.func, cst.Name) and node.func.value in ("zip", "enumerate"):
             return _paired(node.func.value, args)
+        if not callee.facts and isinstance(node.func, cst.Name) and node.func.value == "len" and len(args) == 1:
+            return value((node,), type=NUMBER)  # a count, whatever it counts
         if not callee.facts and isinstance(node.func, cst.Name) and node.func.value in _NUMERIC_BUILTINS and \
                 len(args) == len(node.args) >= (1 if node.func.value == "abs" else 2) and not kwargs and \
                 all(a.facts.get("type") == NUMBER for a in args):

@@ -311,11 +311,11 @@ class LargeEpsilon(RLCodeOnly, CSTRule):
         if isinstance(bare, cst.Call):
             tail = _call_tail(bare)
             if tail in ("sqrt", "rsqrt"):
-                return "square root"
+                return None if self._plain_number(self._call_subject(bare)) else "square root"
             if tail in _CLAMPS and bare.args:
                 return self._spread(self._call_subject(bare))
         elif isinstance(bare, cst.BinaryOperation) and isinstance(bare.operator, cst.Power) and _is_half(bare.right):
-            return "square root"
+            return None if self._plain_number(bare.left) else "square root"
         flow = self.file.fact(Flow)
         stat = flow.value(bare).facts.get("stat") or flow.value(expr).facts.get("stat")
         if stat in _STATS:
@@ -327,6 +327,14 @@ class LargeEpsilon(RLCodeOnly, CSTRule):
         if _EPSILON_WORDS.intersection(words):
             return None
         return next((_SPREAD_WORDS[w] for w in words if w in _SPREAD_WORDS), None)
+
+    def _plain_number(self, root: Optional[cst.BaseExpression]) -> bool:
+        """A number no statistic computed (`len(v)`, a constant): its root scales (a standard error's
+        `sqrt(n)`), it is no spread an epsilon guards."""
+        if root is None:
+            return False
+        found = self.file.fact(Flow).value(root)
+        return found.facts.get("type") == NUMBER and not found.facts.get("stat") and not self._squares(root)
 
     def _squares(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         """A second moment: `x.pow(2).mean()`, `(x ** 2).sum()`, `((x - m) ** 2 * mask).sum() / mask.sum()`, or a
