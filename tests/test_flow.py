@@ -1082,6 +1082,24 @@ def test_len_is_a_count_unless_the_file_binds_its_own_len():
     assert engine.facts("len(batch)", "type", occurrence=1) == {"type": None}
 
 
+def test_a_comparison_of_an_array_out_of_sight_holds_zeros_and_ones():
+    """`ids != pad` of a batch this file does not type is a bool or a 0/1 mask; sliced, it is a mask still; `is`
+    and `in` give Python bools only, and numbers compare to a bool of known truth."""
+    engine = Engine("""
+    def masks(batch, pad, names):
+        keep = batch["ids"] != pad
+        shifted = keep[:, 1:]
+        present = pad is None
+        listed = "x" in names
+        return keep, shifted, present, listed, 3 > 2
+    """)
+    assert engine.facts("keep", "type", "content", occurrence=0) == {"type": "bool", "content": "mask"}
+    assert engine.facts("shifted", "type", "content", occurrence=0) == {"type": None, "content": "mask"}
+    assert engine.facts("present", "content", occurrence=0) == {"content": None}
+    assert engine.facts("listed", "content", occurrence=0) == {"content": None}
+    assert engine.facts("3 > 2", "content", "number") == {"content": None, "number": 1.0}
+
+
 def test_min_of_one_iterable_is_not_a_number():
     """`min(xs)` of one argument takes an iterable; a number there is no clamp (and must not be folded)."""
     engine = Engine("""

@@ -667,3 +667,31 @@ def test_gae_over_padding_rows_no_caller_of_the_file_shows_are_not_judged(tmp_pa
     result = lint_files([str(tmp_path / "advantage.py"), str(tmp_path / "train.py")],
                         Settings(select=["RL208"], root=tmp_path))
     assert result.diagnostics == []  # a caller in another module: its arguments are that module's
+
+
+def test_k1_in_the_loss_masked_by_a_comparison_of_ids_out_of_sight():
+    """`batch["ids"] != pad_id` holds 0/1 whatever `batch` is: the masked sum of log-probs stays one, and its k1
+    difference with the reference's reaches the loss."""
+    source = """
+        import torch
+        import torch.nn.functional as F
+        from transformers import AutoModelForCausalLM
+
+        policy = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+        reference = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B").requires_grad_(False)
+
+        def sequence_logps(logits, ids, keep):
+            token = torch.gather(F.log_softmax(logits, dim=-1)[:, :-1], -1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+            return (token * keep[:, 1:]).sum(dim=1)
+
+        def step(batch, pad_id, advantages, beta=0.05):
+            ids = batch["ids"].clone()
+            keep = ids != pad_id
+            logps = sequence_logps(logits=policy(ids).logits, ids=ids, keep=keep)
+            with torch.no_grad():
+                ref = sequence_logps(logits=reference(ids).logits, ids=ids, keep=keep)
+            loss = -(logps * advantages).mean() + beta * (logps - ref).mean()
+            loss.backward()
+    """
+    found = findings(source, select=("RL110",))
+    assert [(line, code) for line, code, _ in found] == [(19, "RL110")]

@@ -32,8 +32,8 @@ from rllint.analysis import summaries
 from rllint.analysis.domains import domains
 from rllint.analysis.domains.models import MODULE_METHODS, OPTIMIZERS, output_item
 from rllint.analysis.domains.torch_ops import STOPPERS, negated, written
-from rllint.analysis.facts import (BATCH, BOOL, CAUSAL_LM, CLASS, DICT, FUNCTION, GRAPH, INSTANCE, LIST, MODEL, NONE,
-                                   NUMBER, REF, TENSOR, TEXT, TEXTS, TIME, TUPLE, UNKNOWN, Value, item_of, join, join_all,
+from rllint.analysis.facts import (BATCH, BOOL, CAUSAL_LM, CLASS, DICT, FUNCTION, GRAPH, INSTANCE, LIST, MASK, MODEL,
+                                   NONE, NUMBER, REF, TENSOR, TEXT, TEXTS, TIME, TUPLE, UNKNOWN, Value, item_of, join, join_all,
                                    set_item, signature, value, with_sources)
 from rllint.analysis.ir import NO_GRAD_CONTEXTS, CallSite, ClassIR, FunctionIR, ModuleIR, Param
 from rllint.analysis.launches import written_settings_file
@@ -1358,6 +1358,8 @@ class Frame:
             found = domain.subscript(self, base, node)
             if found is not None:
                 return found
+        if kind == BOOL and base.facts.get("content") == MASK:  # a bool is no sequence: an array of 0/1, sliced
+            return with_sources(value((node,), content=MASK), base.sources)
         if kind in (LIST, TEXTS, TUPLE):
             if self.is_slice(node):
                 return base
@@ -1393,7 +1395,11 @@ class Frame:
             facts = {k: left.facts[k] for k in ("rank", "axes") if k in left.facts}
             return with_sources(Value({"type": TENSOR, "grad": "no_grad", "content": "mask", "obj": node, **facts},
                                       {"grad": (node,)}), sources)
-        return with_sources(value((node,), type=BOOL, number=_compared(left, node.comparisons, compared)), sources)
+        result = value((node,), type=BOOL, number=_compared(left, node.comparisons, compared))
+        if left.facts.get("type") is None and all(type(t.operator) in _ORDER for t in node.comparisons):
+            # `ids != pad_id` of an array out of sight: a bool, or a mask of 0/1 (not `is` / `in`, always bools)
+            result = result.but(content=MASK)
+        return with_sources(result, sources)
 
     def _sequence(self, node: cst.CSTNode) -> Value:
         items = []

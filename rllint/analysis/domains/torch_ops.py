@@ -208,7 +208,8 @@ def _linear_arith(operator: cst.CSTNode, left: Value, right: Value, node: cst.CS
         return sequence(settle(result, lp if number > 0 else (-lp[0], -lp[1]), at, some),
                         multiply and held.facts.get("lp_seq"))
     if other.facts.get("type") == TENSOR and other.facts.get("grad") != GRAPH and (
-            (multiply and other.facts.get("content") == MASK) or (not multiply and balanced(lp))):
+            (multiply and other.facts.get("content") == MASK) or (not multiply and balanced(lp))) or \
+            multiply and other.facts.get("type") in (BOOL, None) and other.facts.get("content") == MASK:
         # masked (a masked sequence sum stays one), or divided by a count (`.sum() / mask.sum()`: a mean)
         return sequence(settle(result, lp, at, some), multiply and held.facts.get("lp_seq"))
     return result.but(lp=None, lp_at=None)
