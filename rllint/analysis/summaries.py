@@ -78,21 +78,33 @@ def load(path: str, settings, for_callers: bool = False) -> Tuple[str, Optional[
     if known is not None and known[0] == stamp:
         _LOADED.move_to_end(key)
         return known[1], known[2]
-    digest, module = "", None
+    other = _LOADED.get((path, not for_callers))
+    if other is not None and other[0] == stamp:  # the other copy's parse: the copies differ in their facts only
+        digest, read = other[1], other[2]
+        module = ModuleFile(path, read.text, read.module, settings, read.tree) if read is not None else None
+    else:
+        digest, module = _parse(path, settings)
+    if module is not None:
+        module.for_callers = for_callers
+    _LOADED[key] = (stamp, digest, module)
+    while len(_LOADED) > MAX_MODULES:
+        _LOADED.popitem(last=False)
+    return digest, module
+
+
+def _parse(path: str, settings) -> Tuple[str, Optional[ModuleFile]]:
+    """`load`'s reading of a file it has not read yet."""
+    digest = ""
     try:
         data = read_source(path, MAX_BYTES)
         digest = content_hash(data)
         text = decode_source(data)
         tree = ast.parse(text)
         if sum(1 for _ in ast.walk(tree)) <= MAX_NODES:
-            module = ModuleFile(path, text, cst.parse_module(text), settings, tree)
-            module.for_callers = for_callers
+            return digest, ModuleFile(path, text, cst.parse_module(text), settings, tree)
     except (OSError, SourceError, SyntaxError, ValueError, RecursionError, MemoryError, cst.ParserSyntaxError):
-        module = None
-    _LOADED[key] = (stamp, digest, module)
-    while len(_LOADED) > MAX_MODULES:
-        _LOADED.popitem(last=False)
-    return digest, module
+        pass
+    return digest, None
 
 
 def place_of(node: cst.CSTNode) -> Optional[Tuple[str, int, int, int, int]]:
