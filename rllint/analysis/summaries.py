@@ -14,6 +14,7 @@ functions stay unknown), at most `MAX_MODULES` modules are kept per process, and
 from __future__ import annotations
 
 import ast
+import functools
 import os
 from collections import OrderedDict
 from typing import Dict, Optional, Tuple
@@ -31,16 +32,21 @@ MAX_HOPS = 3
 class ModuleFile:
     """A project module read for its functions (not linted): what `Flow` needs of a file."""
 
-    def __init__(self, path: str, text: str, module: cst.Module, settings, tree: ast.Module) -> None:
+    def __init__(self, path: str, text: str, module: cst.Module, settings) -> None:
         self.path = path
         self.text = text
         self.module = module
-        self.tree = tree  # Python's own tree of the same text, read once for the size bound
         self.settings = settings
         self.dependencies: Dict[str, str] = {}
         self._facts: Dict[type, object] = {}
         self._positions = None  # libcst positions, computed when a finding is placed here (`place_of`)
         self.for_callers = False  # a copy read to find the callers of another module's functions (`load`)
+
+    @functools.cached_property
+    def tree(self) -> ast.Module:
+        """Python's own tree of the same text, parsed again when a question needs it: few do, and the trees of
+        every module read (those of the size bound) held the largest share of a run's memory."""
+        return ast.parse(self.text)
 
     def fact(self, analysis: type):
         if analysis not in self._facts:
@@ -81,7 +87,7 @@ def load(path: str, settings, for_callers: bool = False) -> Tuple[str, Optional[
     other = _LOADED.get((path, not for_callers))
     if other is not None and other[0] == stamp:  # the other copy's parse: the copies differ in their facts only
         digest, read = other[1], other[2]
-        module = ModuleFile(path, read.text, read.module, settings, read.tree) if read is not None else None
+        module = ModuleFile(path, read.text, read.module, settings) if read is not None else None
     else:
         digest, module = _parse(path, settings)
     if module is not None:
@@ -99,9 +105,8 @@ def _parse(path: str, settings) -> Tuple[str, Optional[ModuleFile]]:
         data = read_source(path, MAX_BYTES)
         digest = content_hash(data)
         text = decode_source(data)
-        tree = ast.parse(text)
-        if sum(1 for _ in ast.walk(tree)) <= MAX_NODES:
-            return digest, ModuleFile(path, text, cst.parse_module(text), settings, tree)
+        if sum(1 for _ in ast.walk(ast.parse(text))) <= MAX_NODES:
+            return digest, ModuleFile(path, text, cst.parse_module(text), settings)
     except (OSError, SourceError, SyntaxError, ValueError, RecursionError, MemoryError, cst.ParserSyntaxError):
         pass
     return digest, None
