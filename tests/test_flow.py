@@ -632,7 +632,7 @@ def test_masks_written_into_zeros_and_sums_over_time_of_masked_log_probs():
 
 
 def test_a_module_read_for_its_functions_finds_a_function_tree_by_qualified_name(tmp_path):
-    """RL109 reads a helper of another module whole (which names it builds shifted) from the tree the read kept."""
+    """RL109 reads a helper of another module whole (which names it builds shifted) from the tree parsed when asked."""
     import ast
 
     from rllint.analysis import summaries
@@ -650,6 +650,7 @@ def test_a_module_read_for_its_functions_finds_a_function_tree_by_qualified_name
     summaries.clear_cache()
     _, module = summaries.load(str(tmp_path / "data.py"), Settings(root=tmp_path))
     summaries.clear_cache()
+    assert "tree" not in vars(module)  # a read module holds no `ast` tree until a question needs one
     assert isinstance(module.function_tree("build"), ast.FunctionDef)
     assert module.function_tree("build").name == "build"
     assert module.function_tree("Collator.__call__.pad").name == "pad"
@@ -1122,3 +1123,80 @@ def test_a_function_named_inside_a_lambda_is_handed_on():
     function = engine.flow.ir.functions["run_eval"]
     assert engine.flow.ir.escapes(function)
     assert engine.facts("limit", "number", occurrence=-1) == {"number": None}
+
+
+def test_the_two_copies_of_a_read_module_share_its_parse_not_its_facts(tmp_path):
+    """A module read as a helper and again to find callers is parsed once; a changed file is parsed afresh."""
+    from rllint.analysis import summaries
+    from rllint.analysis.flow import Flow
+    from rllint.settings import Settings
+
+    (tmp_path / "pyproject.toml").write_text("")
+    helper = tmp_path / "helper.py"
+    helper.write_text("def scale(x):\n    return x\n")
+    settings = Settings(root=tmp_path)
+    summaries.clear_cache()
+    try:
+        _, for_helpers = summaries.load(str(helper), settings)
+        _, for_callers = summaries.load(str(helper), settings, for_callers=True)
+        assert for_callers.module is for_helpers.module and for_callers is not for_helpers
+        assert (for_helpers.for_callers, for_callers.for_callers) == (False, True)
+        assert for_callers.fact(Flow) is not for_helpers.fact(Flow)
+        helper.write_text("def scale(x, by=2.0):\n    return x * by\n")  # another size: another stamp
+        _, changed = summaries.load(str(helper), settings, for_callers=True)
+        assert changed.module is not for_helpers.module and "by=2.0" in changed.module.code
+    finally:
+        summaries.clear_cache()
+
+
+def test_an_attribute_stored_by_methods_of_a_class_and_of_its_base_joins_every_store():
+    engine = Engine("""
+    class Base:
+        def __init__(self):
+            self.scale = 2.0
+            self.rate = 0.5
+
+    class Worker(Base):
+        def reset(self):
+            self.scale, self.rate = 2.0, 0.1
+
+        def step(self):
+            a = self.scale
+            b = self.rate
+            return a, b
+    """)
+    assert engine.facts("a", "type", "number") == {"type": "number", "number": 2.0}  # both stores agree
+    assert engine.facts("b", "type", "number") == {"type": "number", "number": None}  # 0.5 or 0.1
+    classes = engine.flow.ir.classes
+    assert engine.flow.stored_elsewhere(classes["Worker"], "rate")  # `reset` stores it, besides `__init__`
+    assert not engine.flow.stored_elsewhere(classes["Base"], "rate")  # only its `__init__` does
+
+
+def test_lookup_tables_of_one_module_are_told_apart_name_by_name():
+    """Every name's table question is answered from one walk: one name's uses must not count for another."""
+    import textwrap
+
+    import libcst as cst
+
+    from rllint.analysis.ir import ModuleIR
+
+    ir = ModuleIR(cst.parse_module(textwrap.dedent("""
+        import registry
+        A = {"x": 1, 2: 3}
+        B = {"x": 1}
+        C = {"x": 1}
+        D = {k: 1 for k in "ab"}
+        E = {"x": 1}
+        E = {"y": 2}
+
+        def use(k, cfg):
+            cfg.B = 3
+            B[k] = 2
+            for key in C:
+                pass
+            f = {"x": 1}
+            return A[k], A.get(k), len(C), k in D, E[k], cfg.C, registry[k], f[k]
+    """)))
+    assert [name for name in "ABCDE" if ir.table(name)] == ["A", "C"]
+    assert ir.table("registry")  # imported, and only read here
+    assert not ir.table("f") and not ir.table("missing")  # bound in a function; never bound

@@ -151,6 +151,15 @@ def value(why: Iterable[cst.CSTNode] = (), **facts: Any) -> Value:
     return Value(facts, {k: nodes for k in facts} if nodes else {})
 
 
+def _merged(left: Tuple[cst.CSTNode, ...], right: Tuple[cst.CSTNode, ...]) -> Tuple[cst.CSTNode, ...]:
+    """`left` and then the nodes of `right` it lacks; a set, as a value joined in a loop gathers long provenance
+    and testing each node against a tuple made joins quadratic (nodes compare by identity either way)."""
+    if not right:
+        return left
+    seen = set(left)
+    return left + tuple(n for n in right if n not in seen)
+
+
 def join(a: Optional[Value], b: Optional[Value]) -> Value:
     """What holds on both paths: facts that agree (provenance of both), sources of either."""
     if a is None or a is b:
@@ -183,7 +192,7 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
             continue
         if left == right:
             facts[key] = left
-            reasons = a.why.get(key, ()) + tuple(n for n in b.why.get(key, ()) if n not in a.why.get(key, ()))
+            reasons = _merged(a.why.get(key, ()), b.why.get(key, ()))
             if reasons:
                 why[key] = reasons
     if a.facts.get("fields_set") or b.facts.get("fields_set"):  # on one path, any attribute may have been set

@@ -136,7 +136,8 @@ class Flow:
         self._mentioned: Dict[FunctionIR, FrozenSet[str]] = {}
         self._trained_places: Optional[Set[Tuple]] = None
         self._parts: Dict[Tuple[FunctionIR, str], Optional[List[Tuple[Any, ...]]]] = {}
-        self._stored: Dict[ClassIR, Set[str]] = {}  # class -> attributes its methods other than `__init__` store
+        # class -> attribute -> the methods (of it and its bases, in order) that store `self.attribute`, with the targets
+        self._self_stores: Dict[ClassIR, Dict[str, List[Tuple[FunctionIR, List[cst.Attribute]]]]] = {}
         self.depth_of_callers = 0  # 1 for a module read to find the callers of another's functions
         self.for_callers = bool(getattr(file, "for_callers", False))
         # Interpreting the top level can read another module that asks for this file's flow again (to find the
@@ -530,12 +531,10 @@ class Flow:
         self._attributes[key] = None  # while it is being found: unknown
         found: List[Value] = []
         unfinished = False  # a method that stores it is being interpreted (this question comes from inside it)
-        for method in self._methods(cls):
-            targets = [t for stmt in method.statements for t in _self_stores(stmt, name)]
-            if targets:
-                self._analyze(method)
-                unfinished = unfinished or self._state.get(method) == "running"
-                found.extend(self.values[t] for t in targets if t in self.values)
+        for method, targets in self._stores_of(cls).get(name, ()):
+            self._analyze(method)
+            unfinished = unfinished or self._state.get(method) == "running"
+            found.extend(self.values[t] for t in targets if t in self.values)
         if not found:
             declared = next((owner for owner in self._class_chain(cls) if name in owner.attributes), None)
             if declared is not None:  # a class attribute or dataclass field, maybe inherited from a base
@@ -555,10 +554,19 @@ class Flow:
 
     def stored_elsewhere(self, cls: ClassIR, name: str) -> bool:
         """Whether a method of `cls` (or of a base) other than `__init__` assigns `self.name`."""
-        if cls not in self._stored:
-            self._stored[cls] = {t.attr.value for method in self._methods(cls) if method.name != "__init__"
-                                 for stmt in method.statements for t in _self_stores(stmt)}
-        return name in self._stored[cls]
+        return any(method.name != "__init__" for method, _ in self._stores_of(cls).get(name, ()))
+
+    def _stores_of(self, cls: ClassIR) -> Dict[str, List[Tuple[FunctionIR, List[cst.Attribute]]]]:
+        """Each attribute the methods of `cls` and its bases assign on `self`: the methods that do, in order, each
+        with its targets. Read once per class: `class_attribute` is asked for every attribute of every class."""
+        if cls not in self._self_stores:
+            stores: Dict[str, Dict[FunctionIR, List[cst.Attribute]]] = {}
+            for method in self._methods(cls):
+                for stmt in method.statements:
+                    for target in _self_stores(stmt):
+                        stores.setdefault(target.attr.value, {}).setdefault(method, []).append(target)
+            self._self_stores[cls] = {name: list(by_method.items()) for name, by_method in stores.items()}
+        return self._self_stores[cls]
 
     def called(self, callee: Value) -> Optional[FunctionIR]:
         """The project function a callee names: one of this file, or one imported from a project module."""
@@ -2194,8 +2202,8 @@ def _rebinds(stmt: cst.CSTNode, name: str) -> bool:
     return False
 
 
-def _self_stores(stmt: cst.CSTNode, name: Optional[str] = None) -> Iterator[cst.CSTNode]:
-    """The targets `self.name` (any `self.*` without a name) that a statement assigns."""
+def _self_stores(stmt: cst.CSTNode) -> Iterator[cst.Attribute]:
+    """The targets `self.*` that a statement assigns."""
     if isinstance(stmt, cst.Assign):
         targets = [t.target for t in stmt.targets]
     elif isinstance(stmt, cst.AnnAssign) and stmt.value is not None:
@@ -2206,8 +2214,7 @@ def _self_stores(stmt: cst.CSTNode, name: Optional[str] = None) -> Iterator[cst.
         target = targets.pop()
         if isinstance(target, (cst.Tuple, cst.List)):
             targets.extend(e.value for e in target.elements)
-        elif isinstance(target, cst.Attribute) and name in (None, target.attr.value) and \
-                isinstance(target.value, cst.Name) and target.value.value == "self":
+        elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
             yield target
 
 

@@ -17,7 +17,7 @@ rules ask the interpreter, never this walk.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple, Union
 
 import libcst as cst
 
@@ -147,7 +147,7 @@ class ModuleIR:
         self.output_read: set = set()
         self.top = FunctionIR(module, MODULE_SCOPE, MODULE_SCOPE, self)
         self.flow = None  # the interpreter of this module (`rllint.analysis.flow.Flow`), once built
-        self._tables: Dict[str, bool] = {}
+        self._tables: Optional[FrozenSet[str]] = None  # the names `table` accepts, found on its first question
         _Builder(self).run()
 
     # ---- questions ----
@@ -174,9 +174,9 @@ class ModuleIR:
         """Whether the module-level name `name` is a lookup table: bound here once, at the top level, to a dict
         written with literal keys (or imported), and only ever read in this module (`name[k]`, `name.get(k)`,
         `k in name`, `list(name)`): every key it can hold is written where it is built."""
-        if name not in self._tables:
-            self._tables[name] = _read_only_table(self.module, name)
-        return self._tables[name]
+        if self._tables is None:
+            self._tables = _read_only_tables(self.module)
+        return name in self._tables
 
     def escapes(self, function: FunctionIR) -> bool:
         """Whether the function is mentioned as a value (passed, stored, returned): callers this module
@@ -189,24 +189,32 @@ _READ_BY = frozenset({"len", "list", "sorted", "tuple", "set", "iter", "print", 
                       "enumerate", "isinstance", "bool"})
 
 
-def _read_only_table(module: cst.Module, name: str) -> bool:
-    """See `ModuleIR.table`."""
+def _read_only_tables(module: cst.Module) -> FrozenSet[str]:
+    """The names `ModuleIR.table` accepts, all found in one walk of the module."""
     parents: Dict[int, cst.CSTNode] = {}
     targets = set()  # what statements bind, store into or delete
-    bindings: List[cst.CSTNode] = []
+    names: Dict[str, List[cst.Name]] = {}
     stack: List[cst.CSTNode] = [module]
     while stack:
         node = stack.pop()
         for child in children(node):
             parents[id(child)] = node
             stack.append(child)
-        if isinstance(node, cst.AssignTarget) or isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+        if isinstance(node, cst.Name):
+            names.setdefault(node.value, []).append(node)
+        elif isinstance(node, cst.AssignTarget) or isinstance(node, (cst.AugAssign, cst.AnnAssign)):
             targets.add(id(node.target))
         elif isinstance(node, (cst.For, cst.CompFor)):
             targets.add(id(node.target))
         elif isinstance(node, cst.Del):
             targets.add(id(node.target))
-    for node in _names(module, name):
+    return frozenset(name for name, nodes in names.items() if _read_only_table(module, nodes, parents, targets))
+
+
+def _read_only_table(module: cst.Module, nodes: List[cst.Name], parents: Dict[int, cst.CSTNode], targets: set) -> bool:
+    """Whether the name of `nodes` (every place it is written) is a table (see `ModuleIR.table`)."""
+    bindings: List[cst.CSTNode] = []
+    for node in nodes:
         parent = parents.get(id(node))
         if id(node) in targets or isinstance(parent, cst.ImportAlias):
             bindings.append(node)
@@ -225,15 +233,6 @@ def _read_only_table(module: cst.Module, name: str) -> bool:
         isinstance(statement.value, cst.Dict) and all(
             isinstance(e, cst.DictElement) and isinstance(e.key, (cst.SimpleString, cst.Integer))
             for e in statement.value.elements)
-
-
-def _names(module: cst.Module, name: str) -> Iterator[cst.Name]:
-    stack: List[cst.CSTNode] = [module]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Name) and node.value == name:
-            yield node
-        stack.extend(children(node))
 
 
 def _read(node: cst.Name, parent: Optional[cst.CSTNode], parents: Dict[int, cst.CSTNode], targets: set) -> bool:
