@@ -698,6 +698,72 @@ def test_a_call_of_one_of_several_functions_returns_what_any_of_them_may_return(
     assert engine.facts("e", "grad") == {"grad": GRAPH}  # a constant key: that item
 
 
+MODULES = CAUSAL + """
+    import torch.nn as nn
+
+    class Live(nn.Module):
+        def forward(self, ids):
+            return policy(ids).logits
+
+    class Halved(nn.Module):
+        def forward(self, ids):
+            return policy(ids).logits / 2
+
+    class Frozen(nn.Module):
+        def forward(self, ids):
+            with torch.no_grad():
+                return policy(ids).logits
+
+    def build(name):
+        if name == "live":
+            return Live()
+        return Halved()
+"""
+
+
+def test_a_call_of_one_of_several_project_modules_runs_the_forward_of_each():
+    engine = Engine(MODULES + """
+    def step(ids, name, flag):
+        built = build(name).to("cuda")
+        either = Live() if flag else Frozen()
+        same = Live() if flag else Live()
+        a = built(ids)
+        b = either(ids)
+        c = same(ids)
+        return a, b, c
+
+    step(batch, key, True)
+    """)
+    assert len(engine.value("built").facts["candidates"]) == 2  # what the factory returns, moved to a device
+    assert engine.facts("a", "grad", "rank") == {"grad": GRAPH, "rank": 3}
+    assert engine.facts("b", "grad", "rank") == {"grad": None, "rank": 3}  # one with the policy's graph, one without
+    assert "candidates" not in engine.value("same").facts and engine.facts("c", "grad") == {"grad": GRAPH}
+
+
+def test_instances_of_too_many_classes_or_of_no_project_class_are_not_candidates():
+    classes = "".join(f"\n    class M{i}(nn.Module):\n        def forward(self, ids):\n            return ids\n"
+                      for i in range(9))
+    engine = Engine(MODULES + classes + """
+    def pick(i):
+        return [M0, M1, M2, M3, M4, M5, M6, M7, M8][i]()
+
+    def many(i, flag):
+        chosen = M0()
+        for cls in (M1(), M2(), M3(), M4(), M5(), M6(), M7(), M8()):
+            chosen = cls if flag else chosen
+        return chosen
+
+    def other(flag):
+        either = Live() if flag else AutoModelForCausalLM.from_pretrained("gpt2")
+        return either
+
+    many(1, True)
+    other(True)
+    """)
+    assert "candidates" not in engine.value("chosen").facts  # nine classes: which one is not known
+    assert "candidates" not in engine.value("either").facts  # a pretrained model runs no project forward
+
+
 def test_a_table_that_code_may_change_is_no_lookup_table():
     for change in ('TABLE["other"] = live', "TABLE.update(extra)", "register(TABLE)", "global TABLE"):
         engine = Engine(CHOICES + f"""
