@@ -1157,3 +1157,64 @@ def test_a_function_named_inside_a_lambda_is_handed_on():
     function = engine.flow.ir.functions["run_eval"]
     assert engine.flow.ir.escapes(function)
     assert engine.facts("limit", "number", occurrence=-1) == {"number": None}
+
+
+SETTINGS_CLASS = """
+    import os
+    from dataclasses import dataclass
+
+    @dataclass
+    class Conf:
+        t: float = 0.7
+        name: str = "gpt2"
+
+    def apply(cfg, pairs):
+        for item in pairs:
+            setattr(cfg, item, 1.0)
+        return cfg
+
+    def overlay(cfg, table):
+        for key, setting in table.items():
+            if hasattr(cfg, key):
+                setattr(cfg, key, setting)
+        return cfg
+"""
+
+
+def test_an_object_built_with_a_field_on_one_path_only_holds_an_unknown_value_there():
+    engine = Engine(SETTINGS_CLASS + """
+    def build(flag):
+        either = Conf()
+        if flag:
+            either = Conf(t=0.3)
+        both = Conf(t=0.3) if flag else Conf(t=0.3)
+        return either.t, both.t
+    """)
+    assert engine.facts("either.t", "number") == {"number": None}  # 0.3 on one path, the default 0.7 on the other
+    assert engine.facts("both.t", "number") == {"number": 0.3}
+
+
+def test_setattr_by_a_name_not_known_forgets_what_the_object_was_built_with():
+    engine = Engine(SETTINGS_CLASS + """
+    built = apply(Conf(t=0.3), names)
+    kept = apply(Conf(t=0.3), [])
+    read = (built.t, kept.t)
+    """)
+    assert engine.facts("built.t", "number") == {"number": None}
+    assert engine.facts("kept.t", "number") == {"number": 0.3}  # a loop over a list known to be empty runs no pass
+
+
+def test_a_loop_over_the_items_of_a_file_of_settings_runs_once_per_item(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "run.yaml").write_text("t: 0.3\nextra: 5\n")
+    engine = Engine(SETTINGS_CLASS + """
+    import yaml
+    from_file = overlay(Conf(), yaml.safe_load(open("run.yaml")))
+    from_literal = overlay(Conf(), {"t": 0.3})
+    read = (from_file.t, from_literal.t, hasattr(from_file, "t"), hasattr(from_file, "other"))
+    """, path=str(tmp_path / "train.py"))
+    assert engine.facts("from_file.t", "number") == {"number": 0.3}  # each key laid over the field of its name
+    assert engine.facts('hasattr(from_file, "t")', "number") == {"number": 1}  # a declared field
+    assert engine.facts('hasattr(from_file, "other")', "number") == {"number": None}  # set out of sight, maybe
+    # a dict literal is no file of settings (its keys are not `complete`): the loop runs as any loop
+    assert engine.facts("from_literal.t", "number") == {"number": None}

@@ -179,6 +179,9 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
         if key == "items":
             facts[key] = _join_items(left, right)
             continue
+        if key == "fields":
+            facts[key] = _join_fields(left, right)
+            continue
         if key == "element":
             facts[key] = join(left, right)
             continue
@@ -187,6 +190,8 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
             reasons = a.why.get(key, ()) + tuple(n for n in b.why.get(key, ()) if n not in a.why.get(key, ()))
             if reasons:
                 why[key] = reasons
+    if ("fields" in a.facts) != ("fields" in b.facts) and facts.get("cls") is not None:  # the other at its defaults
+        facts["fields"] = _join_fields(a.facts.get("fields") or (), b.facts.get("fields") or ())
     if a.facts.get("fields_set") or b.facts.get("fields_set"):  # on one path, any attribute may have been set
         facts["fields_set"] = True
     if "lp" not in facts and ("lp" in a.facts) != ("lp" in b.facts):  # a path that adds log-probs linearly
@@ -277,6 +282,16 @@ def _join_items(left: Tuple, right: Tuple) -> Tuple:
     merged = [(k, join(x, others[k]) if k in others else x) for k, x in left]
     seen = {k for k, _ in left}
     merged.extend((k, x) for k, x in right if k not in seen)
+    return tuple(merged)
+
+
+def _join_fields(left: Tuple, right: Tuple) -> Tuple:
+    """The fields of one object on both paths: joined where both set them; one that a path leaves at its default
+    holds the default there, which only the class knows: not known."""
+    others = dict(right)
+    merged = [(k, join(x, others[k]) if k in others else UNKNOWN) for k, x in left]
+    seen = {k for k, _ in left}
+    merged.extend((k, UNKNOWN) for k, _ in right if k not in seen)
     return tuple(merged)
 
 

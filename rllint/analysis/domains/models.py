@@ -155,8 +155,8 @@ class Models(Domain):
         return self.forward(frame, callee, node, args, kwargs)
 
     def forward(self, frame, model: Value, node: cst.Call, args: List[Value], kwargs: Dict[str, Value]) -> Value:
-        """A model's forward: a project module runs its own `forward` (one of several, each); a pretrained one gives an output whose
-        fields follow its architecture. Either way the gradient follows from the mode and the model. A layer
+        """A model's forward: a project module runs its own `forward` (one of several: each); a pretrained one
+        gives an output whose fields follow its architecture. Either way the gradient follows from the mode and the model. A layer
         of `torch.nn` is part of a model: its output is a tensor whose gradient follows its inputs (the model
         that holds it decides the rest), or that carries a graph when the layer itself trains."""
         if model.facts.get("layer"):
