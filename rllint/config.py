@@ -18,7 +18,6 @@ import difflib
 import math
 import os
 import re
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
