@@ -18,7 +18,6 @@ import difflib
 import math
 import os
 import re
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -28,18 +27,11 @@ from rllint.files import pattern_problem
 from rllint.registry import OPTIONS, Option, load_rules
 from rllint.settings import Settings
 from rllint.source import SourceError, read_source
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python < 3.11 only
-    import tomli as tomllib
+from rllint.toml_text import TomlError, parse_toml
 
 CONFIG_NAMES = (".rllint.toml", "rllint.toml")
 PYPROJECT = "pyproject.toml"
 MAX_CONFIG_BYTES = 1024 * 1024
-# tomllib's time and memory grow with the square of a dotted key's length (`a.a.a... = 1` of 10,000
-# parts: 4 s and 400 MB): a line that joins more keys than this is refused before it is parsed.
-MAX_DOTTED_PARTS = 100
 
 # Keys of the selection and the file walk: config key -> (Settings field, kind of value).
 _CORE: Dict[str, Tuple[str, str]] = {
@@ -268,31 +260,12 @@ def _read(path: Path) -> Dict[str, Any]:
         raise ConfigError(f"{_shown(path)}: {error}", path=path) from None
 
 
-# A dot that joins two keys: not a decimal point (between digits), not part of `..`.
-_KEY_DOT = re.compile(r"(?<![.\d])\.(?!\.)|(?<=\d)\.(?![.\d])")
-_ONE_LINE_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'')
-
-
-def _key_dots(line: str) -> int:
-    """About how many dots of a TOML line join keys (those of strings and numbers not counted)."""
-    return len(_KEY_DOT.findall(_ONE_LINE_STRING.sub("", line)))
-
-
 def _parsed(text: str) -> Dict[str, Any]:
     """TOML text as a table; ConfigError (without a file name) for what tomllib refuses or cannot bear."""
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.count(".") > MAX_DOTTED_PARTS and _key_dots(line) > MAX_DOTTED_PARTS:
-            raise ConfigError(f"invalid TOML: line {number} joins more than {MAX_DOTTED_PARTS} keys with dots; "
-                              "nested too deeply to read")
     try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        detail = str(error)  # ends with "(at line L, column C)" or "(at end of document)"
-        if "line" not in detail:
-            detail += f"; the document ends on line {max(1, len(text.splitlines()))}"
-        raise ConfigError(f"invalid TOML: {detail}") from None
-    except (RecursionError, MemoryError):  # arrays or inline tables nested thousands deep
-        raise ConfigError("invalid TOML: nested too deeply to read") from None
+        return parse_toml(text)
+    except TomlError as error:
+        raise ConfigError(str(error)) from None
 
 
 def _table(path: Path, document: Dict[str, Any]) -> Optional[Dict[str, Any]]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rllint.analysis.configs import (
-    ConfigEntry, ConfigSyntaxError, command_is_rl, is_rl_config, read_shell, read_yaml, rl_entries,
+    ConfigEntry, ConfigSyntaxError, command_is_rl, is_rl_config, read_shell, read_toml, read_yaml, rl_entries,
 )
 
 DATA = Path(__file__).parent / "data" / "configs"
@@ -190,6 +190,36 @@ def test_yaml_sample_of_a_verl_hydra_config():
 
 
 # --------------------------------------------------------------------------- shell
+
+# ---------------------------------------------------------------------------- TOML
+
+def test_toml_tables_dotted_keys_arrays_and_inline_tables_by_dotted_key_where_written():
+    text = src("""
+        # sampling
+        temperature = 0.3  # low
+        model.name = "gpt2"
+        sizes = [1, 2]
+
+        [lora]
+        rank = 8
+        extra = { alpha = 16 }
+        """)
+    assert rows(read_toml(text)) == [
+        ("temperature", 0.3, "0.3", 2, 15),
+        ("model.name", "gpt2", '"gpt2"', 3, 14),
+        ("sizes.0", 1, "1", 4, 9),  # an element: at the key that holds the array
+        ("sizes.1", 2, "2", 4, 9),
+        ("lora.rank", 8, "8", 7, 8),
+        ("lora.extra.alpha", 16, "16", 8, 9),  # an inline table's keys: at the key that holds it
+    ]
+    assert (read_toml(text)[0].source, read_toml(text)[0].invocation) == ("toml", 0)
+
+
+@pytest.mark.parametrize("text", ["a = [1,\n", '"quoted key" = 1\n', "[[runs]]\nlr = 1\n"])
+def test_toml_that_tomllib_refuses_or_that_repeats_keys_is_not_read(text):
+    with pytest.raises(ConfigSyntaxError):
+        read_toml(text)
+
 
 def test_shell_continuations_keep_positions_in_the_original_text():
     text = src("""

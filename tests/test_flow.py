@@ -699,6 +699,72 @@ def test_a_call_of_one_of_several_functions_returns_what_any_of_them_may_return(
     assert engine.facts("e", "grad") == {"grad": GRAPH}  # a constant key: that item
 
 
+MODULES = CAUSAL + """
+    import torch.nn as nn
+
+    class Live(nn.Module):
+        def forward(self, ids):
+            return policy(ids).logits
+
+    class Halved(nn.Module):
+        def forward(self, ids):
+            return policy(ids).logits / 2
+
+    class Frozen(nn.Module):
+        def forward(self, ids):
+            with torch.no_grad():
+                return policy(ids).logits
+
+    def build(name):
+        if name == "live":
+            return Live()
+        return Halved()
+"""
+
+
+def test_a_call_of_one_of_several_project_modules_runs_the_forward_of_each():
+    engine = Engine(MODULES + """
+    def step(ids, name, flag):
+        built = build(name).to("cuda")
+        either = Live() if flag else Frozen()
+        same = Live() if flag else Live()
+        a = built(ids)
+        b = either(ids)
+        c = same(ids)
+        return a, b, c
+
+    step(batch, key, True)
+    """)
+    assert len(engine.value("built").facts["candidates"]) == 2  # what the factory returns, moved to a device
+    assert engine.facts("a", "grad", "rank") == {"grad": GRAPH, "rank": 3}
+    assert engine.facts("b", "grad", "rank") == {"grad": None, "rank": 3}  # one with the policy's graph, one without
+    assert "candidates" not in engine.value("same").facts and engine.facts("c", "grad") == {"grad": GRAPH}
+
+
+def test_instances_of_too_many_classes_or_of_no_project_class_are_not_candidates():
+    classes = "".join(f"\n    class M{i}(nn.Module):\n        def forward(self, ids):\n            return ids\n"
+                      for i in range(9))
+    engine = Engine(MODULES + classes + """
+    def pick(i):
+        return [M0, M1, M2, M3, M4, M5, M6, M7, M8][i]()
+
+    def many(i, flag):
+        chosen = M0()
+        for cls in (M1(), M2(), M3(), M4(), M5(), M6(), M7(), M8()):
+            chosen = cls if flag else chosen
+        return chosen
+
+    def other(flag):
+        either = Live() if flag else AutoModelForCausalLM.from_pretrained("gpt2")
+        return either
+
+    many(1, True)
+    other(True)
+    """)
+    assert "candidates" not in engine.value("chosen").facts  # nine classes: which one is not known
+    assert "candidates" not in engine.value("either").facts  # a pretrained model runs no project forward
+
+
 def test_a_table_that_code_may_change_is_no_lookup_table():
     for change in ('TABLE["other"] = live', "TABLE.update(extra)", "register(TABLE)", "global TABLE"):
         engine = Engine(CHOICES + f"""
@@ -1200,3 +1266,64 @@ def test_lookup_tables_of_one_module_are_told_apart_name_by_name():
     assert [name for name in "ABCDE" if ir.table(name)] == ["A", "C"]
     assert ir.table("registry")  # imported, and only read here
     assert not ir.table("f") and not ir.table("missing")  # bound in a function; never bound
+
+
+SETTINGS_CLASS = """
+    import os
+    from dataclasses import dataclass
+
+    @dataclass
+    class Conf:
+        t: float = 0.7
+        name: str = "gpt2"
+
+    def apply(cfg, pairs):
+        for item in pairs:
+            setattr(cfg, item, 1.0)
+        return cfg
+
+    def overlay(cfg, table):
+        for key, setting in table.items():
+            if hasattr(cfg, key):
+                setattr(cfg, key, setting)
+        return cfg
+"""
+
+
+def test_an_object_built_with_a_field_on_one_path_only_holds_an_unknown_value_there():
+    engine = Engine(SETTINGS_CLASS + """
+    def build(flag):
+        either = Conf()
+        if flag:
+            either = Conf(t=0.3)
+        both = Conf(t=0.3) if flag else Conf(t=0.3)
+        return either.t, both.t
+    """)
+    assert engine.facts("either.t", "number") == {"number": None}  # 0.3 on one path, the default 0.7 on the other
+    assert engine.facts("both.t", "number") == {"number": 0.3}
+
+
+def test_setattr_by_a_name_not_known_forgets_what_the_object_was_built_with():
+    engine = Engine(SETTINGS_CLASS + """
+    built = apply(Conf(t=0.3), names)
+    kept = apply(Conf(t=0.3), [])
+    read = (built.t, kept.t)
+    """)
+    assert engine.facts("built.t", "number") == {"number": None}
+    assert engine.facts("kept.t", "number") == {"number": 0.3}  # a loop over a list known to be empty runs no pass
+
+
+def test_a_loop_over_the_items_of_a_file_of_settings_runs_once_per_item(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "run.yaml").write_text("t: 0.3\nextra: 5\n")
+    engine = Engine(SETTINGS_CLASS + """
+    import yaml
+    from_file = overlay(Conf(), yaml.safe_load(open("run.yaml")))
+    from_literal = overlay(Conf(), {"t": 0.3})
+    read = (from_file.t, from_literal.t, hasattr(from_file, "t"), hasattr(from_file, "other"))
+    """, path=str(tmp_path / "train.py"))
+    assert engine.facts("from_file.t", "number") == {"number": 0.3}  # each key laid over the field of its name
+    assert engine.facts('hasattr(from_file, "t")', "number") == {"number": 1}  # a declared field
+    assert engine.facts('hasattr(from_file, "other")', "number") == {"number": None}  # set out of sight, maybe
+    # a dict literal is no file of settings (its keys are not `complete`): the loop runs as any loop
+    assert engine.facts("from_literal.t", "number") == {"number": None}

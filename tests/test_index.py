@@ -687,6 +687,79 @@ def test_rl110_look_alikes_of_the_k1_in_the_loss(tmp_path):
     assert kl_step(tmp_path, "k1_penalty(cur, base, mask).item()") == []  # a number: no gradient reaches it
 
 
+LOSS_MODULES = """\
+    import torch
+    import torch.nn as nn
+
+
+    class PolicyGradient(nn.Module):
+        def forward(self, logp, anchor, adv, mask):
+            return -(logp * adv * mask).sum() / mask.sum()
+
+
+    class Penalised(nn.Module):
+        def __init__(self, coef):
+            super().__init__()
+            self.coef = coef
+
+        def forward(self, logp, anchor, adv, mask):
+            pg = -(logp * adv * mask).sum() / mask.sum()
+            drift = {penalty}
+            return pg + self.coef * (drift * mask).sum() / mask.sum()
+"""
+
+LOSS_FACTORY = """\
+    from lib.losses import Penalised, PolicyGradient
+
+
+    def make_objective(kind, coef=0.05):
+        if kind == "pg":
+            return PolicyGradient()
+        return Penalised(coef=coef)
+"""
+
+FACTORY_STEP = """\
+    import copy
+
+    import torch
+    from lib.factory import make_objective
+    from lib.kl import token_logps
+
+
+    def train(policy, batches, kind):
+        frozen = copy.deepcopy(policy).eval()
+        objective = make_objective(kind).to("cuda")
+        opt = torch.optim.AdamW(policy.parameters(), lr=1e-6)
+        for prompts, adv in batches:
+            ids = policy.generate(prompts, do_sample=True)
+            mask = (ids != 0).float()
+            cur = {current}
+            with torch.no_grad():
+                base = token_logps(frozen, ids)
+            loss = objective(cur, base, adv, mask)
+            loss.backward()
+            opt.step()
+"""
+
+
+def factory_step(tmp_path, penalty="logp - anchor", current="token_logps(policy, ids)"):
+    build(tmp_path, {"lib/__init__.py": "", "lib/kl.py": KL_HELPERS, "lib/losses.py": LOSS_MODULES.format(
+        penalty=penalty), "lib/factory.py": LOSS_FACTORY, "step.py": FACTORY_STEP.format(current=current)})
+    return found(tmp_path, ["RL110"], "step.py", "lib/losses.py", "lib/factory.py")
+
+
+def test_rl110_k1_in_the_forward_of_one_of_the_loss_modules_a_factory_returns(tmp_path):
+    """`make_objective(kind)` returns one of two loss modules: calling it runs each one's `forward`, and the one
+    that adds `logp - anchor` to the loss is seen (reported at the call: the difference is another module's)."""
+    assert factory_step(tmp_path) == [("step.py", 18, "RL110")]
+
+
+def test_rl110_look_alikes_of_the_k1_of_a_factory_s_loss_module(tmp_path):
+    assert factory_step(tmp_path, penalty="torch.exp(anchor - logp) - (anchor - logp) - 1") == []  # k3
+    assert factory_step(tmp_path, current="token_logps(policy, ids).detach()") == []  # no policy gradient
+    assert factory_step(tmp_path, penalty="(logp - anchor) * adv") == []  # weighted: a policy gradient
+
+
 REGULARIZERS = """\
     import torch
     import torch.nn as nn

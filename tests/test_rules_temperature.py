@@ -1061,3 +1061,105 @@ def test_log_probs_divided_by_the_sampling_temperature_but_not_by_another_number
     """
     result = lint_text(textwrap.dedent(source), "train_grpo.py", Settings(select=["RL309"]))
     assert [(d.line, d.code) for d in result.diagnostics] == [(10, "RL309")]
+
+
+_TOML_PROJECT = {
+    "runcfg.py": """
+        import os
+        import tomllib
+        from dataclasses import dataclass, field
+
+
+        @dataclass
+        class RunSettings:
+            model: str = "gpt2"
+            temperature: float = field(default=0.8)
+
+
+        def settings_table(path):
+            with open(path, "rb") as handle:
+                return tomllib.load(handle)
+
+
+        def overlay(target, table):
+            for name, setting in table.items():
+                {guard}setattr(target, name, setting)
+            return target
+
+
+        def with_overrides(target, pairs):
+            for item in pairs:
+                key, text = item.split("=")
+                setattr(target, key, float(text))
+            return target
+    """,
+    "train.py": """
+        import argparse
+        import os
+
+        import torch
+        from vllm import LLM, SamplingParams
+
+        from runcfg import RunSettings, overlay, settings_table, with_overrides
+
+
+        def token_logps(policy, ids):
+            return torch.log_softmax(policy(ids).logits, dim=-1)
+
+
+        def main():
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--settings", default=os.getenv("RUN_SETTINGS", "{path}"))
+            parser.add_argument("--override", action="append", default=[])
+            opts = parser.parse_args()
+            run = RunSettings()
+            if os.path.isfile(opts.settings):
+                run = overlay(run, settings_table(opts.settings){table})
+            else:
+                print("no settings file; defaults")
+            run = with_overrides(run, opts.override)
+            engine = LLM(model=run.model)
+            return engine.generate(["q"], SamplingParams(temperature=run.temperature, n=8))
+
+
+        if __name__ == "__main__":
+            main()
+    """,
+}
+
+
+def _toml_project(tmp_path, toml: str, path="conf/run.toml", guard="if hasattr(target, name):\n                    ",
+                  table="", launch=None):
+    from rllint.runner import lint_files
+
+    (tmp_path / "pyproject.toml").write_text("")
+    files = dict(_TOML_PROJECT, **{"conf/run.toml": toml})
+    if launch is not None:
+        files["run.sh"] = launch
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        text = textwrap.dedent(text).replace("{guard}", guard).replace("{path}", path).replace("{table}", table)
+        (tmp_path / name).write_text(text)
+    result = lint_files([str(tmp_path / "train.py")], Settings(select=["RL309"]))
+    return [(d.line, d.code, d.message) for d in result.diagnostics]
+
+
+def test_the_temperature_a_toml_file_sets_through_a_setattr_loop_is_followed(tmp_path):
+    """The TOML file the code names (an environment default of an argparse default) is read with `tomllib.load`
+    in a helper of another module and laid over a dataclass by `setattr` in a loop over its items, behind a
+    test that the file is there: the rollouts sample at the file's temperature, not the field's default."""
+    found = _toml_project(tmp_path, 'model = "gpt2"\ntemperature = 0.6  # sampling\n\n[lora]\nrank = 8\n')
+    assert [(line, code) for line, code, _ in found] == [(12, "RL309")]
+    assert "0.6 (temperature in conf/run.toml)" in found[0][2]
+    found = _toml_project(tmp_path, '[sampling]\ntemperature = 0.6\n', guard="", table='["sampling"]')
+    assert [(line, code) for line, code, _ in found] == [(12, "RL309")]  # a table of it, laid over unguarded
+
+
+def test_look_alikes_of_a_toml_temperature(tmp_path):
+    assert _toml_project(tmp_path, "temperature = 1.0\n") == []  # the file samples at 1
+    assert _toml_project(tmp_path, "temperature = 1\n", guard="") == []
+    # the file the code names is not in the project: it is not read, and whether the run has one is not known
+    assert _toml_project(tmp_path, "temperature = 0.6\n", path="conf/other.toml") == []
+    # a launch that overrides settings by name: which ones it sets is not known
+    assert _toml_project(tmp_path, "temperature = 0.6\n", launch="python train.py --override temperature=1.0\n") == []
+    assert _toml_project(tmp_path, "[[runs]]\ntemperature = 0.6\n") == []  # an array of tables: not read here

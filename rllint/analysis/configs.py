@@ -222,6 +222,51 @@ def _yaml_scalar(node) -> object:
     return node.value
 
 
+# ---------------------------------------------------------------------------- TOML
+
+_TOML_TABLE = re.compile(r"^\s*\[([^\[\]]+)\]\s*(?:#.*)?$")
+_TOML_KEY = re.compile(r"^\s*([A-Za-z0-9_\-]+(?:\s*\.\s*[A-Za-z0-9_\-]+)*)\s*=\s*")
+
+
+def read_toml(text: str) -> List[ConfigEntry]:
+    """Every scalar of a TOML file of settings under its dotted key (list elements by index, as in YAML),
+    positioned at the value of the line that writes it (or of the key that holds it, for an inline table or an
+    array). Raises ConfigSyntaxError where tomllib refuses the text; arrays of tables (`[[x]]`, whose keys
+    repeat) and quoted keys are not positioned here and make the file unreadable."""
+    from rllint.toml_text import TomlError, parse_toml
+
+    try:
+        document = parse_toml(text)
+    except TomlError as error:
+        raise ConfigSyntaxError(str(error), 1, 1) from None
+    written: Dict[str, Tuple[int, int, str]] = {}
+    prefix = ""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.lstrip().startswith(("[[", '"', "'")):
+            raise ConfigSyntaxError("an array of tables or a quoted key", number, 1)
+        table = _TOML_TABLE.match(line)
+        if table:
+            prefix = "".join(table.group(1).split()) + "."
+            continue
+        key = _TOML_KEY.match(line)
+        if key:
+            written.setdefault(prefix + "".join(key.group(1).split()),
+                               (number, key.end() + 1, line[key.end():].split(" #", 1)[0].strip()))
+    entries: List[ConfigEntry] = []
+    pending: List[Tuple[str, object, Tuple[int, int, str]]] = [("", document, (1, 1, ""))]
+    while pending:
+        key, found, where = pending.pop()
+        where = written.get(key, where)
+        if isinstance(found, dict):
+            pending.extend((f"{key}.{k}" if key else k, v, where) for k, v in reversed(list(found.items())))
+        elif isinstance(found, list):
+            pending.extend((f"{key}.{i}", v, where) for i, v in reversed(list(enumerate(found))))
+        else:
+            entries.append(ConfigEntry(key, found, where[2] if key in written else str(found), where[0], where[1],
+                                       None, "toml", 0))
+    return entries
+
+
 # --------------------------------------------------------------------------- shell
 
 class _Word(NamedTuple):

@@ -46,7 +46,8 @@ Facts (absent = unknown):
   a value that reaches `backward()` carries the stoppers that cut its gradient in its sources.
 - `obj`: the node that made this tensor object (aliases and views share it).
 - `function` / `cls` / `bound`: a function of the project, a class, or a bound method's receiver; `candidates`:
-  the function values a value joined from several may be (`fn = f if x else g`, `table[name]`).
+  the function values a value joined from several may be (`fn = f if x else g`, `table[name]`), or the instances
+  of project classes (`loss_fn = PPOLoss() if ppo else GRPOLoss()`, what a factory of modules returns).
 """
 from __future__ import annotations
 
@@ -82,7 +83,7 @@ NO_SOURCES: FrozenSet[cst.CSTNode] = frozenset()
 # Facts that describe one object (its identity, what it is) and do not survive arithmetic.
 _IDENTITY = ("model", "arch", "weightless", "obj", "function", "cls", "bound", "qual", "items", "element", "origin", "fields",
              "trains", "candidates", "settings")
-MAX_CANDIDATES = 8  # functions a joined function value may be, each run at a call; more: which one is unknown
+MAX_CANDIDATES = 8  # functions (instances) a joined value may be, each run at a call; more: which one is unknown
 
 
 class Value:
@@ -187,6 +188,9 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
         if key == "items":
             facts[key] = _join_items(left, right)
             continue
+        if key == "fields":
+            facts[key] = _join_fields(left, right)
+            continue
         if key == "element":
             facts[key] = join(left, right)
             continue
@@ -195,6 +199,8 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
             reasons = _merged(a.why.get(key, ()), b.why.get(key, ()))
             if reasons:
                 why[key] = reasons
+    if ("fields" in a.facts) != ("fields" in b.facts) and facts.get("cls") is not None:  # the other at its defaults
+        facts["fields"] = _join_fields(a.facts.get("fields") or (), b.facts.get("fields") or ())
     if a.facts.get("fields_set") or b.facts.get("fields_set"):  # on one path, any attribute may have been set
         facts["fields_set"] = True
     if "lp" not in facts and ("lp" in a.facts) != ("lp" in b.facts):  # a path that adds log-probs linearly
@@ -203,10 +209,12 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
     if "lp" in facts and facts.get("grad") != GRAPH and any(
             side.facts.get("grad") == GRAPH or side.facts.get("lp_some") for side in (a, b) if "lp" in side.facts):
         facts["lp_some"] = True  # the log-probs' path carries the graph that the joined `grad` no longer says
-    if facts.get("type") == FUNCTION and "function" not in facts:
+    if facts.get("type") == FUNCTION and "function" not in facts or \
+            facts.get("type") in (MODEL, INSTANCE) and "cls" not in facts:
         options = _options(a) + tuple(o for o in _options(b) if o not in _options(a))
-        if all(o.facts.get("function") is not None for o in options) and len(options) <= MAX_CANDIDATES:
-            facts["candidates"] = options  # one of these functions: a call runs each (`Flow`)
+        identity = "function" if facts["type"] == FUNCTION else "cls"
+        if all(o.facts.get(identity) is not None for o in options) and len(options) <= MAX_CANDIDATES:
+            facts["candidates"] = options  # one of these functions, or instances of these classes: a call runs each
     if facts.get("type") in _NAMED_BY and _NAMED_BY[facts["type"]] not in facts and "candidates" not in facts:
         del facts["type"]  # two different functions (classes, imported names): which one is unknown
     sources = a.sources | b.sources
@@ -283,6 +291,16 @@ def _join_items(left: Tuple, right: Tuple) -> Tuple:
     merged = [(k, join(x, others[k]) if k in others else x) for k, x in left]
     seen = {k for k, _ in left}
     merged.extend((k, x) for k, x in right if k not in seen)
+    return tuple(merged)
+
+
+def _join_fields(left: Tuple, right: Tuple) -> Tuple:
+    """The fields of one object on both paths: joined where both set them; one that a path leaves at its default
+    holds the default there, which only the class knows: not known."""
+    others = dict(right)
+    merged = [(k, join(x, others[k]) if k in others else UNKNOWN) for k, x in left]
+    seen = {k for k, _ in left}
+    merged.extend((k, UNKNOWN) for k, _ in right if k not in seen)
     return tuple(merged)
 
 

@@ -48,6 +48,7 @@ MAX_SUMMARIES = 2000  # interpretations of callees per file: a bound for patholo
 # long chain of files and methods ends in unknown facts instead of Python's recursion limit.
 MAX_NESTED_ANALYSES = 24
 MAX_REMOTE_IMPORTERS = 4  # project files read to find the callers of a function no caller in its file calls
+MAX_UNROLLED = 64  # items of a dict of settings a loop over them is run once each for; more: the loop as any other
 
 NN_MODULE_BASES = frozenset({"torch.nn.Module", "nn.Module", "torch.nn.modules.module.Module"})
 _IN_PROGRESS = (UNKNOWN, [])  # a summary being interpreted (`Flow.summary`)
@@ -1002,7 +1003,8 @@ class Frame:
 
     def _compound(self, stmt: cst.CSTNode) -> None:
         if isinstance(stmt, cst.If):
-            truth = self._truth(self.expr(stmt.test))
+            test = self.expr(stmt.test)
+            truth = self._truth(test)
             if truth is None:
                 truth = self._none_test(stmt.test)
             before = dict(self.env)
@@ -1016,7 +1018,10 @@ class Frame:
                 elif stmt.orelse is not None:
                     self.block(stmt.orelse.body.body)
             other_ended = self.ended or truth is True
-            if taken_ended and other_ended:
+            if truth is None and test.facts.get("shipped") and not taken_ended:
+                # true in every run (the project ships the file): the other path is read, its values not kept
+                self.env, self.ended = taken, False
+            elif taken_ended and other_ended:
                 self.ended = True
             elif taken_ended:
                 self.ended = False
@@ -1025,7 +1030,11 @@ class Frame:
             else:
                 self.env = join_env(taken, self.env)
         elif isinstance(stmt, cst.For):
-            self._loop(stmt, lambda: self.assign(stmt.target, element_of(self.expr(stmt.iter)), stmt))
+            passes = self._known_items(stmt)
+            if passes is not None:
+                self._unrolled(stmt, passes)
+            else:
+                self._loop(stmt, lambda: self.assign(stmt.target, element_of(self.expr(stmt.iter)), stmt))
         elif isinstance(stmt, cst.While):
             self._loop(stmt, lambda: self.expr(stmt.test))
         elif isinstance(stmt, cst.With):
@@ -1095,6 +1104,38 @@ class Frame:
         if kind in (BOOL, NUMBER) and "number" in test.facts:
             return bool(test.facts["number"])
         return None
+
+    def _known_items(self, stmt: cst.For) -> Optional[List[Value]]:
+        """What each pass of a loop binds, where every pass is known, in a call interpreted with its arguments and
+        a body without `break`: none for a list known to be empty (an `append` flag no launch gives); for
+        `for k, v in d.items()` over a dict whose every key is known (`complete`: a file of settings), each item,
+        its key as text of that `literal`. None otherwise: the loop runs as any other."""
+        loop = stmt.iter
+        if self.recording or stmt.orelse is not None or any(isinstance(n, cst.Break) for n in walk(stmt.body)):
+            return None
+        if isinstance(loop, (cst.Name, cst.Attribute)):
+            held = self.expr(loop)
+            return [] if held.facts.get("type") == LIST and held.facts.get("items") == () and \
+                "element" not in held.facts else None
+        if not (isinstance(loop, cst.Call) and not loop.args and isinstance(loop.func, cst.Attribute)
+                and loop.func.attr.value == "items" and isinstance(loop.func.value, (cst.Name, cst.Attribute))
+                and isinstance(stmt.target, cst.Tuple) and len(stmt.target.elements) == 2):
+            return None
+        held = self.expr(loop.func.value)
+        items = held.facts.get("items")
+        if held.facts.get("type") != DICT or not held.facts.get("complete") or items is None or \
+                len(items) > MAX_UNROLLED or not all(isinstance(k, str) for k, _ in items):
+            return None
+        return [Value({"type": TUPLE, "items": ((0, Value({"type": TEXT, "literal": k})), (1, item))})
+                for k, item in items]
+
+    def _unrolled(self, stmt: cst.For, passes: List[Value]) -> None:
+        """A loop whose every pass is known: the body once per pass, with what it binds."""
+        for bound in passes:
+            self._enter(stmt)
+            self.assign(stmt.target, bound, stmt)
+            self.block(stmt.body.body)
+            self.ended = False
 
     def _loop(self, stmt: cst.CSTNode, head: Callable[[], Any]) -> None:
         """A loop body runs twice: the second pass sees what the first left (loop-carried values)."""
@@ -1521,8 +1562,10 @@ class Frame:
             self.emit("backward", node, loss, "backward")
             return value(type=NONE)
         if name == "setattr" and isinstance(node.func, cst.Name) and "setattr" not in self.env and len(args) == 3:
-            self._setattr(node, args[2])
+            self._setattr(node, args[1], args[2])
             return value(type=NONE)
+        if name == "hasattr" and isinstance(node.func, cst.Name) and "hasattr" not in self.env and len(args) == 2:
+            return self._hasattr(args[0], args[1].facts.get("literal") or literal(node.args[1].value))
         if name in ("append", "extend") and receiver is not None and receiver.facts.get("type") == LIST and args \
                 and isinstance(node.func, cst.Attribute):
             self._grow(node.func.value, receiver, args[0] if name == "append" else element_of(args[0]))
@@ -1535,14 +1578,15 @@ class Frame:
             self.saved(result, result.facts["saved"])
         return with_sources(result, sources)
 
-    def _setattr(self, node: cst.Call, stored: Value) -> None:
-        """`setattr(obj, "name", v)` is `obj.name = v`; with a name not written here (`for k, v in d.items():
-        setattr(cfg, k, v)`), any attribute of `obj` may have changed: what it held and its fields' defaults are
-        no longer known (`fields_set`)."""
+    def _setattr(self, node: cst.Call, name: Value, stored: Value) -> None:
+        """`setattr(obj, "name", v)` is `obj.name = v`, also where the name is text the engine knows (the key of
+        a dict of settings whose items are looped over); with a name not known (`for k, v in d.items():
+        setattr(cfg, k, v)` over a dict of unknown keys), any attribute of `obj` may have changed: what it held,
+        what it was built with and its fields' defaults are no longer known (`fields_set`)."""
         holder = place(node.args[0].value)
         if holder is None:
             return
-        attribute = literal(node.args[1].value)
+        attribute = name.facts.get("literal") or literal(node.args[1].value)
         if isinstance(attribute, str) and attribute.isidentifier():
             self.env[f"{holder}.{attribute}"] = stored
             self.stored_on.add(holder.split(".", 1)[0])
@@ -1551,7 +1595,16 @@ class Frame:
             del self.env[key]
         current = self.env.get(holder)
         if current is not None and current.facts.get("type") in (INSTANCE, "config"):
-            self.env[holder] = current.but(fields_set=True, why={"fields_set": (node,)})
+            self.env[holder] = current.but(fields_set=True, fields=None, why={"fields_set": (node,)})
+
+    def _hasattr(self, held: Value, attribute: Any) -> Value:
+        """`hasattr(obj, "name")`: true for a field its project class declares (a dataclass config), else not
+        known (an attribute may be set out of sight)."""
+        cls = held.facts.get("cls") if held.facts.get("type") == INSTANCE else None
+        if isinstance(attribute, str) and cls is not None and \
+                any(attribute in c.fields for c in cls.module.flow._class_chain(cls)):
+            return value(type=BOOL, number=1)
+        return value(type=BOOL)
 
     def _settings_handed(self, node: cst.Call, callee: Value) -> None:
         """A dict whose every key is known (a file of settings) that a call may change (`cfg.update(...)`, a

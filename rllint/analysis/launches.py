@@ -131,6 +131,7 @@ def launched_runs(file) -> List[List[LaunchEntry]]:
 
 
 CONFIG_FILES = (".yaml", ".yml", ".json")
+SETTINGS_FILES = CONFIG_FILES + (".toml",)  # what the code itself may read settings from (`tomllib.load`)
 
 
 def config_file_entries(file, entry: LaunchEntry) -> Optional[List[LaunchEntry]]:
@@ -146,7 +147,7 @@ def written_settings_file(file, written: str) -> Optional[str]:
     names (`/root/work/repo/configs/grpo.yaml`). None when no such file exists."""
     from rllint.index import project_root
 
-    if not written.endswith(CONFIG_FILES) or not file.path or "\n" in written:
+    if not written.endswith(SETTINGS_FILES) or not file.path or "\n" in written:
         return None
     here = os.path.dirname(os.path.abspath(file.path))
     root = project_root(os.path.abspath(file.path))
@@ -166,11 +167,11 @@ def written_settings_file(file, written: str) -> Optional[str]:
 
 
 def settings_file(file, path: str, nested: bool = False) -> Optional[List[LaunchEntry]]:
-    """The top-level settings of a YAML (or JSON) file of settings, each where it is written (a nested mapping
+    """The top-level settings of a YAML (JSON, TOML) file of settings, each where it is written (a nested mapping
     or a list is one setting of no known value; with `nested`, each scalar under its dotted key instead);
     None when it cannot be read, does not parse, or holds several documents (which one is read is not
     known). A dependency of the linted file."""
-    from rllint.analysis.configs import ConfigSyntaxError, ConfigTooLarge, read_yaml
+    from rllint.analysis.configs import ConfigSyntaxError, ConfigTooLarge, read_toml, read_yaml
     from rllint.analysis.values import RemoteNode
     from rllint.index import project_root
 
@@ -179,7 +180,7 @@ def settings_file(file, path: str, nested: bool = False) -> Optional[List[Launch
     if text is None or not file.path:
         return None
     try:
-        found = read_yaml(text)
+        found = read_toml(text) if path.endswith(".toml") else read_yaml(text)
     except (ConfigSyntaxError, ConfigTooLarge):
         return None
     relative = os.path.relpath(path, project_root(os.path.abspath(file.path)))

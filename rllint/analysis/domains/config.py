@@ -24,12 +24,15 @@ from typing import Any, Dict, List, Optional, Tuple
 import libcst as cst
 
 from rllint.analysis.domains.base import Domain
-from rllint.analysis.facts import CLASS, DICT, INSTANCE, NUMBER, REF, TEXT, TUPLE, UNKNOWN, Value, join_all
+from rllint.analysis.facts import BOOL, CLASS, DICT, INSTANCE, NUMBER, REF, TEXT, TUPLE, UNKNOWN, Value, join_all
 
 PARSER, NAMESPACE, CONFIG, FILE = "parser", "namespace", "config", "file"
 # Reads of a whole file of settings into a dict.
-_SETTINGS_LOADS = frozenset({"yaml.safe_load", "yaml.load", "yaml.full_load", "json.load"})
+_SETTINGS_LOADS = frozenset({"yaml.safe_load", "yaml.load", "yaml.full_load", "json.load", "tomllib.load", "tomli.load",
+                             "toml.load"})
 
+# Tests that a path names a file (`if os.path.exists(args.config): load it, else keep the defaults`).
+_FILE_TESTS = frozenset({"os.path.exists", "os.path.isfile"})
 _ENV_GETTERS = frozenset({"os.environ.get", "os.getenv", "os.environ.setdefault"})
 _FIELD_CALLS = frozenset({"dataclasses.field", "field", "pydantic.Field", "Field", "attr.ib", "attrs.field"})
 _DATACLASS_PARSERS = frozenset({"HfArgumentParser", "TrlParser"})
@@ -52,7 +55,9 @@ class ConfigDomain(Domain):
             classes = args[0] if args else kwargs.get("dataclass_types", UNKNOWN)
             return Value({"type": PARSER, "classes": classes})
         if qual in _ENV_GETTERS:
-            return _environment(node)
+            return _environment(node, args, kwargs)
+        if qual in _FILE_TESTS and args and args[0].facts.get("files"):  # the project's file of settings is there
+            return Value({"type": BOOL, "number": 1, "shipped": True})
         if qual in _SETTINGS_LOADS and args and args[0].facts.get("type") == FILE:
             return _loaded(frame.flow, args[0].facts["files"])
         if qual in _FIELD_CALLS or tail in ("field", "Field") and qual.split(".", 1)[0] in ("dataclasses", "pydantic"):
@@ -250,14 +255,17 @@ def _setting_value(entry) -> Value:
                  {"number": (entry.place,)})
 
 
-def _environment(node: cst.Call) -> Value:
-    """`os.environ.get("LR", "2e-5")`: the default, as text that holds a number when it spells one."""
+def _environment(node: cst.Call, args: List[Value], kwargs: Dict[str, Value]) -> Value:
+    """`os.environ.get("LR", "2e-5")`: the default, as text that holds a number when it spells one, or that names
+    the project's file of settings (`os.environ.get("CONFIG", "configs/run.toml")`)."""
     positional = [a.value for a in node.args if a.keyword is None and not a.star]
     default = positional[1] if len(positional) > 1 else next(
         (a.value for a in node.args if a.keyword is not None and a.keyword.value == "default"), None)
     variable = positional[0].evaluated_value if positional and isinstance(positional[0], cst.SimpleString) else "?"
     if isinstance(default, cst.SimpleString):
-        return _number_text(default, f"default of environment variable {variable}", TEXT)
+        given = args[1] if len(args) > 1 else kwargs.get("default", UNKNOWN)
+        found = _number_text(default, f"default of environment variable {variable}", TEXT)
+        return found.but(files=given.facts["files"]) if given.facts.get("files") else found
     return UNKNOWN
 
 

@@ -23,7 +23,7 @@ from rllint.analysis.domains.base import Domain
 from rllint.analysis.domains.torch_ops import OPS, Operands, gradient, raw_logits, tensor_result
 from rllint.analysis.facts import (BATCH, CAUSAL_LM, GRAPH, IDS, LOG_SPACE, LOGITS, MODEL, NLL, NO_GRAD, NUMBER,
                                    OPTIMIZER, OUTPUT, PARAMS, SEQ2SEQ, SEQ_CLS, TENSOR, TIME, TOKENIZER, TUPLE, UNKNOWN,
-                                   VALUE_HEAD, VOCAB, Value, item_of, value, with_sources)
+                                   VALUE_HEAD, VOCAB, Value, item_of, join_all, value, with_sources)
 
 # Methods that return the model they are called on (or the same parameters).
 SAME_MODEL = frozenset({"to", "cuda", "cpu", "eval", "train", "half", "float", "bfloat16", "requires_grad_"})
@@ -155,12 +155,14 @@ class Models(Domain):
         return self.forward(frame, callee, node, args, kwargs)
 
     def forward(self, frame, model: Value, node: cst.Call, args: List[Value], kwargs: Dict[str, Value]) -> Value:
-        """A model's forward: a project module runs its own `forward`; a pretrained one gives an output whose
-        fields follow its architecture. Either way the gradient follows from the mode and the model. A layer
+        """A model's forward: a project module runs its own `forward` (one of several: each); a pretrained one
+        gives an output whose fields follow its architecture. Either way the gradient follows from the mode and the model. A layer
         of `torch.nn` is part of a model: its output is a tensor whose gradient follows its inputs (the model
         that holds it decides the rest), or that carries a graph when the layer itself trains."""
         if model.facts.get("layer"):
             return self._layer(frame, model, node, args, kwargs)
+        if "candidates" in model.facts:  # one of several project modules (a factory's): what any of them computes
+            return join_all(self.forward(frame, option, node, args, kwargs) for option in model.facts["candidates"])
         result = frame.run_method(model, "forward", node, args, kwargs)
         if result is not None and model.facts.get("weightless"):
             return result  # no parameters of its own (a loss written as a module): what its forward computes
