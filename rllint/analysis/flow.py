@@ -56,6 +56,53 @@ _IN_PROGRESS = (UNKNOWN, [])  # a summary being interpreted (`Flow.summary`)
 _PLAIN = frozenset({NUMBER, BOOL, NONE, TEXT, TEXTS, DICT, LIST, TUPLE, TENSOR})
 _REGISTERS = frozenset({"register_parameter", "register_module", "add_module"})
 _ANALYSES = threading.local()  # how deep `Flow._analyze` calls nest in this thread, across the project's files
+_SETTLED = float("inf")  # the taint of a computation that read no provisional answer
+
+
+def _open() -> Tuple[int, float]:
+    """Start a computation that may read a provisional answer (an analysis, a summary, an attribute being
+    found): its nesting level across the project's flows, and the taint of its enclosing one so far."""
+    level = getattr(_ANALYSES, "level", 0) + 1
+    _ANALYSES.level = level
+    outer = getattr(_ANALYSES, "taint", _SETTLED)
+    _ANALYSES.taint = _SETTLED
+    return level, outer
+
+
+def _provisional(level: int) -> None:
+    """The current computation reads an answer that the computation at `level` is still finding."""
+    _ANALYSES.taint = min(_ANALYSES.taint, level)
+
+
+def _abandon(level: int, outer: float) -> None:
+    """End the computation opened at `level` by an exception (the file is not analysed further)."""
+    _ANALYSES.level, _ANALYSES.taint, _ANALYSES.pending = level - 1, outer, []
+
+
+def _tainted(level: int) -> bool:
+    """Whether the computation opened at `level` has read a provisional answer of a question outside it."""
+    return _ANALYSES.taint < level
+
+
+def _close(level: int, outer: float) -> float:
+    """End the computation opened at `level`: the lowest level of a question still being found outside it whose
+    provisional answer it read (`_SETTLED`: none; questions opened inside it are answered by now). The analyses
+    that read provisional answers of the questions it opened are run again now that these are known (or wait for
+    the outer question they also read)."""
+    taint = _ANALYSES.taint
+    mine = taint if taint < level else _SETTLED
+    _ANALYSES.level = level - 1
+    _ANALYSES.taint = min(outer, mine)
+    pending: List[Tuple[float, "Flow", FunctionIR]] = getattr(_ANALYSES, "pending", [])
+    ready = [entry for entry in pending if entry[0] >= level]
+    if ready:
+        _ANALYSES.pending = [entry for entry in pending if entry[0] < level]
+        if mine < _SETTLED:
+            _ANALYSES.pending.extend((mine, flow, function) for _, flow, function in ready)
+        else:
+            for _, flow, function in ready:
+                flow.reanalyze(function)
+    return mine
 _TRAINER_PACKAGES = ("transformers.", "trl.")
 _TRAINER_ENTRY_METHODS = frozenset({"compute_loss", "training_step"})
 _CONVERSIONS = frozenset({"float", "int"})
@@ -121,11 +168,13 @@ class Flow:
         self.cut_inside: Dict[cst.Call, cst.CSTNode] = {}
         self.globals: Dict[str, Value] = {}
         self._state: Dict[FunctionIR, str] = {}
+        self._running: Dict[FunctionIR, int] = {}  # the analyses under way -> their level (`_open`)
         self._modes: Dict[FunctionIR, Optional[bool]] = {}
         self._callers: Dict[FunctionIR, Optional[List[CallSite]]] = {}
         self._summaries: Dict[Tuple, Tuple[Value, List[Tuple[str, Event]]]] = {}
         self._summary_count = 0
         self._attributes: Dict[Tuple[str, str], Optional[Value]] = {}
+        self._finding: Dict[Tuple[str, str], int] = {}  # attributes being found -> their level (`_open`)
         self._holding: Dict[str, Optional[bool]] = {}  # class name -> whether its instances hold parameters
         self._located: Optional[Dict[cst.CSTNode, FunctionIR]] = None
         self._freezes: Optional[List[Tuple[cst.CSTNode, FunctionIR]]] = None
@@ -526,16 +575,28 @@ class Flow:
         """`self.name` of an instance of `cls`: what the methods assign it (joined), else the class attribute."""
         key = (cls.name, name)
         if key in self._attributes:
+            if key in self._finding:
+                _provisional(self._finding[key])
             return self._attributes[key]
-        self._attributes[key] = None  # while it is being found: unknown
+        level, outer = _open()
+        self._finding[key] = level
+        self._attributes[key] = None  # while it is being found: unknown, and a provisional answer (`_open`)
         found: List[Value] = []
         unfinished = False  # a method that stores it is being interpreted (this question comes from inside it)
-        for method in self._methods(cls):
-            targets = [t for stmt in method.statements for t in _self_stores(stmt, name)]
-            if targets:
-                self._analyze(method)
-                unfinished = unfinished or self._state.get(method) == "running"
-                found.extend(self.values[t] for t in targets if t in self.values)
+        try:
+            for method in self._methods(cls):
+                targets = [t for stmt in method.statements for t in _self_stores(stmt, name)]
+                if targets:
+                    self._analyze(method)
+                    if method in self._running:  # its stores so far only
+                        unfinished = True
+                        _provisional(self._running[method])
+                    found.extend(self.values[t] for t in targets if t in self.values)
+        except BaseException:
+            _abandon(level, outer)
+            raise
+        finally:
+            del self._finding[key]
         if not found:
             declared = next((owner for owner in self._class_chain(cls) if name in owner.attributes), None)
             if declared is not None:  # a class attribute or dataclass field, maybe inherited from a base
@@ -547,10 +608,11 @@ class Flow:
         result = join_all(found)
         if not result.facts.get("type"):  # an object from out of sight: this attribute is its identity
             result = result.but(place=("attr", cls.name, name))
-        if unfinished:
+        if unfinished or _tainted(level):
             del self._attributes[key]  # not all its stores are known yet: asked again once they are
         else:
             self._attributes[key] = result
+        _close(level, outer)
         return result
 
     def stored_elsewhere(self, cls: ClassIR, name: str) -> bool:
@@ -639,6 +701,8 @@ class Flow:
         nesting = getattr(_ANALYSES, "nesting", 0)
         callers_in_reach = nesting < MAX_NESTED_ANALYSES
         _ANALYSES.nesting = nesting + 1
+        level, outer = _open()
+        self._running[function] = level
         try:
             params = {} if function.is_module else self._entry_params(function, callers_in_reach)
             mode = self.entry_mode(function) if callers_in_reach or function in self._modes else None
@@ -646,12 +710,26 @@ class Flow:
             if function.is_module:
                 frame.env = self.globals
             frame.run()
+        except BaseException:
+            _abandon(level, outer)
+            raise
         finally:
             _ANALYSES.nesting = nesting
+            del self._running[function]
         self.returned[function] = frame.returned()
         if function.nested:
             self._closures[function] = frame.env
         self._state[function] = "done"
+        taint = _close(level, outer)
+        if taint < _SETTLED:  # it read an attribute still being found: run again once that is known
+            _ANALYSES.pending = getattr(_ANALYSES, "pending", []) + [(taint, self, function)]
+
+    def reanalyze(self, function: FunctionIR) -> None:
+        """Interpret `function` in its own context again: its first run read provisional answers."""
+        self._state.pop(function, None)
+        if function.is_module:
+            self.globals.clear()
+        self._analyze(function)
 
     def _closure(self, function: FunctionIR) -> Optional[Dict[str, Value]]:
         """The names of the function a nested function is defined in, as that function's own run leaves them:
@@ -774,7 +852,15 @@ class Flow:
         self._summary_count += 1
         params = {p.name: args.get(p.name) or self.default(p, function) for p in function.params if not p.star}
         frame = Frame(self, function, params, mode, depth=depth + 1, record=False, outer=outer)
-        frame.run()
+        level, outer_taint = _open()
+        try:
+            frame.run()
+        except BaseException:
+            _abandon(level, outer_taint)
+            raise
+        if _tainted(level):  # it read an attribute still being found: not an answer to remember
+            keep = False
+        _close(level, outer_taint)
         stores: Dict[str, Value] = {}
         if function.cls is not None and function.params and function.params[0].index == 0 and not _is_static(function):
             prefix = function.params[0].name + "."
