@@ -21,6 +21,7 @@ Rules ask `Flow`: `value(expr)`, `grad_mode(statement)`, `callers(function)`, `f
 """
 from __future__ import annotations
 
+import ast
 import os
 import threading
 from dataclasses import dataclass, field, replace
@@ -38,6 +39,7 @@ from rllint.analysis.facts import (BATCH, BOOL, CAUSAL_LM, CLASS, DICT, FUNCTION
 from rllint.analysis.ir import NO_GRAD_CONTEXTS, CallSite, ClassIR, FunctionIR, ModuleIR, Param
 from rllint.analysis.launches import written_settings_file
 from rllint.analysis.syntax import children, walk
+from rllint.analysis.tensors import layout_of
 from rllint.index import find_module
 from rllint.options import CROSS_MODULE_VALUES
 
@@ -53,6 +55,8 @@ NN_MODULE_BASES = frozenset({"torch.nn.Module", "nn.Module", "torch.nn.modules.m
 _IN_PROGRESS = (UNKNOWN, [])  # a summary being interpreted (`Flow.summary`)
 # What a module stores on `self` that holds no parameters: numbers, flags, text, containers and plain tensors
 # (a tensor attribute is not registered as a parameter).
+_LAYOUT_NODES = (cst.Call, cst.ListComp, cst.GeneratorExp)  # what may lay out rows (`lays_out`)
+_REPEATS = frozenset({"repeat_interleave", "repeat", "tile", "RepeatSampler", "RepeatRandomSampler"})
 _PLAIN = frozenset({NUMBER, BOOL, NONE, TEXT, TEXTS, DICT, LIST, TUPLE, TENSOR})
 _REGISTERS = frozenset({"register_parameter", "register_module", "add_module"})
 _ANALYSES = threading.local()  # how deep `Flow._analyze` calls nest in this thread, across the project's files
@@ -174,6 +178,7 @@ class Flow:
         self._summaries: Dict[Tuple, Tuple[Value, List[Tuple[str, Event]]]] = {}
         self._summary_count = 0
         self._attributes: Dict[Tuple[str, str], Optional[Value]] = {}
+        self._layouts: Dict[cst.CSTNode, Optional[Tuple[str, str]]] = {}  # `lays_out`
         self._finding: Dict[Tuple[str, str], int] = {}  # attributes being found -> their level (`_open`)
         self._holding: Dict[str, Optional[bool]] = {}  # class name -> whether its instances hold parameters
         self._located: Optional[Dict[cst.CSTNode, FunctionIR]] = None
@@ -558,6 +563,33 @@ class Flow:
                     continue
                 return True
         return False
+
+    def lays_out(self, node: cst.CSTNode) -> Optional[Tuple[str, str]]:
+        """How the expression `node` lays out the repeated rows of a batch of prompts ("contiguous": each prompt's
+        copies in a row, `repeat_interleave(ids, G)`, `[p for p in ps for _ in range(G)]`; "tiled": the whole batch
+        again and again, `ids.repeat(G, 1)`, `[p for _ in range(G) for p in ps]`) and the code of the count it
+        repeats by; None when it repeats nothing. The node is a source of what it makes (`layout`)."""
+        if node not in self._layouts:
+            self._layouts[node] = None
+            if _tail(node.func) in _REPEATS if isinstance(node, cst.Call) else \
+                    node.for_in.inner_for_in is not None and node.for_in.inner_for_in.inner_for_in is None:
+                try:
+                    written = ast.parse(self.file.module.code_for_node(node).strip(), mode="eval").body
+                except SyntaxError:
+                    written = None
+                found = layout_of(written, any_receiver=True) if written is not None else None
+                if found is not None and found[1] is not None:
+                    self._layouts[node] = (found[0], ast.unparse(found[1]))
+        return self._layouts[node]
+
+    def layout(self, held: Value) -> Optional[Tuple[str, str, List[cst.CSTNode]]]:
+        """The one layout of the rows `held` is made of (its sources made by `lays_out`), the count and where
+        they are made; None when no layout, or several, made it."""
+        found = [(self._layouts[node], node) for node in held.sources if self._layouts.get(node) is not None]
+        if len({made for made, _ in found}) != 1:
+            return None
+        (layout, count), _ = found[0]
+        return layout, count, [node for _, node in found]
 
     def changes_models(self) -> bool:
         """Whether this module freezes or trains any model (another module's helper that does neither only runs
@@ -1292,6 +1324,8 @@ class Frame:
 
     def expr(self, node: cst.CSTNode) -> Value:
         result = self._expr(node)
+        if isinstance(node, _LAYOUT_NODES) and self.flow.lays_out(node) is not None:
+            result = with_sources(result, frozenset({node}))  # the rows made here keep that layout where they go
         if self.recording:
             self.flow.values[node] = result
         if result.facts.get("obj") is not None and isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)):
