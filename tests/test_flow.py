@@ -572,6 +572,31 @@ def test_an_attribute_set_to_none_in_init_and_loaded_by_a_setup_method_holds_wha
     assert engine.facts("self.unused", "type") == {"type": NONE}  # never set to anything else
 
 
+def test_a_method_analysed_while_its_caller_is_still_interpreted_gets_what_the_caller_passes():
+    """Reading `self.last` in `run` analyses `step`, which stores it, before `run` has reached its call of
+    `step`: that first answer (no caller) is provisional, and `step` is analysed again once `run` is done."""
+    engine = Engine("""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    class Runner:
+        def __init__(self, name):
+            self.policy = AutoModelForCausalLM.from_pretrained(name)
+            self.last = None
+
+        def run(self, steps):
+            for _ in range(steps):
+                if self.last is not None:
+                    print(self.last.shape)
+                self.step(torch.ones(2, 3, dtype=torch.long))
+
+        def step(self, ids):
+            self.last = self.policy(ids).logits
+    """)
+    called = [node for node in engine.nodes("ids") if engine.flow.function_of(node).name == "step"]
+    assert [engine.flow.value(node).facts.get("type") for node in called] == ["tensor"]
+
+
 def test_a_name_that_holds_a_model_or_a_number_is_neither():
     engine = Engine(CAUSAL + """
     def pick(flag):

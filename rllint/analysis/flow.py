@@ -391,13 +391,21 @@ class Flow:
         if function in self._callers:
             return self._callers[function] or []
         self._callers[function] = None  # recursion adds no caller
-        found = self.calls_here(function)
-        escapes = function.is_module or self.ir.escapes(function)
-        if not found and not escapes and (function.cls is None and function.parent is None
-                                          or self._constructor_of_module_class(function)):
-            found = self._remote_callers(function)
+        level, outer = _open()
+        try:
+            found = self.calls_here(function)
+            escapes = function.is_module or self.ir.escapes(function)
+            if not found and not escapes and (function.cls is None and function.parent is None
+                                              or self._constructor_of_module_class(function)):
+                found = self._remote_callers(function)
+        except BaseException:
+            _abandon(level, outer)
+            raise
         self._callers[function] = [] if escapes else found
-        return self._callers[function]
+        if _tainted(level):  # a function that may call it was still being interpreted: asked again later
+            del self._callers[function]
+        _close(level, outer)
+        return [] if escapes else found
 
     def calls_here(self, function: FunctionIR) -> List[CallSite]:
         """The call sites written in this file that call `function` (a function of this file or of another module),
@@ -409,6 +417,8 @@ class Flow:
             self._analyze(site.function)
             callee = self.values.get(site.node.func)
             if callee is None:
+                if site.function in self._running:  # not interpreted so far: what it calls here is not known yet
+                    _provisional(self._running[site.function])
                 continue
             if self.called(callee) is function:
                 found.append(site)
@@ -814,8 +824,11 @@ class Flow:
             seen: List[Value] = []
             for site in sites:
                 bound = function.bind(site.node, method=method)
+                caller: Flow = site.function.module.flow
                 if param.name in bound:
-                    seen.append(site.function.module.flow.values.get(bound[param.name], UNKNOWN))
+                    if bound[param.name] not in caller.values and site.function in caller._running:
+                        _provisional(caller._running[site.function])  # the caller has not got there yet
+                    seen.append(caller.values.get(bound[param.name], UNKNOWN))
                 elif any(a.star for a in site.node.args):
                     seen.append(UNKNOWN)
                 else:
