@@ -53,13 +53,29 @@ MAX_REMOTE_IMPORTERS = 4  # project files read to find the callers of a function
 
 NN_MODULE_BASES = frozenset({"torch.nn.Module", "nn.Module", "torch.nn.modules.module.Module"})
 _IN_PROGRESS = (UNKNOWN, [])  # a summary being interpreted (`Flow.summary`)
-# What a module stores on `self` that holds no parameters: numbers, flags, text, containers and plain tensors
-# (a tensor attribute is not registered as a parameter).
 _LAYOUT_NODES = (cst.Call, cst.ListComp, cst.GeneratorExp)  # what may lay out rows (`lays_out`)
 _REPEATS = frozenset({"repeat_interleave", "repeat", "tile", "RepeatSampler", "RepeatRandomSampler"})
+# What a module stores on `self` that holds no parameters: numbers, flags, text, containers and plain tensors
+# (a tensor attribute is not registered as a parameter).
 _PLAIN = frozenset({NUMBER, BOOL, NONE, TEXT, TEXTS, DICT, LIST, TUPLE, TENSOR})
 _REGISTERS = frozenset({"register_parameter", "register_module", "add_module"})
-_ANALYSES = threading.local()  # how deep `Flow._analyze` calls nest in this thread, across the project's files
+# In this thread, across the project's files: how deep `Flow._analyze` calls nest, and the computations that
+# may read provisional answers (`_open`).
+_ANALYSES = threading.local()
+_TRAINER_PACKAGES = ("transformers.", "trl.")
+_TRAINER_ENTRY_METHODS = frozenset({"compute_loss", "training_step"})
+_CONVERSIONS = frozenset({"float", "int"})
+_NUMERIC_BUILTINS = {"min": min, "max": max, "abs": abs}
+_VERL_POLICY_LOSS = "verl.trainer.ppo.core_algos.register_policy_loss"
+GRAPH_NONE = "fixed"
+_VERL_LOSS_LOGPS = {"log_prob": GRAPH, "old_log_prob": GRAPH_NONE}  # verl passes them by these keywords
+_TRL_GRPO_INPUT_LOGPS = ("old_per_token_logps", "ref_per_token_logps", "sampling_per_token_logps")
+# Calls that take a model and neither train nor freeze it (copies are new objects; wrappers keep the same one,
+# whose own parameters the file's optimizer and freeze sites name).
+_LEAVES_MODELS = frozenset({"deepcopy", "print", "isinstance", "len", "type", "id", "repr", "str", "getattr",
+                            "hasattr", "DistributedDataParallel", "DataParallel", "FullyShardedDataParallel",
+                            "compile", "create_reference_model", "get_peft_model", "unwrap_model"})
+
 _SETTLED = float("inf")  # the taint of a computation that read no provisional answer
 
 
@@ -75,7 +91,7 @@ def _open() -> Tuple[int, float]:
 
 def _provisional(level: int) -> None:
     """The current computation reads an answer that the computation at `level` is still finding."""
-    _ANALYSES.taint = min(_ANALYSES.taint, level)
+    _ANALYSES.taint = min(getattr(_ANALYSES, "taint", _SETTLED), level)
 
 
 def _abandon(level: int, outer: float) -> None:
@@ -107,19 +123,6 @@ def _close(level: int, outer: float) -> float:
             for _, flow, function in ready:
                 flow.reanalyze(function)
     return mine
-_TRAINER_PACKAGES = ("transformers.", "trl.")
-_TRAINER_ENTRY_METHODS = frozenset({"compute_loss", "training_step"})
-_CONVERSIONS = frozenset({"float", "int"})
-_NUMERIC_BUILTINS = {"min": min, "max": max, "abs": abs}
-_VERL_POLICY_LOSS = "verl.trainer.ppo.core_algos.register_policy_loss"
-GRAPH_NONE = "fixed"
-_VERL_LOSS_LOGPS = {"log_prob": GRAPH, "old_log_prob": GRAPH_NONE}  # verl passes them by these keywords
-_TRL_GRPO_INPUT_LOGPS = ("old_per_token_logps", "ref_per_token_logps", "sampling_per_token_logps")
-# Calls that take a model and neither train nor freeze it (copies are new objects; wrappers keep the same one,
-# whose own parameters the file's optimizer and freeze sites name).
-_LEAVES_MODELS = frozenset({"deepcopy", "print", "isinstance", "len", "type", "id", "repr", "str", "getattr",
-                            "hasattr", "DistributedDataParallel", "DataParallel", "FullyShardedDataParallel",
-                            "compile", "create_reference_model", "get_peft_model", "unwrap_model"})
 
 
 @dataclass
