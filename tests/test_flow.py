@@ -1,5 +1,8 @@
 """The fact engine's interpreter: facts follow the code across assignments, calls, containers and callers."""
-from rllint.analysis.facts import BATCH, CAUSAL_LM, COMPLETION, GRAPH, NO_GRAD, TIME, TOKEN_LOGPROBS, VOCAB
+from rllint.analysis.facts import (BATCH, CAUSAL_LM, COMPLETION, GRAPH, MODEL, NO_GRAD, NONE, TIME, TOKEN_LOGPROBS,
+                                   TOKENIZER, VOCAB)
+
+import pytest
 
 import rllint.analysis.flow as flow_module
 
@@ -502,6 +505,108 @@ def test_a_helper_met_again_while_it_is_interpreted_is_interpreted_again_not_unk
     """)
     assert engine.facts("new", "grad", occurrence=0) == {"grad": GRAPH}
     assert engine.facts("old", "grad", occurrence=0) == {"grad": NO_GRAD}
+
+
+LAZY_LOOP = """
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+
+class Loop:
+    def __init__(self, name):
+        self.name = name
+        self.model = None
+
+{methods}
+
+def main():
+    loop = Loop("gpt2")
+    loop.step(torch.zeros(2, 3, dtype=torch.long))
+"""
+
+_ENSURE = """    def ensure_loaded(self):
+        if self.model is None:
+            self.model = AutoModelForCausalLM.from_pretrained(self.name)
+"""
+_STEP = """    def step(self, ids):
+        self.ensure_loaded()
+        out = self.model(input_ids=ids)
+        return out.logits
+"""
+
+
+@pytest.mark.parametrize("methods", [_ENSURE + "\n" + _STEP, _STEP + "\n" + _ENSURE])
+def test_an_attribute_read_while_it_is_being_found_is_read_again_once_it_is_known(methods):
+    """`step` is analysed while `self.model` is being found (finding it analyses `ensure_loaded`, whose caller is
+    `step`): that first analysis saw a provisional unknown, and is run again once the attribute is known, whatever
+    the order of the methods."""
+    engine = Engine(LAZY_LOOP.format(methods=methods))
+    called = [node for node in engine.nodes("self.model") if engine.flow.function_of(node).name == "step"]
+    assert [engine.flow.value(node).facts.get("arch") for node in called] == [CAUSAL_LM]
+    assert engine.facts("out.logits", "type") == {"type": "tensor"}
+
+
+def test_an_attribute_set_to_none_in_init_and_loaded_by_a_setup_method_holds_what_is_loaded():
+    engine = Engine("""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    class Runner:
+        def __init__(self, name):
+            self.name, self.model, self.tok = name, None, None
+            self.unused = None
+
+        def setup(self):
+            self.model = AutoModelForCausalLM.from_pretrained(self.name)
+            self.tok = AutoTokenizer.from_pretrained(self.name)
+
+        def run(self, text):
+            enc = self.tok(text, return_tensors="pt")
+            return self.model.generate(**enc), self.unused
+
+    runner = Runner("gpt2")
+    runner.setup()
+    runner.run("hi")
+    """)
+    assert engine.facts("self.model", "type", "arch") == {"type": MODEL, "arch": CAUSAL_LM}
+    assert engine.facts("self.tok", "type") == {"type": TOKENIZER}
+    assert engine.facts("self.unused", "type") == {"type": NONE}  # never set to anything else
+
+
+def test_a_method_analysed_while_its_caller_is_still_interpreted_gets_what_the_caller_passes():
+    """Reading `self.last` in `run` analyses `step`, which stores it, before `run` has reached its call of
+    `step`: that first answer (no caller) is provisional, and `step` is analysed again once `run` is done."""
+    engine = Engine("""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    class Runner:
+        def __init__(self, name):
+            self.policy = AutoModelForCausalLM.from_pretrained(name)
+            self.last = None
+
+        def run(self, steps):
+            for _ in range(steps):
+                if self.last is not None:
+                    print(self.last.shape)
+                self.step(torch.ones(2, 3, dtype=torch.long))
+
+        def step(self, ids):
+            self.last = self.policy(ids).logits
+    """)
+    called = [node for node in engine.nodes("ids") if engine.flow.function_of(node).name == "step"]
+    assert [engine.flow.value(node).facts.get("type") for node in called] == ["tensor"]
+
+
+def test_a_name_that_holds_a_model_or_a_number_is_neither():
+    engine = Engine(CAUSAL + """
+    def pick(flag):
+        held = policy if flag else 0.5
+        other = None if flag else 0.5
+        return held, other
+    pick(True)
+    """)
+    assert engine.facts("held", "type") == {"type": None}
+    assert engine.facts("other", "type") == {"type": None}
 
 
 def test_module_methods_a_project_model_class_inherits_keep_the_model():

@@ -1,6 +1,8 @@
 """RL201 options and wording, beyond what the fixtures show."""
 import textwrap
 
+import pytest
+
 from rllint.runner import lint_text
 from rllint.settings import Settings
 
@@ -127,6 +129,73 @@ def test_rl202_look_alikes_reshapes_that_match_the_layout_and_per_token_tables()
             return table - table.mean(dim=1, keepdim=True)
     """
     assert lines(source, ["RL202"]) == []
+
+
+PAIRED = """
+    import numpy as np
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    lm = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B-Instruct")
+    tok = AutoTokenizer.from_pretrained("Qwen/Qwen2.5-0.5B-Instruct")
+
+
+    def grade(reference, reply):
+        return float(reference in reply)
+
+
+    def scores_of(references, replies):
+        return [grade(r, y) for r, y in zip(references, replies)]
+
+
+    def rollout(rows, k):
+        enc = tok([r["q"] for r in rows], return_tensors="pt", padding=True)
+        ids = {ids}
+        refs = {refs}
+        out = lm.generate(input_ids=ids, do_sample=True, max_new_tokens=64)
+        return scores_of(refs, tok.batch_decode(out[:, ids.shape[1]:], skip_special_tokens=True))
+"""
+
+
+@pytest.mark.parametrize("ids, refs, reported", [
+    # the prompts' copies contiguous, the references tiled (nanoGRPO's shape, in a function with a helper)
+    ('enc["input_ids"].repeat_interleave(k, dim=0)', '[r["a"] for _ in range(k) for r in rows]', [15]),
+    # the prompts tiled, the references contiguous
+    ('enc["input_ids"].repeat(k, 1)', '[r["a"] for r in rows for _ in range(k)]', [15]),
+    ('torch.as_tensor(np.repeat(enc["input_ids"].numpy(), k, axis=0))', '[r["a"] for _ in range(k) for r in rows]',
+     [15]),
+    # look-alikes: both laid out the same way, a count of another name, references not repeated at all
+    ('torch.repeat_interleave(enc["input_ids"], k, dim=0)', '[r["a"] for r in rows for _ in range(k)]', []),
+    ('enc["input_ids"].repeat(k, 1)', '[r["a"] for _ in range(k) for r in rows]', []),
+    ('enc["input_ids"].repeat_interleave(k, dim=0)', '[r["a"] for _ in range(len(rows)) for r in rows]', []),
+    ('enc["input_ids"].repeat_interleave(k, dim=0)', '[r["a"] for r in rows]', []),
+])
+def test_rl202_sequences_repeated_in_different_layouts_are_paired_row_by_row(ids, refs, reported):
+    assert [line for line, _ in lines(PAIRED.format(ids=ids, refs=refs), ["RL202"])] == reported
+
+
+def test_rl202_pairing_followed_into_methods_whose_caller_repeats_the_batch():
+    source = """
+        import torch
+
+
+        class Sampler:
+            def __init__(self, policy, tokenizer, copies):
+                self.policy, self.tokenizer, self.copies = policy, tokenizer, copies
+
+            def judge(self, items, texts):
+                return [float(item["gold"] in text) for item, text in zip(items, texts)]
+
+            def step(self, items):
+                batch = self.tokenizer([item["prompt"] for item in items], return_tensors="pt", padding=True)
+                prompt_ids = torch.repeat_interleave(batch["input_ids"], self.copies, dim=0)
+                items = [item for _ in range(self.copies) for item in items]
+                generated = self.policy.generate(prompt_ids, max_new_tokens=32)
+                return self.judge(items, self.tokenizer.batch_decode(generated))
+    """
+    assert lines(source, ["RL202"]) == [(10, "RL202")]
+    fixed = source.replace("for _ in range(self.copies) for item in items", "for item in items for _ in range(self.copies)")
+    assert lines(fixed, ["RL202"]) == []
 
 
 def test_rl203_a_statistic_of_the_cut_vector_met_with_the_vector_itself():

@@ -143,6 +143,7 @@ class Value:
 
 
 UNKNOWN = Value()
+_OPTIONAL = frozenset({TENSOR, FUNCTION, DICT, MODEL, TOKENIZER})  # kinds whose join with None is the kind
 
 
 def value(why: Iterable[cst.CSTNode] = (), **facts: Any) -> Value:
@@ -168,9 +169,10 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
     if b is None:
         return a
     kinds = (a.facts.get("type"), b.facts.get("type"))
-    if (kinds[0] == NONE) != (kinds[1] == NONE) and (TENSOR in kinds or FUNCTION in kinds or DICT in kinds):
-        # an optional tensor (`ref = model(x) if beta else None`), function (`fn = table.get(name)`) or mapping
-        # (`lora = cfg["lora"] if cfg["use_lora"] else None`): wherever it is used as one, it is the other path's
+    if (kinds[0] == NONE) != (kinds[1] == NONE) and any(kind in _OPTIONAL for kind in kinds):
+        # an optional tensor (`ref = model(x) if beta else None`), function (`fn = table.get(name)`), mapping
+        # (`lora = cfg["lora"] if cfg["use_lora"] else None`), model or tokenizer (`self.model = None` in
+        # `__init__`, loaded by `setup()`): wherever it is used as one, it is the other path's
         held, other = (a, b) if kinds[1] == NONE else (b, a)
         return with_sources(held, other.sources)
     if _empty_list(a) or _empty_list(b):  # no element: the other path's elements are all there can be

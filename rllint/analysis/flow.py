@@ -21,6 +21,7 @@ Rules ask `Flow`: `value(expr)`, `grad_mode(statement)`, `callers(function)`, `f
 """
 from __future__ import annotations
 
+import ast
 import os
 import threading
 from dataclasses import dataclass, field, replace
@@ -38,6 +39,7 @@ from rllint.analysis.facts import (BATCH, BOOL, CAUSAL_LM, CLASS, DICT, FUNCTION
 from rllint.analysis.ir import NO_GRAD_CONTEXTS, CallSite, ClassIR, FunctionIR, ModuleIR, Param
 from rllint.analysis.launches import written_settings_file
 from rllint.analysis.syntax import children, walk
+from rllint.analysis.tensors import layout_of
 from rllint.index import find_module
 from rllint.options import CROSS_MODULE_VALUES
 
@@ -52,11 +54,15 @@ MAX_UNROLLED = 64  # items of a dict of settings a loop over them is run once ea
 
 NN_MODULE_BASES = frozenset({"torch.nn.Module", "nn.Module", "torch.nn.modules.module.Module"})
 _IN_PROGRESS = (UNKNOWN, [])  # a summary being interpreted (`Flow.summary`)
+_LAYOUT_NODES = (cst.Call, cst.ListComp, cst.GeneratorExp)  # what may lay out rows (`lays_out`)
+_REPEATS = frozenset({"repeat_interleave", "repeat", "tile", "RepeatSampler", "RepeatRandomSampler"})
 # What a module stores on `self` that holds no parameters: numbers, flags, text, containers and plain tensors
 # (a tensor attribute is not registered as a parameter).
 _PLAIN = frozenset({NUMBER, BOOL, NONE, TEXT, TEXTS, DICT, LIST, TUPLE, TENSOR})
 _REGISTERS = frozenset({"register_parameter", "register_module", "add_module"})
-_ANALYSES = threading.local()  # how deep `Flow._analyze` calls nest in this thread, across the project's files
+# In this thread, across the project's files: how deep `Flow._analyze` calls nest, and the computations that
+# may read provisional answers (`_open`).
+_ANALYSES = threading.local()
 _TRAINER_PACKAGES = ("transformers.", "trl.")
 _TRAINER_ENTRY_METHODS = frozenset({"compute_loss", "training_step"})
 _CONVERSIONS = frozenset({"float", "int"})
@@ -70,6 +76,54 @@ _TRL_GRPO_INPUT_LOGPS = ("old_per_token_logps", "ref_per_token_logps", "sampling
 _LEAVES_MODELS = frozenset({"deepcopy", "print", "isinstance", "len", "type", "id", "repr", "str", "getattr",
                             "hasattr", "DistributedDataParallel", "DataParallel", "FullyShardedDataParallel",
                             "compile", "create_reference_model", "get_peft_model", "unwrap_model"})
+
+_SETTLED = float("inf")  # the taint of a computation that read no provisional answer
+
+
+def _open() -> Tuple[int, float]:
+    """Start a computation that may read a provisional answer (an analysis, a summary, an attribute being
+    found): its nesting level across the project's flows, and the taint of its enclosing one so far."""
+    level = getattr(_ANALYSES, "level", 0) + 1
+    _ANALYSES.level = level
+    outer = getattr(_ANALYSES, "taint", _SETTLED)
+    _ANALYSES.taint = _SETTLED
+    return level, outer
+
+
+def _provisional(level: int) -> None:
+    """The current computation reads an answer that the computation at `level` is still finding."""
+    _ANALYSES.taint = min(getattr(_ANALYSES, "taint", _SETTLED), level)
+
+
+def _abandon(level: int, outer: float) -> None:
+    """End the computation opened at `level` by an exception (the file is not analysed further)."""
+    _ANALYSES.level, _ANALYSES.taint, _ANALYSES.pending = level - 1, outer, []
+
+
+def _tainted(level: int) -> bool:
+    """Whether the computation opened at `level` has read a provisional answer of a question outside it."""
+    return _ANALYSES.taint < level
+
+
+def _close(level: int, outer: float) -> float:
+    """End the computation opened at `level`: the lowest level of a question still being found outside it whose
+    provisional answer it read (`_SETTLED`: none; questions opened inside it are answered by now). The analyses
+    that read provisional answers of the questions it opened are run again now that these are known (or wait for
+    the outer question they also read)."""
+    taint = _ANALYSES.taint
+    mine = taint if taint < level else _SETTLED
+    _ANALYSES.level = level - 1
+    _ANALYSES.taint = min(outer, mine)
+    pending: List[Tuple[float, "Flow", FunctionIR]] = getattr(_ANALYSES, "pending", [])
+    ready = [entry for entry in pending if entry[0] >= level]
+    if ready:
+        _ANALYSES.pending = [entry for entry in pending if entry[0] < level]
+        if mine < _SETTLED:
+            _ANALYSES.pending.extend((mine, flow, function) for _, flow, function in ready)
+        else:
+            for _, flow, function in ready:
+                flow.reanalyze(function)
+    return mine
 
 
 @dataclass
@@ -122,11 +176,14 @@ class Flow:
         self.cut_inside: Dict[cst.Call, cst.CSTNode] = {}
         self.globals: Dict[str, Value] = {}
         self._state: Dict[FunctionIR, str] = {}
+        self._running: Dict[FunctionIR, int] = {}  # the analyses under way -> their level (`_open`)
         self._modes: Dict[FunctionIR, Optional[bool]] = {}
         self._callers: Dict[FunctionIR, Optional[List[CallSite]]] = {}
         self._summaries: Dict[Tuple, Tuple[Value, List[Tuple[str, Event]]]] = {}
         self._summary_count = 0
         self._attributes: Dict[Tuple[str, str], Optional[Value]] = {}
+        self._layouts: Dict[cst.CSTNode, Optional[Tuple[str, str]]] = {}  # `lays_out`
+        self._finding: Dict[Tuple[str, str], int] = {}  # attributes being found -> their level (`_open`)
         self._holding: Dict[str, Optional[bool]] = {}  # class name -> whether its instances hold parameters
         self._located: Optional[Dict[cst.CSTNode, FunctionIR]] = None
         self._freezes: Optional[List[Tuple[cst.CSTNode, FunctionIR]]] = None
@@ -339,13 +396,21 @@ class Flow:
         if function in self._callers:
             return self._callers[function] or []
         self._callers[function] = None  # recursion adds no caller
-        found = self.calls_here(function)
-        escapes = function.is_module or self.ir.escapes(function)
-        if not found and not escapes and (function.cls is None and function.parent is None
-                                          or self._constructor_of_module_class(function)):
-            found = self._remote_callers(function)
+        level, outer = _open()
+        try:
+            found = self.calls_here(function)
+            escapes = function.is_module or self.ir.escapes(function)
+            if not found and not escapes and (function.cls is None and function.parent is None
+                                              or self._constructor_of_module_class(function)):
+                found = self._remote_callers(function)
+        except BaseException:
+            _abandon(level, outer)
+            raise
         self._callers[function] = [] if escapes else found
-        return self._callers[function]
+        if _tainted(level):  # a function that may call it was still being interpreted: asked again later
+            del self._callers[function]
+        _close(level, outer)
+        return [] if escapes else found
 
     def calls_here(self, function: FunctionIR) -> List[CallSite]:
         """The call sites written in this file that call `function` (a function of this file or of another module),
@@ -357,6 +422,8 @@ class Flow:
             self._analyze(site.function)
             callee = self.values.get(site.node.func)
             if callee is None:
+                if site.function in self._running:  # not interpreted so far: what it calls here is not known yet
+                    _provisional(self._running[site.function])
                 continue
             if self.called(callee) is function:
                 found.append(site)
@@ -512,6 +579,33 @@ class Flow:
                 return True
         return False
 
+    def lays_out(self, node: cst.CSTNode) -> Optional[Tuple[str, str]]:
+        """How the expression `node` lays out the repeated rows of a batch of prompts ("contiguous": each prompt's
+        copies in a row, `repeat_interleave(ids, G)`, `[p for p in ps for _ in range(G)]`; "tiled": the whole batch
+        again and again, `ids.repeat(G, 1)`, `[p for _ in range(G) for p in ps]`) and the code of the count it
+        repeats by; None when it repeats nothing. The node is a source of what it makes (`layout`)."""
+        if node not in self._layouts:
+            self._layouts[node] = None
+            if _tail(node.func) in _REPEATS if isinstance(node, cst.Call) else \
+                    node.for_in.inner_for_in is not None and node.for_in.inner_for_in.inner_for_in is None:
+                try:
+                    written = ast.parse(self.file.module.code_for_node(node).strip(), mode="eval").body
+                except SyntaxError:
+                    written = None
+                found = layout_of(written, any_receiver=True) if written is not None else None
+                if found is not None and found[1] is not None:
+                    self._layouts[node] = (found[0], ast.unparse(found[1]))
+        return self._layouts[node]
+
+    def layout(self, held: Value) -> Optional[Tuple[str, str, List[cst.CSTNode]]]:
+        """The one layout of the rows `held` is made of (its sources made by `lays_out`), the count and where
+        they are made; None when no layout, or several, made it."""
+        found = [(self._layouts[node], node) for node in held.sources if self._layouts.get(node) is not None]
+        if len({made for made, _ in found}) != 1:
+            return None
+        (layout, count), _ = found[0]
+        return layout, count, [node for _, node in found]
+
     def changes_models(self) -> bool:
         """Whether this module freezes or trains any model (another module's helper that does neither only runs
         the models it is given)."""
@@ -528,14 +622,26 @@ class Flow:
         """`self.name` of an instance of `cls`: what the methods assign it (joined), else the class attribute."""
         key = (cls.name, name)
         if key in self._attributes:
+            if key in self._finding:
+                _provisional(self._finding[key])
             return self._attributes[key]
-        self._attributes[key] = None  # while it is being found: unknown
+        level, outer = _open()
+        self._finding[key] = level
+        self._attributes[key] = None  # while it is being found: unknown, and a provisional answer (`_open`)
         found: List[Value] = []
         unfinished = False  # a method that stores it is being interpreted (this question comes from inside it)
-        for method, targets in self._stores_of(cls).get(name, ()):
-            self._analyze(method)
-            unfinished = unfinished or self._state.get(method) == "running"
-            found.extend(self.values[t] for t in targets if t in self.values)
+        try:
+            for method, targets in self._stores_of(cls).get(name, ()):
+                self._analyze(method)
+                if method in self._running:  # its stores so far only
+                    unfinished = True
+                    _provisional(self._running[method])
+                found.extend(self.values[t] for t in targets if t in self.values)
+        except BaseException:
+            _abandon(level, outer)
+            raise
+        finally:
+            del self._finding[key]
         if not found:
             declared = next((owner for owner in self._class_chain(cls) if name in owner.attributes), None)
             if declared is not None:  # a class attribute or dataclass field, maybe inherited from a base
@@ -547,10 +653,11 @@ class Flow:
         result = join_all(found)
         if not result.facts.get("type"):  # an object from out of sight: this attribute is its identity
             result = result.but(place=("attr", cls.name, name))
-        if unfinished:
+        if unfinished or _tainted(level):
             del self._attributes[key]  # not all its stores are known yet: asked again once they are
         else:
             self._attributes[key] = result
+        _close(level, outer)
         return result
 
     def stored_elsewhere(self, cls: ClassIR, name: str) -> bool:
@@ -648,6 +755,8 @@ class Flow:
         nesting = getattr(_ANALYSES, "nesting", 0)
         callers_in_reach = nesting < MAX_NESTED_ANALYSES
         _ANALYSES.nesting = nesting + 1
+        level, outer = _open()
+        self._running[function] = level
         try:
             params = {} if function.is_module else self._entry_params(function, callers_in_reach)
             mode = self.entry_mode(function) if callers_in_reach or function in self._modes else None
@@ -655,12 +764,26 @@ class Flow:
             if function.is_module:
                 frame.env = self.globals
             frame.run()
+        except BaseException:
+            _abandon(level, outer)
+            raise
         finally:
             _ANALYSES.nesting = nesting
+            del self._running[function]
         self.returned[function] = frame.returned()
         if function.nested:
             self._closures[function] = frame.env
         self._state[function] = "done"
+        taint = _close(level, outer)
+        if taint < _SETTLED:  # it read an attribute still being found: run again once that is known
+            _ANALYSES.pending = getattr(_ANALYSES, "pending", []) + [(taint, self, function)]
+
+    def reanalyze(self, function: FunctionIR) -> None:
+        """Interpret `function` in its own context again: its first run read provisional answers."""
+        self._state.pop(function, None)
+        if function.is_module:
+            self.globals.clear()
+        self._analyze(function)
 
     def _closure(self, function: FunctionIR) -> Optional[Dict[str, Value]]:
         """The names of the function a nested function is defined in, as that function's own run leaves them:
@@ -713,8 +836,11 @@ class Flow:
             seen: List[Value] = []
             for site in sites:
                 bound = function.bind(site.node, method=method)
+                caller: Flow = site.function.module.flow
                 if param.name in bound:
-                    seen.append(site.function.module.flow.values.get(bound[param.name], UNKNOWN))
+                    if bound[param.name] not in caller.values and site.function in caller._running:
+                        _provisional(caller._running[site.function])  # the caller has not got there yet
+                    seen.append(caller.values.get(bound[param.name], UNKNOWN))
                 elif any(a.star for a in site.node.args):
                     seen.append(UNKNOWN)
                 else:
@@ -783,7 +909,15 @@ class Flow:
         self._summary_count += 1
         params = {p.name: args.get(p.name) or self.default(p, function) for p in function.params if not p.star}
         frame = Frame(self, function, params, mode, depth=depth + 1, record=False, outer=outer)
-        frame.run()
+        level, outer_taint = _open()
+        try:
+            frame.run()
+        except BaseException:
+            _abandon(level, outer_taint)
+            raise
+        if _tainted(level):  # it read an attribute still being found: not an answer to remember
+            keep = False
+        _close(level, outer_taint)
         stores: Dict[str, Value] = {}
         if function.cls is not None and function.params and function.params[0].index == 0 and not _is_static(function):
             prefix = function.params[0].name + "."
@@ -1255,6 +1389,8 @@ class Frame:
 
     def expr(self, node: cst.CSTNode) -> Value:
         result = self._expr(node)
+        if isinstance(node, _LAYOUT_NODES) and self.flow.lays_out(node) is not None:
+            result = with_sources(result, frozenset({node}))  # the rows made here keep that layout where they go
         if self.recording:
             self.flow.values[node] = result
         if result.facts.get("obj") is not None and isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)):

@@ -1448,12 +1448,13 @@ def _base_name(node: ast.AST) -> str:
     return node.id if isinstance(node, ast.Name) else ""
 
 
-def _layout_of(node: ast.AST) -> Optional[Tuple[str, Optional[ast.expr]]]:
+def layout_of(node: ast.AST, any_receiver: bool = False) -> Optional[Tuple[str, Optional[ast.expr]]]:
     """The layout one expression shows, with the count it repeats by (the group size, whatever its
     name; None when not written): `prompt_ids.repeat_interleave(G)`, `np.repeat(ids, G)`,
     verl's `batch.repeat(repeat_times=n, interleave=True)`, `[p for p in ps for _ in range(G)]`
     and TRL's `RepeatSampler` keep a prompt's completions contiguous; `prompt_ids.repeat(G)`,
-    `np.tile(ids, G)`, `prompts * G` and `[p for _ in range(G) for p in ps]` tile them."""
+    `np.tile(ids, G)`, `prompts * G` and `[p for _ in range(G) for p in ps]` tile them. The repeated
+    tensor is one of prompts by its name, unless `any_receiver` (the engine follows where its rows go)."""
     if isinstance(node, ast.Call):
         func = node.func
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
@@ -1470,7 +1471,7 @@ def _layout_of(node: ast.AST) -> Optional[Tuple[str, Optional[ast.expr]]]:
         else:
             receiver = func.value if isinstance(func, ast.Attribute) else None
             first = node.args[0] if node.args else None
-        if receiver is None or not _BATCH_INPUT.search(_base_name(receiver)):
+        if receiver is None or not any_receiver and not _BATCH_INPUT.search(_base_name(receiver)):
             return None
         if name == "repeat_interleave":
             return _counted("contiguous", keywords.get("repeats", first))
@@ -1551,7 +1552,7 @@ def _layouts(tree: ast.Module) -> Dict[Optional[tuple], Set[Evidence]]:
                 continue
             if isinstance(child, ast.Assign) and len(child.targets) == 1 and isinstance(child.targets[0], ast.Name):
                 aliases[(key, child.targets[0].id)] = child.value
-            layout = _layout_of(child)
+            layout = layout_of(child)
             if layout and isinstance(child, ast.BinOp) and id(child) in counts:
                 layout = None  # `n = num_prompts * group_size` used as `range(n)`, a shape: a count, not a list
             if layout:

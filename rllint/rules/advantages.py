@@ -11,6 +11,7 @@ from rllint.analysis.facts import BATCH, FUNCTION, NORM, NUMBER, STD, TIME, VAR
 from rllint.analysis.flow import Flow
 from rllint.analysis.imports import Imports
 from rllint.analysis.numbers import NumberReads
+from rllint.analysis.positions import Lines
 from rllint.analysis.purpose import RLCodeOnly
 from rllint.analysis.returns import PaddedRows, Recursions, full_width
 from rllint.analysis.syntax import walk
@@ -500,6 +501,11 @@ class GroupLayoutMismatch(TensorRule):
     method, its class), then from the whole file; when the evidence shows both layouts,
     or none, only the batch-size reshape is reported.
 
+    It also reports a `zip` that pairs, row by row, two sequences repeated by the same count in
+    different layouts (`prompt_ids.repeat_interleave(G)` handed to the sampler, the answers
+    tiled as `[a for _ in range(G) for a in answers]`): the engine follows each layout from
+    where it is made through generation, decoding and the file's helpers to the pairing.
+
     Sizes are known by what they are, not by their names: the group size is a group-size
     setting, a local alias of one (`n = cfg.num_generations`), the count the prompts were
     repeated by (`k` of `prompt_ids.repeat_interleave(k)`), or the size of rows that are
@@ -516,11 +522,14 @@ class GroupLayoutMismatch(TensorRule):
     ```python
     prompt_ids = prompt_ids.repeat_interleave(G, dim=0)   # p0 p0 p0 p1 p1 p1
     grouped = rewards.view(G, -1)                          # rows mix prompts
+    answers = [a for _ in range(G) for a in answers]       # a0 a1 a0 a1 a0 a1
+    scores = [grade(a, c) for a, c in zip(answers, completions)]  # p0's completion meets a1
     ```
 
     ## Use instead
     ```python
     grouped = rewards.view(-1, G)                          # one row per prompt
+    answers = [a for a in answers for _ in range(G)]       # in the prompts' layout
     ```
 
     ## Options
@@ -534,10 +543,14 @@ class GroupLayoutMismatch(TensorRule):
     name = "group-layout-mismatch"
     severity = Severity.ERROR
     tier = Tier.CORRECTNESS
-    message = "`{expr}` {problem}: each row mixes completions of different prompts, so group baselines are wrong"
-    triggers = ("view(", "reshape(")
+    message = "`{expr}` {problem}"
+    triggers = ("view(", "reshape(", "repeat")
+    _MIXED = ": each row mixes completions of different prompts, so group baselines are wrong"
 
     def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == "zip":
+            self._paired(node)
+            return
         if _callee(node) not in ("view", "reshape") or len(node.args) < 2:
             return
         tensors = self.tensors()
@@ -568,7 +581,30 @@ class GroupLayoutMismatch(TensorRule):
                        f"(use `.view({tensors.code(cols)}, -1)` and reduce over dim 0)")
         else:
             return
-        self.report(node, expr=tensors.code(node), problem=problem)
+        self.report(node, expr=tensors.code(node), problem=problem + self._MIXED)
+
+    def _paired(self, node: cst.Call) -> None:
+        """`zip(a, b)` of two sequences whose rows were repeated by the same count in different layouts (the
+        engine's `Flow.layout`: one prompt's copies contiguous in one, the batch tiled in the other): the i-th
+        completion meets another prompt's row."""
+        flow: Flow = self.file.fact(Flow)
+        laid = [(arg.value, flow.layout(flow.value(arg.value))) for arg in node.args if arg.star == ""]
+        laid = [(expr, found) for expr, found in laid if found is not None]
+        for (first, (layout, count, made)), (second, (other, other_count, other_made)) in zip(laid, laid[1:]):
+            if layout != other and count == other_count:
+                lines = self.file.fact(Lines)
+                where = {"contiguous": "", "tiled": ""}
+                where[layout], where[other] = self._written(made, lines), self._written(other_made, lines)
+                code = self.tensors().code
+                self.report(node, expr=code(node), problem=(
+                    f"pairs `{code(first)}` and `{code(second)}`, whose rows were repeated by `{count}` in different "
+                    f"layouts (each prompt's copies in a row at {where['contiguous']}, the batch tiled at "
+                    f"{where['tiled']}): each completion is paired with another prompt's row"))
+                return
+
+    def _written(self, nodes: List[cst.CSTNode], lines: Lines) -> str:
+        found = [lines.line(n) for n in nodes if lines.holds(n)]
+        return f"line {min(found)}" if found else "another module"
 
 
 class GroupStatsNotBroadcast(TensorRule):
