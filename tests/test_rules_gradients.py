@@ -557,8 +557,48 @@ def test_rl506_look_alikes():
             logps = policy(ids).logits.log_softmax(-1).sum(-1)
             (-(logps * (returns - values)).mean()).backward()
 
-        def received(ids, returns, value_model):
+        def received_frozen(ids, returns, value_model):
+            value_model.requires_grad_(False)
             values = value_model(ids).logits.squeeze(-1)
             logps = policy(ids).logits.log_softmax(-1).sum(-1)
             (-(logps * (returns - values)).mean()).backward()
+
+        def received_from_a_caller(ids, returns, value_model):
+            values = value_model(ids).logits.squeeze(-1)
+            logps = policy(ids).logits.log_softmax(-1).sum(-1)
+            (-(logps * (returns - values)).mean()).backward()
+
+        def loop(loader, value_model):
+            value_model.requires_grad_(False)  # frozen by the caller, under another name
+            for ids, returns in loader:
+                received_from_a_caller(ids, returns, value_model)
+
+        def scored(ids, returns, reward_fn):
+            rewards = reward_fn(ids)[:, -1]  # called on token ids and fitted by nothing: a reward function may be
+            logps = policy(ids).logits.log_softmax(-1).sum(-1)
+            (-(logps * (returns - rewards)).mean()).backward()
     """, "RL506", setup=VALUE) == []
+
+
+def test_rl506_a_received_value_model_nothing_in_the_project_freezes_or_runs():
+    # methods of a class nobody builds; a function that returns the loss for code out of the project to backpropagate
+    assert found("""
+        class Learner:
+            def __init__(self, value_model):
+                self.value_model = value_model
+
+            def step(self, ids, returns):
+                values = self.value_model(input_ids=ids).logits.squeeze(-1)
+                logps = policy(ids).logits.log_softmax(-1).sum(-1)
+                (-(logps * (returns - values)).mean()).backward()
+
+        def actor_critic_loss(actor, critic, ids, actions, returns):
+            logps = F.log_softmax(actor(ids).logits, dim=-1).gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+            values = critic(ids, ids.ne(0))[:, :-1]
+            return -(logps * (returns - values)).mean() + F.mse_loss(values, returns)
+    """, "RL506", setup=VALUE) == [
+        (9, f"`(returns - values)` carries gradient from `self.value_model(input_ids=ids)` into the policy loss "
+            f"backpropagated on line {9 + VALUE.count(chr(10))}: the actor loss trains that model too (detach it first)"),
+        (14, f"`(returns - values)` carries gradient from `critic(ids, ids.ne(0))` into the policy loss backpropagated "
+             f"on line {14 + VALUE.count(chr(10))} (it is returned there for its caller to backpropagate): the actor "
+             f"loss trains that model too (detach it first)")]
