@@ -76,7 +76,8 @@ def test_a_model_the_project_freezes_or_hands_to_code_out_of_sight_is_not_known_
         ref.sum().backward()
 
     def with_handed(reference, ids):
-        freeze(reference)
+        alias = reference
+        freeze(alias)
         handed = reference(input_ids=ids).logits
         handed.sum().backward()
 

@@ -98,6 +98,44 @@ def test_rl503_trainer_compute_loss_is_the_frameworks_loss():
     """, "RL503") == [7]
 
 
+def test_rl503_the_log_probs_of_a_received_policy_nothing_in_the_project_runs():
+    # a model known by its use (token ids by keyword); a training step, and a policy loss returned to a caller out of
+    # the project; `.item()` for a logger outside the loss is not reported
+    assert lines("""
+        def accumulate(actor, batches):
+            totals = []
+            for ids, adv in batches:
+                logps = actor(input_ids=ids).logits.log_softmax(-1).sum(-1)
+                totals.append(-(logps * adv).mean())
+            loss = torch.tensor(sum(float(t) for t in totals), requires_grad=True)
+            loss.backward()
+
+        def kl_regularized_loss(actor, ids, ref_logps, adv, beta=0.1):
+            logps = actor(input_ids=ids).logits.log_softmax(-1).sum(-1)
+            kl = (logps - ref_logps).mean().item()
+            return -(logps * adv).mean() + beta * kl
+
+        def logged_loss(actor, ids, adv, log):
+            logps = actor(input_ids=ids).logits.log_softmax(-1).sum(-1)
+            loss = -(logps * adv).mean()
+            log(loss.item())
+            return loss
+    """, "RL503") == [7, 12]
+
+
+def test_rl503_a_received_policy_the_project_runs_stays_unknown():
+    assert lines("""
+        def kl_regularized_loss(actor, ids, ref_logps, adv, beta=0.1):
+            logps = actor(input_ids=ids).logits.log_softmax(-1).sum(-1)
+            kl = (logps - ref_logps).mean().item()
+            return -(logps * adv).mean() + beta * kl
+
+        def evaluate(actor, batches):
+            with torch.no_grad():
+                return [kl_regularized_loss(actor, *batch) for batch in batches]
+    """, "RL503") == []
+
+
 # ---- RL504 in-place-on-graph-tensor ----
 
 def test_rl504_overwriting_the_output_of_exp():

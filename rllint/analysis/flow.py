@@ -136,6 +136,7 @@ class Flow:
         self._mentioned: Dict[FunctionIR, FrozenSet[str]] = {}
         self._trained_places: Optional[Set[Tuple]] = None
         self._unreached: Dict[FunctionIR, bool] = {}
+        self._imported_by_project: Optional[bool] = None
         # functions no code of the project runs that return a policy-gradient loss: their callers backpropagate it
         self.policy_losses: Set[FunctionIR] = set()
         self._token_places: Dict[FunctionIR, Tuple[Set[str], Set[cst.Call]]] = {}  # `used_as_model`
@@ -491,11 +492,12 @@ class Flow:
         return not self._handed_out(place_key)
 
     def _handed_out(self, place_key: Tuple) -> bool:
-        """Whether a call of the file hands the object at this place to a callee that is not a function of this
-        module (nor a call known to leave a model's parameters alone): what it does to it there is out of sight."""
+        """Whether a call of the file hands the object at this place (under any name that holds it) to a callee
+        that is not a function of this module (nor a call known to leave a model's parameters alone): what it does
+        to it there is out of sight."""
         for function in self.ir.all_functions():
             for site in function.calls:
-                if not any(not arg.star and place_key_of(arg.value, function) == place_key for arg in site.node.args):
+                if not any(not arg.star and self._holds(arg.value, function, place_key) for arg in site.node.args):
                     continue
                 func = site.node.func
                 tail = _tail(func)
@@ -548,7 +550,7 @@ class Flow:
                 not any(qual == "torch" or qual.startswith("torch.") for qual in self.ir.imports.values()):
             return False  # PyTorch's defaults: MLX and JAX take gradients of named parameters only
         if function not in self._unreached:
-            self._unreached[function] = self._unreached_here(function) and not self._importers()
+            self._unreached[function] = self._unreached_here(function) and not self._imported_here()
         return self._unreached[function]
 
     def _unreached_here(self, function: FunctionIR) -> bool:
@@ -567,13 +569,14 @@ class Flow:
         return function.name == "__init__" or not self.ir.calls_named.get(function.name) and \
             not self.ir.mentions.get(function.name)
 
-    def _importers(self) -> bool:
+    def _imported_here(self) -> bool:
         """Whether another file of the project imports this module (a snippet that is no file has none)."""
-        if not os.path.isfile(self.file.path):
-            return False
-        from rllint.index import importers_of
+        if self._imported_by_project is None:
+            from rllint.index import importers_of
 
-        return bool(importers_of(self.file.path, self.file.settings, 1))
+            self._imported_by_project = os.path.isfile(self.file.path) and \
+                bool(importers_of(self.file.path, self.file.settings, 1))
+        return self._imported_by_project
 
     def trained(self, model: Value) -> bool:
         """Whether the parameters of a model reach an optimizer (or `accelerator.prepare`) in this file."""
