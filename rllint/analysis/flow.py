@@ -193,7 +193,8 @@ class Flow:
                 found, function = outer.context.loop, outer.function
             if found is not None and found not in loops:
                 loops.append(found)
-        return loops
+        order = {stmt: index for index, stmt in enumerate(self.ir.context)}  # in the order the code writes them,
+        return sorted(loops, key=lambda loop: order.get(loop, len(order)))  # whichever function was interpreted first
 
     def losses(self) -> List[Value]:
         """What the file hands to autograd as a loss: the operand of each backward, and what a function returns
