@@ -636,7 +636,8 @@ def test_rl506_a_received_value_model_nothing_in_the_project_freezes_or_runs():
             return -(logps * (returns - values)).mean() + F.mse_loss(values, returns)
     """, "RL506", setup=VALUE) == [
         (9, f"`(returns - values)` carries gradient from `self.value_model(input_ids=ids)` into the policy loss "
-            f"backpropagated on line {9 + VALUE.count(chr(10))}: the actor loss trains that model too (detach it first)"),
+            f"backpropagated on line {9 + VALUE.count(chr(10))}: the actor loss trains that model too "
+            f"(detach it first)"),
         (14, f"`(returns - values)` carries gradient from `critic(ids, ids.ne(0))` into the policy loss backpropagated "
              f"on line {14 + VALUE.count(chr(10))} (it is returned there for its caller to backpropagate): the actor "
              f"loss trains that model too (detach it first)")]
