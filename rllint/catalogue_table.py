@@ -687,7 +687,7 @@ RULES = (
      'module': 'rllint.rules.gradients',
      'fix': None,
      'file_kinds': ('python',),
-     'triggers': ('backward', 'compute_loss'),
+     'triggers': ('backward', 'compute_loss', 'softmax', 'cross_entropy'),
      'ignore_case': False,
      'options': (),
      'message': '`{expr}` cuts a tensor that carries gradient out of the loss backpropagated on line {line}; '
@@ -770,7 +770,7 @@ RULES = (
      'module': 'rllint.rules.gradients',
      'fix': None,
      'file_kinds': ('python',),
-     'triggers': ('backward',),
+     'triggers': ('backward', 'softmax', 'cross_entropy'),
      'ignore_case': False,
      'options': (),
      'message': '`{expr}` carries gradient from `{forward}` into the policy loss backpropagated on line {line}: '

@@ -98,6 +98,44 @@ def test_rl503_trainer_compute_loss_is_the_frameworks_loss():
     """, "RL503") == [7]
 
 
+def test_rl503_the_log_probs_of_a_received_policy_nothing_in_the_project_runs():
+    # a model known by its use (token ids by keyword); a training step, and a policy loss returned to a caller out of
+    # the project; `.item()` for a logger outside the loss is not reported
+    assert lines("""
+        def accumulate(actor, batches):
+            totals = []
+            for ids, adv in batches:
+                logps = actor(input_ids=ids).logits.log_softmax(-1).sum(-1)
+                totals.append(-(logps * adv).mean())
+            loss = torch.tensor(sum(float(t) for t in totals), requires_grad=True)
+            loss.backward()
+
+        def kl_regularized_loss(actor, ids, ref_logps, adv, beta=0.1):
+            logps = actor(input_ids=ids).logits.log_softmax(-1).sum(-1)
+            kl = (logps - ref_logps).mean().item()
+            return -(logps * adv).mean() + beta * kl
+
+        def logged_loss(actor, ids, adv, log):
+            logps = actor(input_ids=ids).logits.log_softmax(-1).sum(-1)
+            loss = -(logps * adv).mean()
+            log(loss.item())
+            return loss
+    """, "RL503") == [7, 12]
+
+
+def test_rl503_a_received_policy_the_project_runs_stays_unknown():
+    assert lines("""
+        def kl_regularized_loss(actor, ids, ref_logps, adv, beta=0.1):
+            logps = actor(input_ids=ids).logits.log_softmax(-1).sum(-1)
+            kl = (logps - ref_logps).mean().item()
+            return -(logps * adv).mean() + beta * kl
+
+        def evaluate(actor, batches):
+            with torch.no_grad():
+                return [kl_regularized_loss(actor, *batch) for batch in batches]
+    """, "RL503") == []
+
+
 # ---- RL504 in-place-on-graph-tensor ----
 
 def test_rl504_overwriting_the_output_of_exp():
@@ -557,8 +595,49 @@ def test_rl506_look_alikes():
             logps = policy(ids).logits.log_softmax(-1).sum(-1)
             (-(logps * (returns - values)).mean()).backward()
 
-        def received(ids, returns, value_model):
+        def received_frozen(ids, returns, value_model):
+            value_model.requires_grad_(False)
             values = value_model(ids).logits.squeeze(-1)
             logps = policy(ids).logits.log_softmax(-1).sum(-1)
             (-(logps * (returns - values)).mean()).backward()
+
+        def received_from_a_caller(ids, returns, value_model):
+            values = value_model(ids).logits.squeeze(-1)
+            logps = policy(ids).logits.log_softmax(-1).sum(-1)
+            (-(logps * (returns - values)).mean()).backward()
+
+        def loop(loader, value_model):
+            value_model.requires_grad_(False)  # frozen by the caller, under another name
+            for ids, returns in loader:
+                received_from_a_caller(ids, returns, value_model)
+
+        def scored(ids, returns, reward_fn):
+            rewards = reward_fn(ids)[:, -1]  # called on token ids and fitted by nothing: a reward function may be
+            logps = policy(ids).logits.log_softmax(-1).sum(-1)
+            (-(logps * (returns - rewards)).mean()).backward()
     """, "RL506", setup=VALUE) == []
+
+
+def test_rl506_a_received_value_model_nothing_in_the_project_freezes_or_runs():
+    # methods of a class nobody builds; a function that returns the loss for code out of the project to backpropagate
+    assert found("""
+        class Learner:
+            def __init__(self, value_model):
+                self.value_model = value_model
+
+            def step(self, ids, returns):
+                values = self.value_model(input_ids=ids).logits.squeeze(-1)
+                logps = policy(ids).logits.log_softmax(-1).sum(-1)
+                (-(logps * (returns - values)).mean()).backward()
+
+        def actor_critic_loss(actor, critic, ids, actions, returns):
+            logps = F.log_softmax(actor(ids).logits, dim=-1).gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+            values = critic(ids, ids.ne(0))[:, :-1]
+            return -(logps * (returns - values)).mean() + F.mse_loss(values, returns)
+    """, "RL506", setup=VALUE) == [
+        (9, f"`(returns - values)` carries gradient from `self.value_model(input_ids=ids)` into the policy loss "
+            f"backpropagated on line {9 + VALUE.count(chr(10))}: the actor loss trains that model too "
+            f"(detach it first)"),
+        (14, f"`(returns - values)` carries gradient from `critic(ids, ids.ne(0))` into the policy loss backpropagated "
+             f"on line {14 + VALUE.count(chr(10))} (it is returned there for its caller to backpropagate): the actor "
+             f"loss trains that model too (detach it first)")]

@@ -193,6 +193,11 @@ class Flow:
         self._closures: Dict[FunctionIR, Dict[str, Value]] = {}
         self._mentioned: Dict[FunctionIR, FrozenSet[str]] = {}
         self._trained_places: Optional[Set[Tuple]] = None
+        self._unreached: Dict[FunctionIR, bool] = {}
+        self._imported_by_project: Optional[bool] = None
+        # functions no code of the project runs that return a policy-gradient loss: their callers backpropagate it
+        self.policy_losses: Set[FunctionIR] = set()
+        self._token_places: Dict[FunctionIR, Tuple[Set[str], Set[cst.Call]]] = {}  # `used_as_model`
         self._parts: Dict[Tuple[FunctionIR, str], Optional[List[Tuple[Any, ...]]]] = {}
         # class -> attribute -> the methods (of it and its bases, in order) that store `self.attribute`, with the targets
         self._self_stores: Dict[ClassIR, Dict[str, List[Tuple[FunctionIR, List[cst.Attribute]]]]] = {}
@@ -247,17 +252,19 @@ class Flow:
                 found, function = outer.context.loop, outer.function
             if found is not None and found not in loops:
                 loops.append(found)
-        return loops
+        order = {stmt: index for index, stmt in enumerate(self.ir.context)}  # in the order the code writes them,
+        return sorted(loops, key=lambda loop: order.get(loop, len(order)))  # whichever function was interpreted first
 
     def losses(self) -> List[Value]:
         """What the file hands to autograd as a loss: the operand of each backward, and what a function returns
         whose result a trainer framework backpropagates (`compute_loss` / `training_step` of a transformers or
         TRL trainer subclass; a verl policy loss registered with `register_policy_loss`, the first item of the
-        tuple it returns)."""
+        tuple it returns) or code out of the project does (`policy_losses`)."""
         self.analyze_all()
         found = [event.target for event in self.backwards]
         for function in self.ir.all_functions():
-            if self.framework_entry(function) or _VERL_POLICY_LOSS in function.decorators:
+            if self.framework_entry(function) or _VERL_POLICY_LOSS in function.decorators or \
+                    function in self.policy_losses:
                 returned = self.returned.get(function, UNKNOWN)
                 found.append(item_of(returned, 0) or UNKNOWN if returned.facts.get("type") == TUPLE else returned)
         return found
@@ -356,7 +363,20 @@ class Flow:
         if sites:
             modes = {self.mode_at(site) for site in sites}
             return modes.pop() if len(modes) == 1 else None
-        return True if self.framework_entry(function) or _VERL_POLICY_LOSS in function.decorators else None
+        if self.framework_entry(function) or _VERL_POLICY_LOSS in function.decorators:
+            return True
+        if self.unreached(function) and self._returns_policy_loss(function):
+            self.policy_losses.add(function)
+            return True
+        return None
+
+    def _returns_policy_loss(self, function: FunctionIR) -> bool:
+        """Whether what `function` returns holds a policy-gradient term (`logps * advantages`), as a run without a
+        known gradient mode finds: a loss built to be backpropagated, so what runs it runs it with gradient."""
+        if not function.returns:
+            return False
+        returned, events, _ = self.summary(function, self._entry_params(function), None, 0, keep=False)
+        return any(kind == "policy_gradient" and event.node in returned.sources for kind, event in events)
 
     def _trainer_model(self, cls: ClassIR) -> Value:
         """The model a trainer framework hands its `compute_loss` / `training_step`: the `model` its
@@ -508,12 +528,125 @@ class Flow:
         if model.facts.get("frozen") or any(self._holds(expr, function, identity)
                                             for expr, function in self._freeze_sites()):
             return True
-        if model.facts.get("trains"):  # its caller's file trains it
-            return False
+        if model.facts.get("trains") or model.facts.get("outside"):  # its caller's file trains it, or it is from
+            return False  # outside the project, which freezes it nowhere
         if isinstance(identity, tuple):  # from out of sight: frozen where it was built, unless it trains here
             return False if self.trained_place(identity) or identity[0] == "param" and \
-                identity[1].endswith(tuple("." + m for m in _TRAINER_ENTRY_METHODS)) else None
+                identity[1].endswith(tuple("." + m for m in _TRAINER_ENTRY_METHODS)) or \
+                self.from_outside(identity) else None
         return False
+
+    def from_outside(self, place_key: Tuple) -> bool:
+        """Whether the object known by this place comes from outside the project: a parameter of a function no code of
+        the project runs (`unreached`), or an attribute every method that stores it stores from one; and the file
+        hands it to no code out of sight. Nothing in the project then builds it, freezes it or runs it under
+        no_grad: a model there keeps what PyTorch gives every model, parameters that require grad."""
+        if place_key[0] == "param":
+            function = self.ir.functions.get(place_key[1])
+            if function is None or not self.unreached(function):
+                return False
+        elif place_key[0] == "attr" and place_key[1] in self.ir.classes:
+            cls = self.ir.classes[place_key[1]]
+            stored = [(method, target) for method in self._methods(cls) for stmt in method.statements
+                      for target in _self_stores(stmt, place_key[2])]
+            for method, target in stored:
+                self._analyze(method)
+                held = (self.values.get(target) or UNKNOWN).facts.get("place")
+                if not (isinstance(held, tuple) and held[0] == "param" and held[1] == method.qualname and
+                        self.unreached(method)):
+                    return False
+            if not stored:
+                return False
+        else:
+            return False
+        return not self._handed_out(place_key)
+
+    def _handed_out(self, place_key: Tuple) -> bool:
+        """Whether a call of the file hands the object at this place (under any name that holds it) to a callee
+        that is not a function of this module (nor a call known to leave a model's parameters alone): what it does
+        to it there is out of sight."""
+        for function in self.ir.all_functions():
+            for site in function.calls:
+                if not any(not arg.star and self._holds(arg.value, function, place_key) for arg in site.node.args):
+                    continue
+                func = site.node.func
+                tail = _tail(func)
+                if tail in _LEAVES_MODELS or tail in OPTIMIZERS:
+                    continue
+                if isinstance(func, cst.Name) and func.value in self.ir.functions:
+                    continue
+                helper = self._imported_function(func)
+                if helper is not None and not helper.module.flow.changes_models():
+                    continue  # another module's helper that freezes and trains nothing: it runs what it is given
+                if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and \
+                        func.value.value == "self" and function.cls is not None and self.method_of(function.cls, tail):
+                    continue
+                return True
+        return False
+
+    def used_as_model(self, call: cst.Call, function: FunctionIR) -> bool:
+        """A call written as a transformers model's forward (`_used_as_model`); or one given as its first argument (or
+        `input_ids=`) what such a call of the same function is given there (token ids, proven by that use) whose
+        output the function fits with a regression (`mse_loss(values, returns)`, `(values - returns) ** 2`): a value
+        model, whose parameters that loss trains. Token ids alone do not make a model: a reward function takes them."""
+        if _used_as_model(call, self.ir):
+            return True
+        if function not in self._token_places:
+            tokens = {place(arg.value) for site in function.calls if _direct(site.node) and
+                      _used_as_model(site.node, self.ir) for arg in [_token_argument(site.node)] if arg is not None}
+            self._token_places[function] = (tokens - {None}, _fitted_calls(function))
+        tokens, fitted = self._token_places[function]
+        given = _token_argument(call)
+        return call in fitted and given is not None and place(given.value) in tokens
+
+    def _imported_function(self, func: cst.CSTNode) -> Optional[FunctionIR]:
+        """The function of another project module that a called name was imported as."""
+        if not isinstance(func, cst.Name):
+            return None
+        if func.value in self.ir.relative_imports:
+            level, module, imported = self.ir.relative_imports[func.value]
+            target = self.imported(f"{module}.{imported}" if module else imported, level)
+        elif func.value in self.ir.imports:
+            target = self.imported(self.ir.imports[func.value], 0)
+        else:
+            return None
+        return target if isinstance(target, FunctionIR) else None
+
+    def unreached(self, function: FunctionIR) -> bool:
+        """Whether no code of the project runs `function`: a function or method of this module (a constructor: of
+        its class) that nothing here calls, names or hands on, that no decorator hands to a library, in a module no
+        other file of the project imports. What its parameters hold is built outside the project (or nowhere)."""
+        if self.depth_of_callers or not self._cross_module() or \
+                not any(qual == "torch" or qual.startswith("torch.") for qual in self.ir.imports.values()):
+            return False  # PyTorch's defaults: MLX and JAX take gradients of named parameters only
+        if function not in self._unreached:
+            self._unreached[function] = self._unreached_here(function) and not self._imported_here()
+        return self._unreached[function]
+
+    def _unreached_here(self, function: FunctionIR) -> bool:
+        if function.is_module or function.parent is not None or \
+                any(d not in ("staticmethod", "classmethod") for d in function.decorators):
+            return False
+        cls = function.cls
+        if cls is None:
+            return not self.ir.calls_named.get(function.name) and not self.ir.escapes(function)
+        if function.name.startswith("__") and function.name != "__init__" or function.name == "forward":
+            return False  # run by Python or by `nn.Module.__call__`
+        if cls.bases or cls.node not in self.ir.module.body or self.ir.mentions.get(cls.name) or \
+                self.ir.calls_named.get(cls.name) or any(cls.name in (b.rsplit(".", 1)[-1] for b in other.bases)
+                                                         for other in self.ir.classes.values()):
+            return False  # a base (a framework's) may call it; the class is built or subclassed here
+        return function.name == "__init__" or not self.ir.calls_named.get(function.name) and \
+            not self.ir.mentions.get(function.name)
+
+    def _imported_here(self) -> bool:
+        """Whether another file of the project imports this module (a snippet that is no file has none)."""
+        if self._imported_by_project is None:
+            from rllint.index import importers_of
+
+            self._imported_by_project = os.path.isfile(self.file.path) and \
+                bool(importers_of(self.file.path, self.file.settings, 1))
+        return self._imported_by_project
 
     def trained(self, model: Value) -> bool:
         """Whether the parameters of a model reach an optimizer (or `accelerator.prepare`) in this file."""
@@ -612,11 +745,11 @@ class Flow:
         return bool(self._freeze_sites() or self.optimizer_sites())
 
     def _holds(self, expr: cst.CSTNode, function: FunctionIR, identity: Any) -> bool:
-        if isinstance(identity, tuple):  # a place: matched by how the expression names it
-            return place_key_of(expr, function) == identity
+        if isinstance(identity, tuple) and place_key_of(expr, function) == identity:
+            return True  # a place: matched by how the expression names it, or by the object its name holds
         self._analyze(function)
         held = self.values.get(expr)
-        return held is not None and held.facts.get("model") == identity
+        return held is not None and identity in (held.facts.get("model"), held.facts.get("place"))
 
     def class_attribute(self, cls: ClassIR, name: str) -> Optional[Value]:
         """`self.name` of an instance of `cls`: what the methods assign it (joined), else the class attribute."""
@@ -1821,14 +1954,15 @@ class Frame:
         if kind is None and place_key is not None and self.flow.trained_place(place_key):
             callee = callee.but(type=MODEL, model=place_key)  # its parameters train: a model, known by its place
             kind = MODEL
-        elif kind is None and receiver_of(callee) is None and _used_as_model(node, self.ir):
-            # called as a transformers model is (token ids by keyword, `.logits` read): a model of unknown weights
+        elif kind is None and receiver_of(callee) is None and self.flow.used_as_model(node, self.function):
+            # called as a transformers model is (token ids, `.logits` read): a model of unknown weights
             callee = callee.but(type=MODEL, model=place_key) if place_key is not None else callee.but(type=MODEL)
             kind = MODEL
         receiver = callee.facts.get("bound")
         if receiver is not None and receiver.facts.get("type") is None and receiver.facts.get("place") is not None \
-                and self.flow.trained_place(receiver.facts["place"]):
-            receiver = receiver.but(type=MODEL, model=receiver.facts["place"])
+                and (self.flow.trained_place(receiver.facts["place"]) or _tail(node.func) == "forward" and
+                     self.flow.used_as_model(node, self.function)):
+            receiver = receiver.but(type=MODEL, model=receiver.facts["place"])  # `m.forward(ids).logits` too
         if receiver is not None:
             name = _tail(node.func)
             if name == "get" and isinstance(node.func, cst.Attribute) and self._table(node.func.value, receiver) and \
@@ -1907,7 +2041,7 @@ class Frame:
         it there, or a library that calls it there (a DataLoader its collate function). Its events happen
         through `node`; `stores`, when given, receives what it stored on its instance."""
         if function.module is not self.ir:  # another module cannot see which of this file's objects train
-            values = {param: self._training(v) for param, v in values.items()}
+            values = {param: self._handed(v) for param, v in values.items()}
         if receiver is not None and function.params and function.params[0].index == 0:
             values[function.params[0].name] = receiver
         owner: Flow = function.module.flow
@@ -1937,13 +2071,16 @@ class Frame:
                 self.collected.append((kind, event))
         return result
 
-    def _training(self, v: Value) -> Value:
-        """An object from out of sight whose parameters an optimizer of this file receives: a model that
-        trains, for a helper of another module it is handed to."""
+    def _handed(self, v: Value) -> Value:
+        """An object from out of sight, for a helper of another module it is handed to, which cannot see its place:
+        a model that trains when an optimizer of this file receives its parameters; `outside` when it comes from
+        outside the project (`Flow.from_outside`)."""
         key = v.facts.get("model") if v.facts.get("type") == MODEL else v.facts.get("place")
-        if not isinstance(key, tuple) or v.facts.get("type") not in (None, MODEL) or not self.flow.trained_place(key):
+        if not isinstance(key, tuple) or v.facts.get("type") not in (None, MODEL):
             return v
-        return v.but(type=MODEL, model=key, trains=True)
+        if self.flow.trained_place(key):
+            return v.but(type=MODEL, model=key, trains=True)
+        return v.but(outside=True) if self.flow.from_outside(key) else v
 
     def _construct(self, cls: ClassIR, node: cst.Call, args: List[Value], kwargs: Dict[str, Value]) -> Value:
         owner: Flow = cls.module.flow
@@ -2350,6 +2487,61 @@ def _used_as_model(call: cst.Call, ir: ModuleIR) -> bool:
     `.logits` / `.last_hidden_state` read."""
     return call in ir.output_read or any(a.keyword is not None and a.keyword.value in _MODEL_KEYWORDS
                                          for a in call.args)
+
+
+def _direct(call: cst.Call) -> bool:
+    """A call of a name or of `self.x` itself (or of its `.forward`), not a method of another object (`m.generate`)."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+        func = func.value
+    return isinstance(func, cst.Name) or isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and \
+        func.value.value == "self"
+
+
+_REGRESSIONS = frozenset({"mse_loss", "smooth_l1_loss", "huber_loss", "l1_loss"})
+
+
+def _fitted_calls(function: FunctionIR) -> Set[cst.Call]:
+    """The direct calls (`_direct`) of a function whose output, assigned to a name (through tensor methods and
+    indexing: `values = critic(ids)[:, :-1]`), is an operand of a regression there: `mse_loss(values, returns)`,
+    `(values - returns) ** 2`, `(values - returns).pow(2)`."""
+    fitted: Set[str] = set()
+    for node in _walk(function.node):
+        operands: Sequence[cst.CSTNode] = ()
+        if isinstance(node, cst.Call) and _tail(node.func) in _REGRESSIONS:
+            operands = [arg.value for arg in node.args[:2]]
+        elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Power) and \
+                isinstance(node.right, cst.Integer) and node.right.value == "2":
+            operands = _difference(node.left)
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+                (node.func.attr.value == "square" or node.func.attr.value == "pow" and len(node.args) == 1 and
+                 isinstance(node.args[0].value, cst.Integer) and node.args[0].value.value == "2"):
+            operands = _difference(node.func.value)
+        fitted.update(name for name in map(place, operands) if name is not None)
+    found: Set[cst.Call] = set()
+    for stmt in function.statements:
+        if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and place(stmt.targets[0].target) in fitted:
+            node = stmt.value
+            while isinstance(node, (cst.Subscript, cst.Attribute, cst.Call)):
+                if isinstance(node, cst.Call) and _direct(node):
+                    found.add(node)
+                    break
+                node = node.func if isinstance(node, cst.Call) else node.value
+    return found
+
+
+def _difference(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
+    """The operands of `a - b` (in parentheses or not)."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
+        return [node.left, node.right]
+    return ()
+
+
+def _token_argument(call: cst.Call) -> Optional[cst.Arg]:
+    """The argument a transformers model takes its token ids by: `input_ids=`, else the first positional one."""
+    keyword = next((a for a in call.args if a.keyword is not None and a.keyword.value == "input_ids"), None)
+    first = call.args[0] if call.args and call.args[0].keyword is None and not call.args[0].star else None
+    return keyword or first
 
 
 def _model_argument(call: cst.Call) -> Optional[cst.CSTNode]:

@@ -31,6 +31,11 @@ from rllint.registry import CSTRule
 from rllint.rules.bases import TensorRule
 
 
+# What a file that returns a policy-gradient loss for code out of the project to backpropagate (`Flow.policy_losses`)
+# writes: its log-probs come from a softmax or a cross-entropy.
+POLICY_LOSS_WORDS = ("softmax", "cross_entropy")
+
+
 def _code(rule: CSTRule, node: cst.CSTNode, limit: int = 70) -> str:
     text = " ".join(rule.file.module.code_for_node(node).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -264,16 +269,18 @@ class ItemInLossPath(RLCodeOnly, CSTRule):
     Reports `.item()`, `.tolist()`, `.numpy()`, `float(t)` and `int(t)` applied to a tensor that
     carries gradient, whose result flows into a loss that is backpropagated: `loss.backward()`,
     `accelerator.backward(loss)`, `scaler.scale(loss).backward()`, or the loss a trainer framework
-    backpropagates (`compute_loss` of a transformers / TRL trainer). The value is followed through
+    backpropagates (`compute_loss` of a transformers / TRL trainer), or a policy-gradient loss that a
+    function no code of the project runs returns to its caller. The value is followed through
     assignments, helpers of this file and of other modules, and returned dicts and tuples key by key: a
     loss function that returns `{"loss": loss, "kl": kl.item()}` to a caller that runs
     `out["loss"].backward()` keeps `kl.item()` out of the loss. The same calls for logging and metrics,
     outside what reaches the backward, are not reported.
 
     On by default in this one form: gradient is followed from the forwards of models built or trained in
-    sight (through helpers and the callers' arguments), so a tensor from out of sight (a parameter nobody
-    in the project passes, a batch from a loader) is not known to carry gradient and is not reported.
-    No option or selection widens it.
+    sight (through helpers and the callers' arguments), or known by their use (called on token ids, their
+    `.logits` read) where they come from outside the project (an argument of a function nothing in the
+    project runs or freezes). A tensor from out of sight (a batch from a loader, a parameter the project
+    passes) is not known to carry gradient and is not reported. No option or selection widens it.
 
     ## Why is this bad?
     A Python number has no autograd history. Whatever is computed from it and then re-wrapped
@@ -304,7 +311,7 @@ class ItemInLossPath(RLCodeOnly, CSTRule):
     severity = Severity.ERROR
     tier = Tier.CORRECTNESS
     message = "`{expr}` cuts a tensor that carries gradient out of the loss backpropagated on line {line}; gradients stop here"
-    triggers = ("backward", "compute_loss")
+    triggers = ("backward", "compute_loss") + POLICY_LOSS_WORDS
 
     def visit_Module(self, node: cst.Module) -> None:
         flow = self.file.fact(Flow)
@@ -321,7 +328,7 @@ class ItemInLossPath(RLCodeOnly, CSTRule):
                 if event is not None and event.target.facts.get("grad") == GRAPH:
                     found.setdefault(event.node if event.local else event.via, sink)
         for at, sink in sorted(found.items(), key=lambda item: lines.line(item[0])):
-            self.report(at, expr=_code(self, at), line=lines.line(sink))
+            self.report(at, expr=_code(self, at), line=_sink_line(lines, sink))
 
 
 class InPlaceOnGraphTensor(RLCodeOnly, CSTRule):
@@ -482,15 +489,24 @@ def _is_detach(node: cst.CSTNode) -> bool:
 
 def _losses(flow: Flow) -> List[Tuple[cst.CSTNode, Value]]:
     """(where, the loss) of every backward of the file, and of the losses a trainer framework backpropagates
-    (the value `compute_loss` of a transformers / TRL trainer subclass returns)."""
+    (the value `compute_loss` of a transformers / TRL trainer subclass returns) or code out of the project does
+    (a policy-gradient loss returned by a function no code of the project runs)."""
     found = [(event.node, event.target) for event in flow.backwards if event.grad_mode is not False]
     for function in flow.ir.all_functions():
-        if function.name == "compute_loss" and flow.framework_entry(function) and function.returns:
+        if (function.name == "compute_loss" and flow.framework_entry(function) or function in flow.policy_losses) \
+                and function.returns:
             returned = flow.returned.get(function)
             if returned is not None:
                 loss = item_of(returned, 0) if returned.facts.get("type") == "tuple" else returned
                 found.append((function.returns[-1], loss or returned))
     return found
+
+
+def _sink_line(lines: Lines, sink: cst.CSTNode) -> str:
+    """The line of a backward, or of the return that hands the loss to whoever backpropagates it."""
+    if isinstance(sink, cst.Return):
+        return f"{lines.line(sink)} (it is returned there for its caller to backpropagate)"
+    return str(lines.line(sink))
 
 
 def _harm(flow: Flow, event) -> Optional[str]:
@@ -587,11 +603,15 @@ class AdvantageNotDetached(RLCodeOnly, CSTRule):
     Reports a weight of the policy's log-probs (or of their ratio) in a backpropagated loss that itself
     carries a graph from a model forward without going through log-probs: advantages or returns
     computed from a value model's prediction (`advantages = returns - critic(ids)`), or rewards from a
-    reward model, that were never detached. Reported once, where the weight is made (`returns - critic(ids)`, where
+    reward model, that were never detached. The loss is one that reaches a backward, or a policy-gradient
+    loss returned by a function that no code of the project runs (its caller, out of the project,
+    backpropagates it). Reported once, where the weight is made (`returns - critic(ids)`, where
     the `.detach()` goes); at the weight in the product when it is made elsewhere. Gradient is followed
-    from the forwards that make it (a model built or trained in sight, run with gradient enabled), so
-    values computed under no_grad, detached, or from a model out of sight are not reported; neither is
-    the value loss itself (no log-probs in it).
+    from the forwards that make it (a model built or trained in sight, run with gradient enabled; or one
+    known by its use that comes from outside the project, which freezes it nowhere: its `.logits` read, or
+    called on the policy's token ids with its output fitted by a regression, as a value model is), so
+    values computed under no_grad, detached, or from a callable that is not known to be a model (a reward
+    function given token ids) are not reported; neither is the value loss itself (no log-probs in it).
 
     ## Why is this bad?
     The policy-gradient term then also differentiates through the critic (or the reward model): the
@@ -619,7 +639,7 @@ class AdvantageNotDetached(RLCodeOnly, CSTRule):
     severity = Severity.WARNING
     message = ("`{expr}` carries gradient from `{forward}` into the policy loss backpropagated on line {line}: "
                "the actor loss trains that model too (detach it first)")
-    triggers = ("backward",)
+    triggers = ("backward",) + POLICY_LOSS_WORDS
 
     def visit_Module(self, node: cst.Module) -> None:
         flow = self.file.fact(Flow)
@@ -640,7 +660,8 @@ class AdvantageNotDetached(RLCodeOnly, CSTRule):
                     continue
                 reported.add(at)
                 forward = min(event.target.facts["forwards"], key=lambda n: str(self.file.module.code_for_node(n)))
-                self.report(at, expr=_code(self, at, 50), forward=_code(self, forward, 50), line=lines.line(sink))
+                self.report(at, expr=_code(self, at, 50), forward=_code(self, forward, 50),
+                            line=_sink_line(lines, sink))
 
 
 # ("1-c" | "1+c" | "number" | "", the number it holds, the code of `c` or of the whole bound)

@@ -944,9 +944,7 @@ class Torch(Domain):
 
     def method(self, frame, receiver, name, node, args, kwargs):
         if receiver.facts.get("type") == "output" and receiver.facts.get("arch") is None and name in OPS:
-            # the forward of a model of unknown class, used as a tensor: what it returned is one
-            receiver = Value({"type": TENSOR, **{k: receiver.facts[k] for k in ("grad", "cut", "forwards", "sources")
-                                                 if k in receiver.facts}}, {"grad": receiver.reason("grad")})
+            receiver = _returned_tensor(receiver)
         if receiver.facts.get("type") != TENSOR:
             return None
         if name in INPLACE or name == "exponential_":
@@ -989,6 +987,9 @@ class Torch(Domain):
         return None
 
     def subscript(self, frame, base, node):
+        if base.facts.get("type") == "output" and base.facts.get("arch") is None and len(node.slice) > 1 and \
+                any(isinstance(element.slice, cst.Slice) for element in node.slice):
+            base = with_sources(_returned_tensor(base), base.sources)  # `critic(ids)[:, :-1]`: no tuple takes that
         if base.facts.get("type") != TENSOR:
             return None
         return index_tensor(base, node, frame.is_number)
@@ -1032,6 +1033,12 @@ class Torch(Domain):
         if isinstance(operator, cst.Power):
             result = result.but(saved="pow")
         return _linear_arith(operator, left, right, node, sampling_arith(operator, left, right, result))
+
+
+def _returned_tensor(output: Value) -> Value:
+    """The forward of a model of unknown class, used as a tensor: what it returned is one."""
+    return Value({"type": TENSOR, **{k: output.facts[k] for k in ("grad", "cut", "forwards", "sources")
+                                     if k in output.facts}}, {"grad": output.reason("grad")})
 
 
 def _policy_gradient(left: Value, right: Value) -> bool:
