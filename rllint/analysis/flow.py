@@ -547,8 +547,8 @@ class Flow:
                 return False
         elif place_key[0] == "attr" and place_key[1] in self.ir.classes:
             cls = self.ir.classes[place_key[1]]
-            stored = [(method, target) for method in self._methods(cls) for stmt in method.statements
-                      for target in _self_stores(stmt, place_key[2])]
+            stored = [(method, target) for method, targets in self._stores_of(cls).get(place_key[2], ())
+                      for target in targets]
             for method, target in stored:
                 self._analyze(method)
                 held = (self.values.get(target) or UNKNOWN).facts.get("place")
