@@ -1091,3 +1091,29 @@ def test_a_function_named_inside_a_lambda_is_handed_on():
     function = engine.flow.ir.functions["run_eval"]
     assert engine.flow.ir.escapes(function)
     assert engine.facts("limit", "number", occurrence=-1) == {"number": None}
+
+
+def test_a_layer_with_weights_after_a_cut_may_have_a_graph_one_without_or_frozen_has_none():
+    """The weights of `nn.Linear` require gradient unless something freezes them: after a no_grad forward its
+    output's gradient is unknown (the model that holds it may train it), not "none". An activation has no
+    weights, and a layer frozen here adds none."""
+    engine = Engine(CAUSAL + """
+    features = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU())
+    squash = torch.nn.Tanh()
+    fixed = torch.nn.Linear(8, 1)
+    for p in fixed.parameters():
+        p.requires_grad = False
+
+    def probe(ids):
+        with torch.no_grad():
+            hidden = policy(input_ids=ids).logits
+        learned = features(hidden)
+        bounded = squash(hidden)
+        frozen = fixed(hidden)
+        return learned, bounded, frozen
+    """)
+    learned = engine.value("features(hidden)")
+    assert learned.facts.get("grad") is None and learned.sources & engine.flow.opaque
+    for code in ("squash(hidden)", "fixed(hidden)"):
+        assert engine.facts(code, "grad") == {"grad": NO_GRAD}
+        assert engine.value(code).facts.get("cut") is not None
