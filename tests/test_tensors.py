@@ -451,6 +451,29 @@ def f(model, ids, mask, tau):
     assert gather is not None and source.module.code_for_node(gather).startswith("logits.log_softmax(-1).gather(")
     assert tensors.token_gather(source.find("seq", 1)) is None
     assert tensors.token_gather(source.find("vals", 1)) is None  # a gather of a tensor without vocabulary axis
+def test_several_picks_unless_the_index_gets_a_trailing_axis_of_one():
+    """A gather whose index is not shown to end in an axis of one may pick several entries of one distribution
+    per row (top-k items); with `unsqueeze(-1)`, `[:, :, None]`, `.view(b, t, 1)` or a width-one slice it picks
+    one per position."""
+    source = Source(IMPORTS + """
+def f(scores, ids, b, t, k):
+    lp = scores.log_softmax(-1)
+    top = torch.gather(lp, 1, scores.topk(k).indices).float()
+    lead = lp.gather(-1, ids.unsqueeze(0))
+    one = lp.gather(-1, ids.unsqueeze(dim=-1)).squeeze(-1)
+    none = torch.gather(lp, 2, ids[:, :, None])
+    viewed = lp.gather(2, ids.view(b, t, 1))
+    step = lp.gather(-1, ids[:, t:t + 1])
+    return top, lead, one, none, viewed, step
+""")
+    tensors = source.tensors
+    for name in ("top", "lead"):
+        assert tensors.several_picks(source.find(name, 1)) is not None, name
+    for name in ("one", "none", "viewed", "step"):
+        assert tensors.several_picks(source.find(name, 1)) is None, name
+    assert tensors.several_picks(source.find("lp", 1)) is None  # no gather at all
+
+
 # ---- group sizes and statistics by structure ----------------------------------------------
 
 def test_a_group_size_by_alias_or_by_the_count_the_prompts_were_repeated_by():

@@ -652,6 +652,39 @@ class Tensors:
                     return None
         return None
 
+    def several_picks(self, expr: cst.BaseExpression) -> Optional[cst.Call]:
+        """The gather that made `expr` (through casts, reshapes and slices) when its index is not shown to get a
+        trailing axis of one (`ids.unsqueeze(-1)`, `ids[:, :, None]`): its last axis may then hold several picks
+        of one distribution (the k items of one joint action), not one pick per position. None otherwise."""
+        for step in self.history(expr):
+            if isinstance(step, cst.Call):
+                op, _ = self.call_name(step)
+                if op in _GATHERS:
+                    gather = self.gather(step)
+                    return step if gather is not None and not self._trailing_unit(gather.index) else None
+                if op not in _KEEP:
+                    return None
+        return None
+
+    def _trailing_unit(self, index: cst.BaseExpression) -> bool:
+        """Whether an index tensor visibly gets a last axis of size one: `.unsqueeze(-1)`, `[..., None]`,
+        `.view(b, t, 1)`, `ids[:, t:t + 1]`."""
+        for step in self.history(index):
+            if isinstance(step, cst.Call):
+                op, _ = self.call_name(step)
+                first = 1 if self.is_function(step.func) else 0
+                if op == "unsqueeze" and int_value(argument(step, first, "dim")) == -1:
+                    return True
+                if op in ("view", "reshape") and step.args and int_value(step.args[-1].value) == 1:
+                    return True
+            elif isinstance(step, cst.Subscript) and step.slice:
+                last = step.slice[-1].slice
+                if isinstance(last, cst.Index) and isinstance(last.value, cst.Name) and last.value.value == "None":
+                    return True
+                if len(step.slice) > 1 and _width_one(last):
+                    return True
+        return False
+
     def unsqueezed(self, index: cst.BaseExpression) -> bool:
         """Whether an index tensor got its trailing axis (`.unsqueeze(-1)`, `[..., None]`, `.view(..., 1)`)
         anywhere along its history, or its source is not visible enough to say."""
