@@ -436,6 +436,26 @@ def f(loss, completion_mask, valid_mask, attention_mask):
     assert same == [True, True, True, False, False]
 
 
+def test_a_mask_times_itself_and_rows_of_a_mask_are_that_mask():
+    """Entries of a mask are 0 or 1, so `m * m` is `m`; a chunk of its rows summed over the whole mask's count is
+    a share of one global mean (accumulation across chunks). Shifted positions (`m[:, 1:]`) are other tokens."""
+    source = Source(IMPORTS + """
+def f(loss, live_mask, pad_mask, lo, hi):
+    both = live_mask * pad_mask
+    a = (loss[lo:hi] * live_mask[lo:hi] * live_mask[lo:hi].bool()).sum() / live_mask.sum()
+    b = (loss * both * live_mask).sum() / (pad_mask * live_mask).sum()
+    c = (loss * live_mask).sum() / live_mask[:, 1:].sum()
+    d = (loss * live_mask * live_mask).sum() / (live_mask * pad_mask).sum()
+    return a, b, c, d
+""")
+    t = source.tensors
+    same = []
+    for code in ("a", "b", "c", "d"):
+        division = t.resolve(source.find(code, 1))
+        same.append(t.same_mask(t.masked_sum(division.left)[1], t.mask_count(division.right)[0]))
+    assert same == [True, True, False, False]
+
+
 def test_token_gather_is_found_through_casts_and_scaling_not_reductions():
     source = Source(IMPORTS + """
 def f(model, ids, mask, tau):

@@ -1250,11 +1250,13 @@ class Tensors:
 
     def same_mask(self, a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
         """Whether two mask expressions hold the same mask: the same code, or one a plain alias or
-        cast of the other (`mask = completion_mask.float()`); a product of masks is another mask."""
+        cast of the other (`mask = completion_mask.float()`), or rows of it (`mask[start:stop]`: a chunk
+        summed over the whole batch's count accumulates); a product of masks is another mask, and a mask
+        times itself is that mask (its entries are 0 or 1)."""
         if self._mask_aliases(a) & self._mask_aliases(b):
             return True
         mine, theirs = self._mask_factors(a), self._mask_factors(b)
-        if len(mine) < 2 or len(mine) != len(theirs):
+        if len(mine) != len(theirs):
             return False
         unmatched = [self._mask_aliases(f) for f in theirs]
         for factor in mine:
@@ -1266,9 +1268,24 @@ class Tensors:
         return True
 
     def _mask_factors(self, expr: cst.BaseExpression) -> List[cst.BaseExpression]:
-        """The masks a product of masks multiplies (`m1 * m2`, `m1 & m2`, a name bound to one)."""
+        """The distinct masks a product of masks multiplies (`m1 * m2`, `m1 & m2`, names bound to one): a
+        factor repeated (`m * m`) counts once."""
+        distinct: List[cst.BaseExpression] = []
+        seen: Set[str] = set()
+        for factor in self._product_of_masks(expr, 4):
+            aliases = self._mask_aliases(factor)
+            if not aliases & seen:
+                distinct.append(factor)
+            seen |= aliases
+        return distinct
+
+    def _product_of_masks(self, expr: cst.BaseExpression, depth: int) -> List[cst.BaseExpression]:
         resolved = self.resolve(expr)
-        return _factors(resolved, (cst.Multiply, cst.BitAnd)) if isinstance(resolved, cst.BinaryOperation) else [expr]
+        if depth == 0 or not isinstance(resolved, cst.BinaryOperation) or \
+                not isinstance(resolved.operator, (cst.Multiply, cst.BitAnd)):
+            return [expr]
+        return [inner for factor in _factors(resolved, (cst.Multiply, cst.BitAnd))
+                for inner in self._product_of_masks(factor, depth - 1)]
 
     def _mask_aliases(self, expr: cst.BaseExpression) -> Set[str]:
         names: Set[str] = set()
@@ -1277,8 +1294,9 @@ class Tensors:
                     expr.func.attr.value in _MASK_CASTS:
                 expr = expr.func.value
                 continue
-            if isinstance(expr, cst.Subscript) and all(_whole_axis(e.slice) for e in expr.slice):
-                expr = expr.value  # `mask[:, :, None]`
+            if isinstance(expr, cst.Subscript) and all(_whole_axis(e.slice) for e in expr.slice[1:]) and (
+                    _whole_axis(expr.slice[0].slice) or isinstance(expr.slice[0].slice, cst.Slice)):
+                expr = expr.value  # `mask[:, :, None]`, and its rows `mask[start:stop]`
                 continue
             names.add(self.code(expr, 1000))
             if not isinstance(expr, cst.Name):
