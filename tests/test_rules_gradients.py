@@ -510,7 +510,7 @@ def test_rl505_a_head_with_weights_applied_after_a_no_grad_encoder_is_not_report
     """, "RL505") == []
 
 
-def test_rl505_an_activation_or_a_frozen_layer_after_the_cut_keeps_it():
+def test_rl505_an_activation_a_loss_module_or_a_frozen_layer_after_the_cut_keeps_it():
     assert lines("""
         squash = torch.nn.Tanh()
         probe = torch.nn.Linear(8, 1)
@@ -519,7 +519,8 @@ def test_rl505_an_activation_or_a_frozen_layer_after_the_cut_keeps_it():
         def step(ids, target):
             with torch.no_grad():
                 hidden = policy(ids).logits
-            loss = F.mse_loss(squash(hidden).mean(-1), target) + probe(hidden).mean()
+            loss = F.mse_loss(squash(hidden).mean(-1), target) + probe(hidden).mean() + \
+                torch.nn.SmoothL1Loss()(hidden.mean(-1), target)
             loss.backward()
     """, "RL505") == [8]
 

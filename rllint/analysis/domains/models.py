@@ -152,7 +152,7 @@ class Models(Domain):
                           **_layer_facts(kind, args)}, {"grad": (node,)})
         result = tensor_result(Operands(None, list(args) + list(kwargs.values()), {}, node, frame.mode,
                                         lambda position, keyword: None), **_layer_facts(kind, args))
-        if frame.mode is False or kind in _WEIGHTLESS_LAYERS or result.facts.get("grad") == GRAPH or \
+        if frame.mode is False or _weightless(kind) or result.facts.get("grad") == GRAPH or \
                 frame.flow.frozen(layer):
             return result
         return frame.opaque(node, result.but(grad=None))
@@ -222,6 +222,13 @@ def _prompt_ids(frame, node: cst.Call, args: List[Value], kwargs: Dict[str, Valu
 _WEIGHTLESS_LAYERS = frozenset({"Dropout", "ReLU", "Tanh", "GELU", "SiLU", "Sigmoid", "Softplus", "Identity",
                                 "LeakyReLU", "ELU", "Mish", "Softmax", "LogSoftmax", "Flatten", "Unflatten",
                                 "Hardtanh", "Hardswish", "Softsign", "Tanhshrink", "ReLU6", "CELU", "SELU"})
+
+
+def _weightless(layer: str) -> bool:
+    """An activation, a dropout, a reshape, or a loss of `torch.nn` (whose `weight=` is a buffer)."""
+    return layer in _WEIGHTLESS_LAYERS or layer.endswith("Loss")
+
+
 _SAME_RANK_LAYERS = frozenset({"Linear", "LayerNorm", "RMSNorm", "Dropout", "ReLU", "Tanh", "GELU", "SiLU",
                                "Sigmoid", "Softplus", "Identity"})
 
