@@ -1432,3 +1432,29 @@ def test_a_loop_over_the_items_of_a_file_of_settings_runs_once_per_item(tmp_path
     assert engine.facts('hasattr(from_file, "other")', "number") == {"number": None}  # set out of sight, maybe
     # a dict literal is no file of settings (its keys are not `complete`): the loop runs as any loop
     assert engine.facts("from_literal.t", "number") == {"number": None}
+
+
+def test_a_layer_with_weights_after_a_cut_may_have_a_graph_one_without_or_frozen_has_none():
+    """The weights of `nn.Linear` require gradient unless something freezes them: after a no_grad forward its
+    output's gradient is unknown (the model that holds it may train it), not "none". An activation has no
+    weights, and a layer frozen here adds none."""
+    engine = Engine(CAUSAL + """
+    features = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU())
+    squash = torch.nn.Tanh()
+    fixed = torch.nn.Linear(8, 1)
+    for p in fixed.parameters():
+        p.requires_grad = False
+
+    def probe(ids):
+        with torch.no_grad():
+            hidden = policy(input_ids=ids).logits
+        learned = features(hidden)
+        bounded = squash(hidden)
+        frozen = fixed(hidden)
+        return learned, bounded, frozen
+    """)
+    learned = engine.value("features(hidden)")
+    assert learned.facts.get("grad") is None and learned.sources & engine.flow.opaque
+    for code in ("squash(hidden)", "fixed(hidden)"):
+        assert engine.facts(code, "grad") == {"grad": NO_GRAD}
+        assert engine.value(code).facts.get("cut") is not None

@@ -206,6 +206,29 @@ def test_token_level_and_length_normalised_ratios_are_not_reported():
     """) == []
 
 
+def test_several_picks_of_one_distribution_summed_are_one_joint_action_not_a_sequence():
+    """A slate of items drawn from one softmax over candidates: the gather's index has no trailing axis of one,
+    so its last axis holds several picks of the same distribution, and their summed log-probs are one action's.
+    Nothing proves a token axis: silent. One pick per position (`ids[:, :, None]`) is still a sequence."""
+    assert codes("""
+        import torch
+
+        class Slate:
+            eps = 0.2
+
+            def ratio_of_choice(self, scores, behaviour_logp, chosen, gain):
+                log_pi = torch.log_softmax(scores, dim=1)
+                joint_logp = log_pi.gather(1, chosen).sum()
+                w = (joint_logp - behaviour_logp.sum()).exp()
+                return -torch.min(w * gain, torch.clamp(w, 1 - self.eps, 1 + self.eps) * gain).mean()
+
+            def ratio_of_tokens(self, logits, rollout_lp, ids, gain):
+                per_token = torch.gather(logits.log_softmax(-1), 2, ids[:, :, None]).squeeze(2)
+                w = torch.exp(per_token.sum(-1) - rollout_lp.sum(-1))
+                return -torch.min(w * gain, torch.clamp(w, 1 - self.eps, 1 + self.eps) * gain).mean()
+    """) == [(16, "RL113")]
+
+
 def test_both_rules_are_on_by_default():
     rules = load_rules()
     assert rules["RL112"].default_enabled and rules["RL113"].default_enabled

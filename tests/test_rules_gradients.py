@@ -521,6 +521,48 @@ def test_rl505_look_alikes():
     """, "RL505") == []
 
 
+def test_rl505_a_head_with_weights_applied_after_a_no_grad_encoder_is_not_reported():
+    """A frozen encoder run under no_grad in one method, a linear head the project trains applied in another:
+    the loss has the head's gradient."""
+    assert lines("""
+        from transformers import AutoModel
+
+        class Critic(torch.nn.Module):
+            def __init__(self, name):
+                super().__init__()
+                self.encoder = AutoModel.from_pretrained(name)
+                self.proj = torch.nn.Linear(768, 1)
+
+            def score(self, ids):
+                with torch.no_grad():
+                    h = self.encoder(input_ids=ids).last_hidden_state[:, 0]
+                return self.proj(h).squeeze(-1)
+
+        def fit(critic, batches, targets):
+            opt = torch.optim.SGD(critic.parameters(), lr=1e-3)
+            for ids in batches:
+                F.mse_loss(critic.score(ids), target=targets).backward()
+                opt.step()
+
+        fit(Critic("bert-base-uncased"), [], None)
+    """, "RL505") == []
+
+
+def test_rl505_an_activation_a_loss_module_or_a_frozen_layer_after_the_cut_keeps_it():
+    assert lines("""
+        squash = torch.nn.Tanh()
+        probe = torch.nn.Linear(8, 1)
+        probe.requires_grad_(False)
+
+        def step(ids, target):
+            with torch.no_grad():
+                hidden = policy(ids).logits
+            loss = F.mse_loss(squash(hidden).mean(-1), target) + probe(hidden).mean() + \
+                torch.nn.SmoothL1Loss()(hidden.mean(-1), target)
+            loss.backward()
+    """, "RL505") == [8]
+
+
 # ---- RL501 reference-not-frozen ----
 
 def test_rl501_the_policy_handed_to_a_trainer_as_its_reference():

@@ -436,6 +436,26 @@ def f(loss, completion_mask, valid_mask, attention_mask):
     assert same == [True, True, True, False, False]
 
 
+def test_a_mask_times_itself_and_rows_of_a_mask_are_that_mask():
+    """Entries of a mask are 0 or 1, so `m * m` is `m`; a chunk of its rows summed over the whole mask's count is
+    a share of one global mean (accumulation across chunks). Shifted positions (`m[:, 1:]`) are other tokens."""
+    source = Source(IMPORTS + """
+def f(loss, live_mask, pad_mask, lo, hi):
+    both = live_mask * pad_mask
+    a = (loss[lo:hi] * live_mask[lo:hi] * live_mask[lo:hi].bool()).sum() / live_mask.sum()
+    b = (loss * both * live_mask).sum() / (pad_mask * live_mask).sum()
+    c = (loss * live_mask).sum() / live_mask[:, 1:].sum()
+    d = (loss * live_mask * live_mask).sum() / (live_mask * pad_mask).sum()
+    return a, b, c, d
+""")
+    t = source.tensors
+    same = []
+    for code in ("a", "b", "c", "d"):
+        division = t.resolve(source.find(code, 1))
+        same.append(t.same_mask(t.masked_sum(division.left)[1], t.mask_count(division.right)[0]))
+    assert same == [True, True, False, False]
+
+
 def test_token_gather_is_found_through_casts_and_scaling_not_reductions():
     source = Source(IMPORTS + """
 def f(model, ids, mask, tau):
@@ -451,6 +471,29 @@ def f(model, ids, mask, tau):
     assert gather is not None and source.module.code_for_node(gather).startswith("logits.log_softmax(-1).gather(")
     assert tensors.token_gather(source.find("seq", 1)) is None
     assert tensors.token_gather(source.find("vals", 1)) is None  # a gather of a tensor without vocabulary axis
+def test_several_picks_unless_the_index_gets_a_trailing_axis_of_one():
+    """A gather whose index is not shown to end in an axis of one may pick several entries of one distribution
+    per row (top-k items); with `unsqueeze(-1)`, `[:, :, None]`, `.view(b, t, 1)` or a width-one slice it picks
+    one per position."""
+    source = Source(IMPORTS + """
+def f(scores, ids, b, t, k):
+    lp = scores.log_softmax(-1)
+    top = torch.gather(lp, 1, scores.topk(k).indices).float()
+    lead = lp.gather(-1, ids.unsqueeze(0))
+    one = lp.gather(-1, ids.unsqueeze(dim=-1)).squeeze(-1)
+    none = torch.gather(lp, 2, ids[:, :, None])
+    viewed = lp.gather(2, ids.view(b, t, 1))
+    step = lp.gather(-1, ids[:, t:t + 1])
+    return top, lead, one, none, viewed, step
+""")
+    tensors = source.tensors
+    for name in ("top", "lead"):
+        assert tensors.several_picks(source.find(name, 1)) is not None, name
+    for name in ("one", "none", "viewed", "step"):
+        assert tensors.several_picks(source.find(name, 1)) is None, name
+    assert tensors.several_picks(source.find("lp", 1)) is None  # no gather at all
+
+
 # ---- group sizes and statistics by structure ----------------------------------------------
 
 def test_a_group_size_by_alias_or_by_the_count_the_prompts_were_repeated_by():

@@ -205,7 +205,8 @@ _NEW_OVER_OLD = {"new": 1, "old": -1, "ref": 0}
 
 def _token_sum(tensors: Tensors, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
     """The summed operand of a sum over the last (token) axis: `x.sum(-1)`, `x.sum(dim=1)`, `torch.sum(x, -1)`,
-    and `x.sum()` of a single sequence."""
+    and `x.sum()` of a single sequence. None when a summed log-prob was gathered with an index not shown to pick
+    one entry per position (`Tensors.several_picks`): that axis may be the picks of one joint action."""
     if not isinstance(expr, cst.Call):
         return None
     op, operand = tensors.call_name(expr)
@@ -213,6 +214,9 @@ def _token_sum(tensors: Tensors, expr: cst.BaseExpression) -> Optional[cst.BaseE
         return None
     dim = argument(expr, 1 if tensors.is_function(expr.func) else 0, "dim")
     if dim is not None and int_value(dim) not in (-1, 1):
+        return None
+    summed = _unmasked(tensors, operand)
+    if any(tensors.several_picks(leaf) is not None for _, leaf in tensors.terms(summed) or [(1, summed)]):
         return None
     return operand
 

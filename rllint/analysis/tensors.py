@@ -652,6 +652,39 @@ class Tensors:
                     return None
         return None
 
+    def several_picks(self, expr: cst.BaseExpression) -> Optional[cst.Call]:
+        """The gather that made `expr` (through casts, reshapes and slices) when its index is not shown to get a
+        trailing axis of one (`ids.unsqueeze(-1)`, `ids[:, :, None]`): its last axis may then hold several picks
+        of one distribution (the k items of one joint action), not one pick per position. None otherwise."""
+        for step in self.history(expr):
+            if isinstance(step, cst.Call):
+                op, _ = self.call_name(step)
+                if op in _GATHERS:
+                    gather = self.gather(step)
+                    return step if gather is not None and not self._trailing_unit(gather.index) else None
+                if op not in _KEEP:
+                    return None
+        return None
+
+    def _trailing_unit(self, index: cst.BaseExpression) -> bool:
+        """Whether an index tensor visibly gets a last axis of size one: `.unsqueeze(-1)`, `[..., None]`,
+        `.view(b, t, 1)`, `ids[:, t:t + 1]`."""
+        for step in self.history(index):
+            if isinstance(step, cst.Call):
+                op, _ = self.call_name(step)
+                first = 1 if self.is_function(step.func) else 0
+                if op == "unsqueeze" and int_value(argument(step, first, "dim")) == -1:
+                    return True
+                if op in ("view", "reshape") and step.args and int_value(step.args[-1].value) == 1:
+                    return True
+            elif isinstance(step, cst.Subscript) and step.slice:
+                last = step.slice[-1].slice
+                if isinstance(last, cst.Index) and isinstance(last.value, cst.Name) and last.value.value == "None":
+                    return True
+                if len(step.slice) > 1 and _width_one(last):
+                    return True
+        return False
+
     def unsqueezed(self, index: cst.BaseExpression) -> bool:
         """Whether an index tensor got its trailing axis (`.unsqueeze(-1)`, `[..., None]`, `.view(..., 1)`)
         anywhere along its history, or its source is not visible enough to say."""
@@ -1217,11 +1250,13 @@ class Tensors:
 
     def same_mask(self, a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
         """Whether two mask expressions hold the same mask: the same code, or one a plain alias or
-        cast of the other (`mask = completion_mask.float()`); a product of masks is another mask."""
+        cast of the other (`mask = completion_mask.float()`), or rows of it (`mask[start:stop]`: a chunk
+        summed over the whole batch's count accumulates); a product of masks is another mask, and a mask
+        times itself is that mask (its entries are 0 or 1)."""
         if self._mask_aliases(a) & self._mask_aliases(b):
             return True
         mine, theirs = self._mask_factors(a), self._mask_factors(b)
-        if len(mine) < 2 or len(mine) != len(theirs):
+        if len(mine) != len(theirs):
             return False
         unmatched = [self._mask_aliases(f) for f in theirs]
         for factor in mine:
@@ -1233,9 +1268,24 @@ class Tensors:
         return True
 
     def _mask_factors(self, expr: cst.BaseExpression) -> List[cst.BaseExpression]:
-        """The masks a product of masks multiplies (`m1 * m2`, `m1 & m2`, a name bound to one)."""
+        """The distinct masks a product of masks multiplies (`m1 * m2`, `m1 & m2`, names bound to one): a
+        factor repeated (`m * m`) counts once."""
+        distinct: List[cst.BaseExpression] = []
+        seen: Set[str] = set()
+        for factor in self._product_of_masks(expr, 4):
+            aliases = self._mask_aliases(factor)
+            if not aliases & seen:
+                distinct.append(factor)
+            seen |= aliases
+        return distinct
+
+    def _product_of_masks(self, expr: cst.BaseExpression, depth: int) -> List[cst.BaseExpression]:
         resolved = self.resolve(expr)
-        return _factors(resolved, (cst.Multiply, cst.BitAnd)) if isinstance(resolved, cst.BinaryOperation) else [expr]
+        if depth == 0 or not isinstance(resolved, cst.BinaryOperation) or \
+                not isinstance(resolved.operator, (cst.Multiply, cst.BitAnd)):
+            return [expr]
+        return [inner for factor in _factors(resolved, (cst.Multiply, cst.BitAnd))
+                for inner in self._product_of_masks(factor, depth - 1)]
 
     def _mask_aliases(self, expr: cst.BaseExpression) -> Set[str]:
         names: Set[str] = set()
@@ -1244,8 +1294,9 @@ class Tensors:
                     expr.func.attr.value in _MASK_CASTS:
                 expr = expr.func.value
                 continue
-            if isinstance(expr, cst.Subscript) and all(_whole_axis(e.slice) for e in expr.slice):
-                expr = expr.value  # `mask[:, :, None]`
+            if isinstance(expr, cst.Subscript) and all(_whole_axis(e.slice) for e in expr.slice[1:]) and (
+                    _whole_axis(expr.slice[0].slice) or isinstance(expr.slice[0].slice, cst.Slice)):
+                expr = expr.value  # `mask[:, :, None]`, and its rows `mask[start:stop]`
                 continue
             names.add(self.code(expr, 1000))
             if not isinstance(expr, cst.Name):

@@ -143,11 +143,19 @@ class Models(Domain):
         return None
 
     def _layer(self, frame, layer: Value, node: cst.Call, args: List[Value], kwargs: Dict[str, Value]) -> Value:
+        """A layer that trains here records a graph; one without weights, or frozen here, gives what its inputs
+        have. Any other layer's weights require gradient unless code out of sight (the model that holds it)
+        freezes them: whether its output has a graph is unknown, whatever cut its inputs went through."""
+        kind = layer.facts["layer"]
         if frame.mode is not False and frame.flow.trained(layer):
             return Value({"type": TENSOR, "obj": node, "grad": GRAPH, "forwards": frozenset({node}),
-                          **_layer_facts(layer.facts["layer"], args)}, {"grad": (node,)})
-        return tensor_result(Operands(None, list(args) + list(kwargs.values()), {}, node, frame.mode,
-                                      lambda position, keyword: None), **_layer_facts(layer.facts["layer"], args))
+                          **_layer_facts(kind, args)}, {"grad": (node,)})
+        result = tensor_result(Operands(None, list(args) + list(kwargs.values()), {}, node, frame.mode,
+                                        lambda position, keyword: None), **_layer_facts(kind, args))
+        if frame.mode is False or _weightless(kind) or result.facts.get("grad") == GRAPH or \
+                frame.flow.frozen(layer):
+            return result
+        return frame.opaque(node, result.but(grad=None))
 
     def call_value(self, frame, callee, node, args, kwargs):
         if callee.facts.get("type") != MODEL:
@@ -210,6 +218,17 @@ def _prompt_ids(frame, node: cst.Call, args: List[Value], kwargs: Dict[str, Valu
         if arg.star == "**":
             given = with_sources(given, frame.expr(arg.value).sources)
     return given
+
+
+# Layers of `torch.nn` that hold no parameters: their output has the gradient their input has.
+_WEIGHTLESS_LAYERS = frozenset({"Dropout", "ReLU", "Tanh", "GELU", "SiLU", "Sigmoid", "Softplus", "Identity",
+                                "LeakyReLU", "ELU", "Mish", "Softmax", "LogSoftmax", "Flatten", "Unflatten",
+                                "Hardtanh", "Hardswish", "Softsign", "Tanhshrink", "ReLU6", "CELU", "SELU"})
+
+
+def _weightless(layer: str) -> bool:
+    """An activation, a dropout, a reshape, or a loss of `torch.nn` (whose `weight=` is a buffer)."""
+    return layer in _WEIGHTLESS_LAYERS or layer.endswith("Loss")
 
 
 _SAME_RANK_LAYERS = frozenset({"Linear", "LayerNorm", "RMSNorm", "Dropout", "ReLU", "Tanh", "GELU", "SiLU",
