@@ -153,6 +153,22 @@ def test_a_config_built_to_sample_the_whole_distribution_is_not_truncated():
     assert rl325(source) == []
 
 
+def test_a_truncation_whose_number_is_not_known_is_no_evidence_and_no_crash():
+    """`top_p=max(0.5, p)`, `p` 0.8 or 0.95 by the call, is a number whose value is not one: neither truncated nor whole."""
+    source = """
+        import torch
+
+        def rollout(policy, enc, p):
+            return policy.generate(**enc, do_sample=True, top_p=max(0.5, p))
+
+        def both(policy, enc):
+            return rollout(policy, enc, 0.8), rollout(policy, enc, 0.95)
+    """
+    result = lint_text(textwrap.dedent(source) + textwrap.dedent(_LOGPS), "train_grpo.py", Settings(select=["RL"]))
+    assert result.errors == []
+    assert [d.code for d in result.diagnostics if d.code == "RL325"] == []
+
+
 _BUILT_CONFIG = """
     import torch
     from transformers import AutoModelForCausalLM, GenerationConfig

@@ -710,12 +710,14 @@ class TruncatedSamplingFullLogprobs(LogprobsIgnoreTemperature):
                     whole |= not any(isinstance(n, cst.Call) and call_tail(n) in _SAMPLER_CALLS for n in built)
                     continue
                 settings = _truncations(flow, node)
-                truncating = [(key, v) for key, v in settings if v.facts.get("type") == NUMBER and
-                              (v.facts["number"] < 1.0 if key == "top_p" else v.facts["number"] > 0)]
+                known = [(key, v) for key, v in settings if v.facts.get("type") == NUMBER and
+                         v.facts.get("number") is not None]  # `max(0.7, cfg.top_p)`: a number, its value unknown
+                truncating = [(key, v) for key, v in known
+                              if (v.facts["number"] < 1.0 if key == "top_p" else v.facts["number"] > 0)]
                 if truncating:
                     key, v = truncating[0]
                     found.append((v.facts["number"], f"{key}, {v.facts.get('origin') or 'literal'}"))
-                elif all(v.facts.get("type") == NUMBER for _, v in settings):
+                elif len(known) == len(settings):
                     whole = True  # samples the whole distribution (or its settings are all known and neutral)
             self._temperature = (found[0] if found and not whole else None,)
         return self._temperature[0]
