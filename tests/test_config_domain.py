@@ -371,3 +371,20 @@ def test_a_driver_that_passes_a_small_rate_makes_the_class_default_no_run_s_valu
         (tmp_path / name).write_text(textwrap.dedent(text))
     default = lint_files([str(tmp_path / "trainer.py")], Settings())
     assert [d.code for d in default.diagnostics if d.code == "RL601"] == []
+
+
+def test_a_config_built_from_a_mapping_of_unknown_keys_holds_no_known_default(tmp_path):
+    """`RunConfig(**settings["run"])` of a file the engine does not read may set any field: the class default of
+    the rate is no run's value; built with keywords that leave it out, the default holds."""
+    trainer = TRAINER_MODULE + """
+import json
+
+def main(path):
+    settings = json.load(open(path))
+    train(RunConfig(**settings["run"]))
+"""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "trainer.py").write_text(textwrap.dedent(trainer))
+    assert [d.code for d in lint_files([str(tmp_path / "trainer.py")], Settings()).diagnostics] == []
+    (tmp_path / "trainer.py").write_text(textwrap.dedent(trainer.replace('**settings["run"]', 'checkpoint=path')))
+    assert [(d.line, d.code) for d in lint_files([str(tmp_path / "trainer.py")], Settings()).diagnostics] == [(8, "RL601")]

@@ -2,7 +2,7 @@
 nothing, and where the proof runs out the rules are silent."""
 import textwrap
 
-from rllint.runner import lint_text
+from rllint.runner import lint_files, lint_text
 from rllint.settings import Settings
 
 SETUP = """
@@ -683,3 +683,36 @@ def test_rl506_a_received_value_model_nothing_in_the_project_freezes_or_runs():
         (14, f"`(returns - values)` carries gradient from `critic(ids, ids.ne(0))` into the policy loss backpropagated "
              f"on line {14 + VALUE.count(chr(10))} (it is returned there for its caller to backpropagate): the actor "
              f"loss trains that model too (detach it first)")]
+
+
+def test_rl501_two_loads_through_another_module_s_helper_are_two_objects(tmp_path):
+    """`load(name)` called twice builds two models, though one node of the helper builds both; a helper that
+    hands back the model it is given (`prepare(policy)`) keeps it the same object."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "models.py").write_text(textwrap.dedent("""
+        from transformers import AutoModelForCausalLM
+
+        def load(name):
+            model = AutoModelForCausalLM.from_pretrained(name)
+            return model, name
+
+        def reference(name, beta):
+            if not beta:
+                return None
+            ref, _ = load(name)
+            return ref.eval()
+
+        def prepare(model):
+            return model.train()
+    """))
+    (tmp_path / "train.py").write_text(textwrap.dedent("""
+        from trl import PPOTrainer
+        from models import load, prepare, reference
+
+        policy, _ = load("Qwen/Qwen2.5-0.5B")
+        anchor = reference("Qwen/Qwen2.5-0.5B", 0.05)
+        PPOTrainer(config, model=policy, ref_model=anchor)
+        PPOTrainer(config, model=policy, ref_model=prepare(policy))
+    """))
+    result = lint_files([str(tmp_path / "train.py")], Settings(select=["RL501"]))
+    assert [d.line for d in result.diagnostics] == [8]

@@ -1166,6 +1166,7 @@ class Frame:
         self.recording = record
         self.collected: List[Tuple[str, Event]] = []  # a summary's events, for its caller to record
         self.returns: List[Value] = []
+        self.open_mappings: Set[cst.Call] = set()  # calls given a `**mapping` whose keys are not known
         self.statement: cst.CSTNode = function.node
         self.ended = False  # the current path has returned or raised: what follows in its block does not run
         self.stored_on: Set[str] = set()  # names whose attributes this run assigned (`cfg.lr = ...`)
@@ -1815,6 +1816,8 @@ class Frame:
                     if isinstance(key, str):
                         kwargs.setdefault(key, item)
                 continue
+            if arg.star == "**":
+                self.open_mappings.add(node)
             if arg.star:
                 continue
             if arg.keyword is not None:
@@ -2062,6 +2065,9 @@ class Frame:
         given = {v.facts.get("obj") for v in [receiver, *values.values()] if v is not None}
         if result.facts.get("obj") is not None and result.facts["obj"] not in given:
             result = result.but(obj=node)  # a tensor the call made: each call makes its own
+        if function.module is not self.ir:  # a model another module's function builds: each call builds its own
+            held = {v.facts.get("model") for v in [receiver, *values.values()] if v is not None}
+            result = _own_models(result, node, held)
         if result.facts.get("lp_at") is not None and function.module is not self.ir:
             result = result.but(lp_at=node)  # a difference written in another module: this call returns it
         for kind, event in events:
@@ -2103,6 +2109,8 @@ class Frame:
             given.update(kwargs)
             if given:
                 instance = instance.but(fields=tuple(given.items()))
+            if node in self.open_mappings:  # `Config(**settings)` of a mapping whose keys are not known: any field
+                instance = instance.but(fields_set=True, why={"fields_set": (node,)})
         if instance.facts.get("type") == MODEL and owner.holds_parameters(cls) is False:
             instance = instance.but(weightless=True, why={"weightless": (cls.node,)})
         return instance
@@ -2316,6 +2324,21 @@ def literal(node: cst.CSTNode) -> Any:
         return -int(node.expression.evaluated_value)
     return NO_KEY
 
+
+
+def _own_models(result: Value, call: cst.Call, given: set) -> Value:
+    """`result` (or the items of the tuple it is) with each model built inside the called function known by the
+    call: `load_model(name)` twice loads two objects, whatever node of the helper built them. A model the call
+    was given keeps its identity."""
+    def own(v: Value) -> Value:
+        identity = v.facts.get("model")
+        if v.facts.get("type") != MODEL or identity is None or identity in given:
+            return v
+        return v.but(model=call, why={"model": (call,)})
+
+    if result.facts.get("type") == TUPLE and result.facts.get("items"):
+        return result.but(items=tuple((key, own(item)) for key, item in result.facts["items"]))
+    return own(result)
 
 
 def _numeric_builtin(node: cst.Call, args: List[Value]) -> Value:
