@@ -716,3 +716,43 @@ def test_rl501_two_loads_through_another_module_s_helper_are_two_objects(tmp_pat
     """))
     result = lint_files([str(tmp_path / "train.py")], Settings(select=["RL501"]))
     assert [d.line for d in result.diagnostics] == [8]
+
+
+AGENT = """
+import torch
+from transformers import AutoModelForCausalLM
+
+class Agent(torch.nn.Module):
+    def __init__(self, name):
+        super().__init__()
+        self.lm = AutoModelForCausalLM.from_pretrained(name)
+        self.value = torch.nn.Linear(896, 1)
+
+    def forward(self, ids):
+        hidden = self.lm(ids, output_hidden_states=True)
+        return hidden.logits, self.value(hidden.hidden_states[-1]).squeeze(-1)
+
+    def score(self, ids, actions):
+        logits, values = self.forward(ids)
+        return logits.log_softmax(-1).gather(-1, actions.unsqueeze(-1)).squeeze(-1), values
+
+def train(batches):
+    agent = Agent("Qwen/Qwen2.5-0.5B")
+    {anchor}
+    opt = torch.optim.Adam(agent.parameters(), lr=1e-6)
+    for ids, actions, adv in batches:
+        logps, values = agent.score(ids, actions)
+        loss = -(logps * adv).mean() + {kl}
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_rl502_the_models_a_trained_module_holds_train_with_it_and_a_separate_reference_does_not():
+    """`Adam(agent.parameters())` trains `agent.lm` too: its forward inside the agent's method is the policy's.
+    A reference loaded beside it and run with gradient is still reported."""
+    quiet = AGENT.format(anchor="", kl="0.0")
+    assert lines(quiet, "RL502", setup="") == []
+    loud = AGENT.format(anchor='ref = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")',
+                        kl="0.1 * (logps - ref(ids).logits.log_softmax(-1).mean(-1)).mean()")
+    assert lines(loud, "RL502", setup="") == [25]

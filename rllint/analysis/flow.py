@@ -668,13 +668,28 @@ class Flow:
         found = set()
         for expr, function in self.optimizer_sites() + self._gradient_reads():
             self._analyze(function)
-            identity = (self.values.get(expr) or UNKNOWN).facts.get("model") or place_key_of(expr, function)
+            held = self.values.get(expr) or UNKNOWN
+            identity = held.facts.get("model") or place_key_of(expr, function)
             if identity is not None:
                 found.add(identity)
+            found |= self._submodels(held)
         for function in self.ir.all_functions():  # the model a trainer framework hands its loss is the one it trains
             if function.param("model") is not None and self.framework_entry(function):
                 self._analyze(function)
                 found.add(("param", function.qualname, "model"))
+        return found
+
+    def _submodels(self, model: Value) -> Set[Any]:
+        """The models an instance of a module class of the project holds in its attributes: `parameters()` of
+        the instance are theirs too, so whatever trains it trains them."""
+        cls = model.facts.get("cls")
+        if not isinstance(cls, ClassIR) or cls.module is not self.ir:
+            return set()
+        found = set()
+        for name in self._stores_of(cls):
+            held = self.class_attribute(cls, name) or UNKNOWN
+            if held.facts.get("type") == MODEL and held.facts.get("model") is not None:
+                found.add(held.facts["model"])
         return found
 
     def escaped(self, model: Value) -> bool:
