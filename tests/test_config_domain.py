@@ -388,3 +388,12 @@ def main(path):
     assert [d.code for d in lint_files([str(tmp_path / "trainer.py")], Settings()).diagnostics] == []
     (tmp_path / "trainer.py").write_text(textwrap.dedent(trainer.replace('**settings["run"]', 'checkpoint=path')))
     assert [(d.line, d.code) for d in lint_files([str(tmp_path / "trainer.py")], Settings()).diagnostics] == [(8, "RL601")]
+
+
+def test_the_releases_of_an_instance_of_one_of_several_classes_are_not_narrowed():
+    """Joined paths give an instance whose class is not known (`Small() if flag else Large()`): the fields it is
+    read for narrow no framework's releases (tinker_cookbook cost_estimation.py crashed here)."""
+    from rllint.analysis.domains.config import _releases
+    from rllint.analysis.facts import INSTANCE, Value
+
+    assert _releases(Value({"type": INSTANCE}), ["rate"]) is None

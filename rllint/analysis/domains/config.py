@@ -544,7 +544,9 @@ def _releases(instance: Value, keys: List[str]) -> Optional[Tuple[Tuple[str, ...
 
     framework = instance.facts.get("framework")
     if instance.facts.get("type") == INSTANCE:
-        cls = instance.facts["cls"]
+        cls = instance.facts.get("cls")
+        if cls is None:  # an instance of one of several classes (joined paths): which one is not known
+            return None
         flow = cls.module.flow
         keys = [k for k in keys if not any(k in owner.fields for owner in flow._class_chain(cls))]
         framework = _framework_base(flow, cls)
