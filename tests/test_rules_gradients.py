@@ -756,3 +756,47 @@ def test_rl502_the_models_a_trained_module_holds_train_with_it_and_a_separate_re
     loud = AGENT.format(anchor='ref = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")',
                         kl="0.1 * (logps - ref(ids).logits.log_softmax(-1).mean(-1)).mean()")
     assert lines(loud, "RL502", setup="") == [25]
+
+
+def test_rl502_a_helper_is_judged_per_call():
+    """The same log-prob helper runs a probe in one place and the step's forwards in another: the probe's run
+    reaches no loss, whatever the step's run of the same helper does."""
+    source = """
+        model = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+
+        def logps(m, ids):
+            return m(ids).logits.log_softmax(-1)
+
+        print(logps(model, ids).mean())
+
+        class Learner:
+            def __init__(self, policy, optimizer):
+                self.policy, self.optimizer = policy, optimizer
+
+            def update(self, ids):
+                loss = -logps(m=self.policy, ids=ids).mean()
+                loss.backward()
+                self.optimizer.step()
+    """
+    assert lines(source, "RL502") == []
+    assert lines(source, "RL502", select=["RL502"]) == [7]
+
+
+def test_rl502_a_reference_whose_number_reaches_the_loss_is_in_the_step():
+    """`.item()` cuts the reference's graph, but its forward ran for the loss the step backpropagates (RL503's
+    business is the cut; RL502's the activations the forward kept)."""
+    assert lines("""
+        policy = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+        reference = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+        optimizer = torch.optim.AdamW(policy.parameters(), lr=1e-6)
+
+        def logps(m, ids):
+            return m(ids).logits.log_softmax(-1)
+
+        def step(ids):
+            new = logps(policy, ids)
+            penalty = (new - logps(reference, ids)).mean().item()
+            print(logps(reference, ids).mean())
+            (-new.mean() + 0.1 * penalty).backward()
+            optimizer.step()
+    """, "RL502") == [11]

@@ -15,6 +15,9 @@ Facts (absent = unknown):
 - `grad`: GRAPH (records autograd history), NO_GRAD (never had any) or DETACHED (cut from it); `cut`: the
   node where a model's graph was cut on this value's way (a forward under no_grad, a `.detach()`, a call
   run under no_grad), when no operand carries a graph.
+- `forwards`: on a tensor that carries a graph, the model forwards it came from, and the calls of project
+  functions it came back through: each call is one run of the helper (the `via` of its events), so a helper
+  called twice tells which run's graph reaches a loss.
 - `saved`: the op that saved this tensor for its backward (`exp`, `softmax`, an operand of `mul`...).
 - `stat`: a statistic of a batch: STD, VAR, NORM (an epsilon added to it guards a denominator).
 - `text`: COMPLETION (decoded from sampled ids, or a scoring function's completion), PROMPT, GOLD.

@@ -2085,6 +2085,8 @@ class Frame:
             result = _own_models(result, node, held)
         if result.facts.get("lp_at") is not None and function.module is not self.ir:
             result = result.but(lp_at=node)  # a difference written in another module: this call returns it
+        if result.facts.get("forwards"):  # the graph of these forwards came through this call (`Event.via`)
+            result = result.but(forwards=result.facts["forwards"] | {node})
         for kind, event in events:
             if self.recording:
                 self.flow.record(kind, replace(event, via=node, via_statement=self.statement, via_module=self.ir))

@@ -152,12 +152,14 @@ class ReferenceForwardWithGrad(RLCodeOnly, CSTRule):
     False` loop over its parameters, not made by TRL's `create_reference_model`), it is not handed to
     code this file does not show (which might freeze or train it), gradient is enabled where the
     forward runs (not under `torch.no_grad()` / `torch.inference_mode()` / a `@torch.no_grad()`
-    function, here or at every caller), its result is not detached in the same expression, and its graph
-    reaches the loss the step backpropagates.
+    function, here or at every caller), its result is not detached in the same expression, and its output
+    reaches the loss the step backpropagates (its graph, or a number taken from it with `.item()`). A helper
+    called twice is judged per call: the run whose result reaches the loss, not a probe of the same model
+    through the same helper elsewhere.
 
     When RL502 is selected by name (`--select RL502` or `RL5`), a frozen model's forward outside
     no_grad is reported too (autograd still records the ops that follow it if an input requires grad),
-    and so is a forward whose graph reaches no loss (a model probed in a notebook cell).
+    and so is a forward whose output reaches no loss (a model probed in a notebook cell).
 
     A helper that runs the model is reported at its call, where `no_grad` goes; one that also runs
     the policy with gradient is reported at its own forward of the untrained model.
@@ -211,7 +213,12 @@ class ReferenceForwardWithGrad(RLCodeOnly, CSTRule):
         broad = self.file.settings.names(self.code)
         # What the step backpropagates: a forward whose graph reaches none of it records nothing the step keeps
         # (a model probed in a notebook cell); named, RL502 reports those too.
-        in_losses = set().union(*(loss.facts.get("forwards", frozenset()) for _, loss in losses))
+        # Its output counts even where a number taken from it (`.item()`) is what reaches the loss: it is computed
+        # for the step, whose memory keeps its activations.
+        cuts = {event.node: event.target for event in flow.stoppers}
+        in_losses = set().union(*(loss.facts.get("forwards", frozenset()) for _, loss in losses),
+                                *(cuts[source].facts.get("forwards", frozenset())
+                                  for _, loss in losses for source in loss.sources if source in cuts))
         runs = {event.node: event.target.facts.get("model") for event in flow.forwards}
         reported = set()
         for event in flow.forwards:
@@ -229,7 +236,7 @@ class ReferenceForwardWithGrad(RLCodeOnly, CSTRule):
             frozen = flow.frozen(model)
             if not frozen and event.via is not None and runs.get(event.via) in trained:
                 continue  # a submodule run by the forward of a trained module: its parameters are the module's
-            if (frozen or event.node not in in_losses) and not broad or flow.escaped(model):
+            if (frozen or not _reaches_loss(flow, event, in_losses)) and not broad or flow.escaped(model):
                 continue
             at = event.via or event.node
             if event.via is not None and event.function.module is flow.ir and any(
@@ -241,6 +248,15 @@ class ReferenceForwardWithGrad(RLCodeOnly, CSTRule):
             reported.add(at)
             self.report(at, call=_code(self, at), model=_code(self, _model_expr(flow, event, direct), 40),
                         frozen=" (its weights are frozen, but the ops after it are recorded)" if frozen else "")
+
+
+def _reaches_loss(flow: Flow, event, in_losses) -> bool:
+    """Whether this run of a forward reaches a loss: through the call that ran it, or inside that call. A helper
+    called twice is two runs: the model probed in a notebook cell is not the one another cell's step trains."""
+    if event.via is None:
+        return event.node in in_losses
+    return event.via in in_losses or any(step.via is event.via and event.node in step.target.facts.get("forwards", ())
+                                         for step in flow.backwards)
 
 
 def _fed_by_policy(event, runs, trained) -> bool:
