@@ -333,7 +333,7 @@ class LogprobsIgnoreTemperature(FunctionRule):
     a sampler object keeps the config it was constructed with); then only a function or
     method of this module that a function they call reaches scores the rollouts. A sampler is a
     `temperature=` given to `generate`, `GenerationConfig`, `SamplingParams` or an RL trainer's
-    config, the first argument of mlx_lm's `make_sampler`, or a token drawn by hand from a
+    config (by keyword or as the item of a `**settings` dict), the first argument of mlx_lm's `make_sampler`, or a token drawn by hand from a
     model's logits divided by T: `torch.multinomial` of their softmax, or the argmax of a
     Gumbel-max perturbation (`logits / T` plus Gumbel noise, `exp(logits) / E ** T` as
     LLaDA's `add_gumbel_noise`, weights divided by exponential noise), here or in a helper of
