@@ -397,3 +397,123 @@ def test_the_releases_of_an_instance_of_one_of_several_classes_are_not_narrowed(
     from rllint.analysis.facts import INSTANCE, Value
 
     assert _releases(Value({"type": INSTANCE}), ["rate"]) is None
+
+
+_GETATTR = """
+    from dataclasses import dataclass, field
+
+    @dataclass
+    class Decoding:
+        temperature: float = 0.6
+
+    @dataclass
+    class Run:
+        decoding: Decoding = field(default_factory=Decoding)
+
+    class Sampler:
+        def __init__(self, run):
+            self.run = run
+
+        def settings(self):
+            return getattr(self.run.decoding, "temperature", 1.0), getattr(self.run, "top_p", 0.9)
+
+    Sampler(Run()).settings()
+"""
+
+
+def test_getattr_with_a_default_reads_the_field_a_nested_config_class_declares():
+    engine = Engine(_GETATTR)
+    assert number(engine, 'getattr(self.run.decoding, "temperature", 1.0)')[:2] == (
+        0.6, "default of Decoding.temperature")
+
+
+def test_getattr_of_an_attribute_no_class_of_the_project_declares_or_stores_is_its_default():
+    engine = Engine(_GETATTR)
+    assert number(engine, 'getattr(self.run, "top_p", 0.9)')[0] == 0.9
+    # an attribute of that name assigned anywhere in the module, or a name set out of sight: not known
+    stored = Engine(textwrap.dedent(_GETATTR) + "\nrun = Run()\nrun.top_p = 1.0\n")
+    assert stored.facts('getattr(self.run, "top_p", 0.9)', "type", "number") == {"type": None, "number": None}
+    hidden = Engine(textwrap.dedent(_GETATTR).replace("Sampler(Run()).settings()", textwrap.dedent("""
+        def build(overrides):
+            run = Run()
+            for key, item in overrides.items():
+                setattr(run, key, item)
+            return run
+
+        Sampler(build({})).settings()
+    """)))
+    assert hidden.facts('getattr(self.run, "top_p", 0.9)', "number") == {"number": None}
+
+
+def test_getattr_of_a_class_with_a_base_out_of_sight_is_not_its_default():
+    engine = Engine("""
+    import argparse
+
+    class Options(argparse.Namespace):
+        pass
+
+    def settings(options):
+        return getattr(options, "temperature", 0.7)
+
+    settings(Options())
+    """)
+    assert engine.facts('getattr(options, "temperature", 0.7)', "number") == {"number": None}
+
+
+def test_getattr_reads_what_another_module_stored_on_the_config_it_hands_over(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "settings.py").write_text(textwrap.dedent("""
+        from dataclasses import dataclass, field
+
+        @dataclass
+        class Decoding:
+            temperature: float = 1.0
+
+        @dataclass
+        class Run:
+            decoding: Decoding = field(default_factory=Decoding)
+    """))
+    (tmp_path / "main.py").write_text(textwrap.dedent("""
+        from settings import Run
+        from worker import Worker
+
+        def main():
+            run = Run()
+            run.decoding.temperature = 0.6
+            Worker(run).go()
+    """))
+    worker = textwrap.dedent("""
+        class Worker:
+            def __init__(self, run):
+                self.run = run
+
+            def go(self):
+                return getattr(self.run.decoding, "temperature", 1.0)
+    """)
+    (tmp_path / "worker.py").write_text(worker)
+    engine = Engine(worker, path=str(tmp_path / "worker.py"))
+    assert number(engine, 'getattr(self.run.decoding, "temperature", 1.0)')[0] == 0.6
+
+
+def test_max_and_min_over_numbers_are_numbers_known_only_when_every_operand_is():
+    engine = Engine("""
+    import os
+    from dataclasses import dataclass
+
+    @dataclass
+    class Sampling:
+        temperature: float = 0.8
+
+    def known(cfg):
+        return max(0.7, float(cfg.temperature)), min(cfg.temperature, 0.5)
+
+    def unknown(t):
+        return max(0.7, float(t))
+
+    known(Sampling())
+    unknown(float(os.environ["T"]))
+    """)
+    assert number(engine, "max(0.7, float(cfg.temperature))")[0] == 0.8
+    assert number(engine, "min(cfg.temperature, 0.5)")[0] == 0.5
+    # at least 0.7, maybe 1.0: a number whose value is not known
+    assert engine.facts("max(0.7, float(t))", "type", "number") == {"type": NUMBER, "number": None}

@@ -1179,3 +1179,80 @@ def test_look_alikes_of_a_toml_temperature(tmp_path):
     # a launch that overrides settings by name: which ones it sets is not known
     assert _toml_project(tmp_path, "temperature = 0.6\n", launch="python train.py --override temperature=1.0\n") == []
     assert _toml_project(tmp_path, "[[runs]]\ntemperature = 0.6\n") == []  # an array of tables: not read here
+
+
+_NESTED = {
+    "settings.py": """
+        from dataclasses import dataclass, field
+
+        @dataclass
+        class Decoding:
+            temperature: float = 0.8
+            do_sample: bool = True
+
+        @dataclass
+        class Run:
+            decoding: Decoding = field(default_factory=Decoding)
+    """,
+    "main.py": """
+        import os
+
+        from settings import Run
+        from trainer import Trainer
+
+        def main():
+            run = Run()
+            Trainer(run).step([])
+    """,
+    "trainer.py": """
+        import torch.nn.functional as F
+        from transformers import AutoModelForCausalLM
+
+        class Trainer:
+            def __init__(self, run):
+                self.run = run
+                self.policy = AutoModelForCausalLM.from_pretrained("gpt2")
+
+            def step(self, enc):
+                kwargs = {"max_new_tokens": 64}
+                if getattr(self.run.decoding, "do_sample", False):
+                    kwargs["temperature"] = getattr(self.run.decoding, "temperature", 1.0)
+                ids = self.policy.generate(**enc, **kwargs)
+                return self.score(ids)
+
+            def score(self, ids):
+                logits = self.policy(ids).logits
+                return {logps}
+    """,
+}
+
+
+def _nested(tmp_path, **changes):
+    from rllint.runner import lint_files
+
+    (tmp_path / "pyproject.toml").write_text("")
+    files = dict(_NESTED)
+    files["trainer.py"] = files["trainer.py"].replace("{logps}", changes.pop("logps", "F.log_softmax(logits, -1)"))
+    for name, (old, new) in changes.items():
+        files[name + ".py"] = files[name + ".py"].replace(old, new)
+    for name, text in files.items():
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    result = lint_files([str(tmp_path / "trainer.py")], Settings(select=["RL309"]))
+    return [(d.line, d.code) for d in result.diagnostics]
+
+
+def test_a_temperature_read_by_getattr_of_a_nested_config_and_given_through_a_dict_of_settings(tmp_path):
+    assert _nested(tmp_path) == [(19, "RL309")]
+
+
+def test_logits_a_helper_divides_by_the_temperature_are_tempered_whatever_path_holds_it(tmp_path):
+    logps = "F.log_softmax(self.tempered(logits), -1)\n\n            def tempered(self, logits):\n" \
+            "                return logits / getattr(self.run.decoding, 'temperature', 1.0)"
+    assert _nested(tmp_path, logps=logps) == []
+
+
+def test_a_nested_config_that_samples_at_one_or_at_a_number_not_known_says_nothing(tmp_path):
+    assert _nested(tmp_path, settings=("temperature: float = 0.8", "temperature: float = 1.0")) == []
+    # at least 0.7, perhaps 1.0: the launch's value is not known
+    unknown = ("run = Run()", "run = Run()\n    run.decoding.temperature = max(0.7, float(os.environ['T']))")
+    assert _nested(tmp_path, main=unknown) == []

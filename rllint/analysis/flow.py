@@ -31,6 +31,7 @@ import libcst as cst
 
 from rllint.analysis import summaries
 from rllint.analysis.domains import domains
+from rllint.analysis.domains.config import CONFIG, NAMESPACE
 from rllint.analysis.domains.models import MODULE_METHODS, OPTIMIZERS, output_item
 from rllint.analysis.domains.torch_ops import STOPPERS, negated, written
 from rllint.analysis.facts import (BATCH, BOOL, CAUSAL_LM, CLASS, DICT, FUNCTION, GRAPH, INSTANCE, LIST, MASK, MODEL,
@@ -67,6 +68,8 @@ _TRAINER_PACKAGES = ("transformers.", "trl.")
 _TRAINER_ENTRY_METHODS = frozenset({"compute_loss", "training_step"})
 _CONVERSIONS = frozenset({"float", "int"})
 _NUMERIC_BUILTINS = {"min": min, "max": max, "abs": abs}
+# The configuration objects whose attributes `getattr(obj, "name", default)` reads as settings.
+_SETTINGS_HOLDERS = frozenset({INSTANCE, CONFIG, NAMESPACE})
 _VERL_POLICY_LOSS = "verl.trainer.ppo.core_algos.register_policy_loss"
 GRAPH_NONE = "fixed"
 _VERL_LOSS_LOGPS = {"log_prob": GRAPH, "old_log_prob": GRAPH_NONE}  # verl passes them by these keywords
@@ -201,6 +204,7 @@ class Flow:
         self._parts: Dict[Tuple[FunctionIR, str], Optional[List[Tuple[Any, ...]]]] = {}
         # class -> attribute -> the methods (of it and its bases, in order) that store `self.attribute`, with the targets
         self._self_stores: Dict[ClassIR, Dict[str, List[Tuple[FunctionIR, List[cst.Attribute]]]]] = {}
+        self._assigned_attributes: Optional[FrozenSet[str]] = None
         self.depth_of_callers = 0  # 1 for a module read to find the callers of another's functions
         self.for_callers = bool(getattr(file, "for_callers", False))
         # Interpreting the top level can read another module that asks for this file's flow again (to find the
@@ -334,6 +338,21 @@ class Flow:
                 self._analyze(function)
             found = self.values.get(expr, UNKNOWN)
         return found
+
+    def keyword_value(self, call: cst.Call, name: str) -> Optional[Value]:
+        """What a call is given as `name=`: by keyword, or as the item of a `**mapping` the engine knows holds that
+        key (`generate(**inputs, **gen_kwargs)`); None when neither gives it."""
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == name:
+                return self.value(arg.value)
+        for arg in call.args:
+            if arg.star == "**":
+                given = self.value(arg.value)
+                if given.facts.get("type") == DICT:
+                    found = item_of(given, name)
+                    if found is not None:
+                        return found
+        return None
 
     def analyze_all(self) -> None:
         """Interpret every function: the events of the whole file."""
@@ -807,6 +826,27 @@ class Flow:
             self._attributes[key] = result
         _close(level, outer)
         return result
+
+    def assigned_attributes(self) -> FrozenSet[str]:
+        """The names of the attributes any statement of this module assigns, on any object (`x.name = v`,
+        `setattr(x, "name", v)`)."""
+        if self._assigned_attributes is None:
+            names: Set[str] = set()
+            for node in walk(self.ir.module, into_functions=True):
+                targets: List[cst.CSTNode] = []
+                if isinstance(node, cst.Assign):
+                    targets = [t.target for t in node.targets]
+                elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+                    targets = [node.target]
+                elif isinstance(node, cst.Call) and _tail(node.func) == "setattr" and len(node.args) > 1:
+                    name = literal(node.args[1].value)
+                    names.add(name if isinstance(name, str) else "*")
+                for target in targets:
+                    for part in walk(target):
+                        if isinstance(part, cst.Attribute):
+                            names.add(part.attr.value)
+            self._assigned_attributes = frozenset(names)
+        return self._assigned_attributes
 
     def stored_elsewhere(self, cls: ClassIR, name: str) -> bool:
         """Whether a method of `cls` (or of a base) other than `__init__` assigns `self.name`."""
@@ -1635,8 +1675,10 @@ class Frame:
         if name is not None and name in self.env:
             self.expr(node.value)
             return self.env[name]
-        base = self.expr(node.value)
-        attr = node.attr.value
+        return self.read_attribute(self.expr(node.value), node.attr.value, node)
+
+    def read_attribute(self, base: Value, attr: str, node: cst.Attribute) -> Value:
+        """`base.<attr>`, read at `node` (whose `value` is the receiver's expression)."""
         kind = base.facts.get("type")
         if kind == REF:
             return base.but(qual=f"{base.facts['qual']}.{attr}") if "qual" in base.facts else UNKNOWN
@@ -1853,6 +1895,11 @@ class Frame:
             return value(type=NONE)
         if name == "hasattr" and isinstance(node.func, cst.Name) and "hasattr" not in self.env and len(args) == 2:
             return self._hasattr(args[0], args[1].facts.get("literal") or literal(node.args[1].value))
+        if name == "getattr" and isinstance(node.func, cst.Name) and "getattr" not in self.env and \
+                len(args) == len(node.args) in (2, 3) and args[0].facts.get("type") in _SETTINGS_HOLDERS:
+            attribute = args[1].facts.get("literal") or literal(node.args[1].value)
+            if isinstance(attribute, str) and attribute.isidentifier():
+                return self._getattr(node, args[0], attribute, args[2] if len(args) == 3 else None)
         if name in ("append", "extend") and receiver is not None and receiver.facts.get("type") == LIST and args \
                 and isinstance(node.func, cst.Attribute):
             self._grow(node.func.value, receiver, args[0] if name == "append" else element_of(args[0]))
@@ -1892,6 +1939,38 @@ class Frame:
                 any(attribute in c.fields for c in cls.module.flow._class_chain(cls)):
             return value(type=BOOL, number=1)
         return value(type=BOOL)
+
+    def _getattr(self, node: cst.Call, held: Value, attribute: str, default: Optional[Value]) -> Value:
+        """`getattr(cfg, "name", default)` of a configuration object is `cfg.name` where it has that attribute (a
+        field of its class, what its constructor or a store gave it); the default only where it has none: its
+        classes, all of the project, neither declare nor store it, no name out of sight set it (`fields_set`),
+        and nothing in this module assigns an attribute of that name. Else not known."""
+        receiver = node.args[0].value
+        holder = place(receiver)
+        if holder is not None and f"{holder}.{attribute}" in self.env:
+            return self.env[f"{holder}.{attribute}"]
+        found = self.read_attribute(held, attribute, cst.Attribute(value=receiver, attr=cst.Name(attribute)))
+        if default is None or found.facts.get("type"):
+            return found
+        return default if self._lacks(held, attribute) else UNKNOWN
+
+    def _lacks(self, held: Value, attribute: str) -> bool:
+        """Whether an instance of a project class provably has no attribute `attribute` (see `_getattr`)."""
+        cls = held.facts.get("cls")
+        if held.facts.get("type") != INSTANCE or cls is None or held.facts.get("fields_set") or \
+                attribute in dict(held.facts.get("fields") or ()):
+            return False
+        owner: Flow = cls.module.flow
+        chain = list(owner._class_chain(cls))
+        known = {c.name for c in chain}
+        if any(b.rsplit(".", 1)[-1] not in known and b != "object" for c in chain for b in c.bases):
+            return False  # a base out of sight may declare it
+        if any(attribute in c.fields or attribute in c.attributes or attribute in c.methods or
+               {"__getattr__", "__getattribute__"} & set(c.methods) for c in chain):
+            return False
+        if attribute in owner._stores_of(cls):
+            return False
+        return not {attribute, "*"} & self.flow.assigned_attributes()
 
     def _settings_handed(self, node: cst.Call, callee: Value) -> None:
         """A dict whose every key is known (a file of settings) that a call may change (`cfg.update(...)`, a

@@ -220,9 +220,9 @@ def _samplers(file) -> List[Optional[Setting]]:
             if arg is not None:
                 found.append(_temperature_of(file, arg.value))
         elif call_tail(node) in _SAMPLER_CALLS and not (isinstance(node.func, cst.Name) and node.func.value in own):
-            arg = keyword(node, "temperature")
-            if arg is not None:
-                found.append(_temperature_of(file, arg.value))
+            given = file.fact(Flow).keyword_value(node, "temperature")  # by keyword or in a `**settings` dict
+            if given is not None:
+                found.append(_setting(given))
             else:
                 found.extend(_framework_temperature(file, node))
     return found + _drawn(file) + _drawn_by_hand(file)
@@ -251,7 +251,11 @@ def _temperature_of(file, expr: cst.BaseExpression) -> Optional[Setting]:
     domain: argparse, dataclass fields and constructor arguments, environment and framework defaults,
     launch scripts, files of settings); None where the engine cannot follow it (a declaration that merely
     shares the attribute's name is no evidence)."""
-    found = file.fact(Flow).value(expr)
+    return _setting(file.fact(Flow).value(expr))
+
+
+def _setting(found) -> Optional[Setting]:
+    """The setting a value the engine followed holds (None: not a known number)."""
     if found.facts.get("type") == NUMBER and "number" in found.facts:
         return Setting(found.facts["number"], found.facts.get("origin") or _written(found))
     return None
@@ -329,7 +333,7 @@ class LogprobsIgnoreTemperature(FunctionRule):
     a sampler object keeps the config it was constructed with); then only a function or
     method of this module that a function they call reaches scores the rollouts. A sampler is a
     `temperature=` given to `generate`, `GenerationConfig`, `SamplingParams` or an RL trainer's
-    config, the first argument of mlx_lm's `make_sampler`, or a token drawn by hand from a
+    config (by keyword or as the item of a `**settings` dict), the first argument of mlx_lm's `make_sampler`, or a token drawn by hand from a
     model's logits divided by T: `torch.multinomial` of their softmax, or the argmax of a
     Gumbel-max perturbation (`logits / T` plus Gumbel noise, `exp(logits) / E ** T` as
     LLaDA's `add_gumbel_noise`, weights divided by exponential noise), here or in a helper of

@@ -147,6 +147,8 @@ class ConfigDomain(Domain):
                 if node.func.value == "int":
                     number = float(int(number))
                 return args[0].but(type=NUMBER, number=number)
+            if args and args[0].facts.get("type") == NUMBER and node.func.value == "float":
+                return args[0]  # a number of unknown value is still a number (`max(0.7, float(cfg.t))` is one)
         return None
 
 
