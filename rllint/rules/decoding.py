@@ -1710,7 +1710,7 @@ class GenerateRightPadded(FunctionRule):
                 roles.role(engine, self.function) is None and not roles.is_model(dotted(engine) or "")):
             return  # an engine, or something the file does not show to be a model
         how = '`padding_side="right"`' if written else \
-            "the default of the tokenizer this file loads for the models it names"
+            "the default of its tokenizer, loaded for the models this file names"
         self.report(node, expr=self.source(node), how=how, sampler=self.source(sampler.func, 40))
 
 
