@@ -15,15 +15,16 @@ what its `forward` does, like a function's.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Optional
 
 import libcst as cst
 
 from rllint.analysis.domains.base import Domain
+from rllint.analysis.sides import sides_set
 from rllint.analysis.domains.torch_ops import OPS, Operands, gradient, raw_logits, tensor_result
 from rllint.analysis.facts import (BATCH, CAUSAL_LM, DEFAULT_SIDE, GRAPH, IDS, LOG_SPACE, LOGITS, MODEL, NLL, NO_GRAD,
-                                   NUMBER, OPTIMIZER, OUTPUT, PADDING_SIDE, PARAMS, SEQ2SEQ, SEQ_CLS, SIDES, TENSOR, TIME,
-                                   TOKENIZER, TRUNCATION_SIDE, TUPLE, UNKNOWN, VALUE_HEAD, VOCAB, Value, item_of, join_all,
+                                   NUMBER, OPTIMIZER, OUTPUT, PARAMS, SEQ2SEQ, SEQ_CLS, SIDES, TENSOR, TIME,
+                                   TOKENIZER, TUPLE, UNKNOWN, VALUE_HEAD, VOCAB, Value, item_of, join_all,
                                    value, with_sources)
 
 # Methods that return the model they are called on (or the same parameters).
@@ -201,7 +202,7 @@ def loaded_tokenizer(frame, node: cst.Call, kwargs: Dict[str, Value]) -> Value:
     no side but "right" on any tokenizer (a helper there may set this one's under another name)."""
     facts: Dict = {"type": TOKENIZER}
     if not any(arg.star == "**" for arg in node.args):
-        chosen = chosen_sides(frame.flow.file)
+        chosen = sides_set(frame.flow.file)
         for side in SIDES:
             if side in kwargs:
                 facts[side] = written_text(kwargs[side])
@@ -210,17 +211,9 @@ def loaded_tokenizer(frame, node: cst.Call, kwargs: Dict[str, Value]) -> Value:
     return value((node,), **facts)
 
 
-def chosen_sides(file) -> Dict[str, Set[Optional[str]]]:
-    """The padding and truncation sides a module sets on any tokenizer (None: one it computes)."""
-    from rllint.analysis.tokenizer import TokenizerFacts
-
-    here = file.fact(TokenizerFacts)
-    return {PADDING_SIDE: set().union(*here.padding_sides.values()), TRUNCATION_SIDE: set(here.truncation_sides)}
-
-
 def sets_sides(file) -> bool:
     """Whether a module sets a side but "right" on some tokenizer: a tokenizer handed to it may leave configured."""
-    return any(sides - {"right"} for sides in chosen_sides(file).values())
+    return any(sides - {"right"} for sides in sides_set(file).values())
 
 
 def configured(tokenizer: Value, stores: Dict[str, Value]) -> Value:
