@@ -487,3 +487,62 @@ def test_rl317_wrapper_look_alikes(tmp_path):
     # the reference's pass in eval mode, the policy's sampled elsewhere
     assert wrapped(tmp_path, sample="vllm_engine.generate(prompts)", before="llm.model.eval()",
                    after="llm.model.train()") == []
+
+
+# A trainer class of one module given a tokenizer another module loads (the side is a fact of the object, set where
+# it is loaded or configured; ShashankChandgude/RLHF's shape, here with a helper and positional arguments).
+GIVEN_TRAINER = """
+import torch
+from transformers import AutoModelForCausalLM
+
+
+class Sampler:
+    def __init__(self, tok, path="EleutherAI/gpt-neo-125M"):
+        self.tok = tok
+        self.lm = AutoModelForCausalLM.from_pretrained(path)
+
+    def encode(self, questions):
+        return self.tok([q.strip() for q in questions], padding=True, return_tensors="pt")
+
+    def rollout(self, questions):
+        enc = self.encode(questions)
+        return self.lm.generate(enc["input_ids"], attention_mask=enc["attention_mask"], do_sample=True)
+"""
+
+GIVEN_DRIVER = """
+from transformers import AutoTokenizer
+
+from sampler import Sampler
+
+
+def main(name):
+    tk = AutoTokenizer.from_pretrained(name{kw})
+    tk.pad_token = tk.eos_token
+    {setup}
+    Sampler(tk).rollout(["a", "bb"])
+"""
+
+
+def given(tmp_path, kw="", setup=""):
+    from rllint.runner import lint_files
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "sampler.py").write_text(GIVEN_TRAINER)
+    (tmp_path / "driver.py").write_text(GIVEN_DRIVER.format(kw=kw, setup=setup))
+    result = lint_files([str(tmp_path / "sampler.py")], Settings(select=["RL316"], root=tmp_path), isolated=False)
+    return sorted(d.line for d in result.diagnostics)
+
+
+def test_rl316_a_tokenizer_another_module_loads_with_no_side_pads_on_its_models_default(tmp_path):
+    assert given(tmp_path) == [12]
+
+
+def test_rl316_a_given_tokenizer_set_left_where_it_is_loaded_or_configured_is_silent(tmp_path):
+    assert given(tmp_path, kw=', padding_side="left"') == []
+    assert given(tmp_path, setup='tk.padding_side = "left"') == []
+    assert given(tmp_path, setup="tk.padding_side = side") == []  # a side the code computes
+
+
+def test_rl316_a_given_tokenizer_handed_first_to_a_library_call_may_be_configured_there(tmp_path):
+    assert given(tmp_path, setup="configure_tokenizer(tk)") == []
+    assert given(tmp_path, kw=", **tokenizer_kwargs") == []

@@ -82,6 +82,9 @@ UNIFORM, EXPONENTIAL, GUMBEL, NEG_EXPONENTIAL, NEG_GUMBEL = "uniform", "exponent
 LOG_SPACE, WEIGHTS = "log", "weights"
 # architectures
 CAUSAL_LM, SEQ_CLS, VALUE_HEAD, SEQ2SEQ = "causal_lm", "seq_cls", "value_head", "seq2seq"
+# the sides a tokenizer object pads and truncates on: "left", "right", or the checkpoint's own default (none set)
+PADDING_SIDE, TRUNCATION_SIDE, DEFAULT_SIDE = "padding_side", "truncation_side", "default"
+SIDES = (PADDING_SIDE, TRUNCATION_SIDE)
 
 NO_SOURCES: FrozenSet[cst.CSTNode] = frozenset()
 

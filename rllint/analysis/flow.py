@@ -32,11 +32,11 @@ import libcst as cst
 from rllint.analysis import summaries
 from rllint.analysis.domains import domains
 from rllint.analysis.domains.config import CONFIG, NAMESPACE
-from rllint.analysis.domains.models import MODULE_METHODS, OPTIMIZERS, output_item
+from rllint.analysis.domains.models import MODULE_METHODS, OPTIMIZERS, configured, output_item, sets_sides
 from rllint.analysis.domains.torch_ops import STOPPERS, negated, written
 from rllint.analysis.facts import (BATCH, BOOL, CAUSAL_LM, CLASS, DICT, FUNCTION, GRAPH, INSTANCE, LIST, MASK, MODEL,
-                                   NONE, NUMBER, REF, TENSOR, TEXT, TEXTS, TIME, TUPLE, UNKNOWN, Value, item_of, join, join_all,
-                                   set_item, signature, value, with_sources)
+                                   NONE, NUMBER, REF, SIDES, TENSOR, TEXT, TEXTS, TIME, TOKENIZER, TUPLE, UNKNOWN, Value,
+                                   item_of, join, join_all, set_item, signature, value, with_sources)
 from rllint.analysis.ir import NO_GRAD_CONTEXTS, CallSite, ClassIR, FunctionIR, ModuleIR, Param
 from rllint.analysis.launches import written_settings_file
 from rllint.analysis.syntax import children, walk
@@ -1512,6 +1512,8 @@ class Frame:
 
         stores = sorted((key[len(name) + 1:].split("."), stored) for key, stored in self.env.items()
                         if key.startswith(name + ".") and "[" not in key)
+        if stores and held.facts.get("type") == TOKENIZER:  # `tok.padding_side = "left"`
+            return configured(held, {".".join(path): stored for path, stored in stores})
         if not stores or held.facts.get("type") != INSTANCE:
             return held
 
@@ -1883,6 +1885,7 @@ class Frame:
                 args.append(argument)
         if not _reads_only(node, callee):
             self._settings_handed(node, callee)
+            self._tokenizers_handed(node, callee)
         name = _tail(node.func)
         receiver = callee.facts.get("bound")
         if name == "backward" and isinstance(node.func, cst.Attribute):
@@ -1989,6 +1992,22 @@ class Frame:
             name = place(expr)
             if name is not None and self.env.get(name, UNKNOWN).facts.get("complete"):
                 self.env[name] = self.env[name].but(complete=None, items=None)
+
+    def _tokenizers_handed(self, node: cst.Call, callee: Value) -> None:
+        """A tokenizer of known sides handed to a call that may set them (a library's, or a project function or
+        class of a module that sets a side but "right" on some tokenizer) has sides not known from here on."""
+        names = [place(a.value) for a in node.args if not a.star]
+        held = [n for n in names if n is not None and self.env.get(n, UNKNOWN).facts.get("type") == TOKENIZER and
+                any(side in self.env[n].facts for side in SIDES)]
+        if not held:
+            return
+        target = callee.facts.get("function") or callee.facts.get("cls")
+        if target is None and callee.facts.get("type") == REF:
+            target = self.flow.imported(callee.facts.get("qual", ""), callee.facts.get("level", 0))
+        if isinstance(target, (FunctionIR, ClassIR)) and not sets_sides(target.module.flow.file):
+            return
+        for name in held:
+            self.env[name] = self.env[name].but(**{side: None for side in SIDES})
 
     def _grow(self, target: cst.CSTNode, current: Value, added: Value) -> None:
         """`xs.append(x)` / `xs.extend(ys)`: from here on `xs` holds elements like `x` too (a list known to be

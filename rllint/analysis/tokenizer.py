@@ -14,7 +14,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from rllint.analysis.facts import DETACHED, NO_GRAD, TOKENIZER
+from rllint.analysis.facts import DEFAULT_SIDE, DETACHED, NO_GRAD, PADDING_SIDE, TOKENIZER
 from rllint.analysis.flow import Event, Flow
 from rllint.analysis.imports import Imports
 from rllint.analysis.loss import LossSlice
@@ -40,14 +40,14 @@ CONTROL_TOKENS = BOS_TOKENS + END_TOKENS + ("<|im_start|>", "<|start_header_id|>
 # Model families by whether their tokenizer adds a BOS token with `add_special_tokens=True` and writes one in
 # its chat template. DeepSeek's distilled Qwen models use DeepSeek's tokenizer, so DeepSeek is looked for first.
 _ADDS_BOS = re.compile(r"llama|mistral|mixtral|gemma|zephyr|deepseek|vicuna", re.I)
-_NO_BOS = re.compile(r"qwen|qwq|gpt-?2|pythia|gpt-neox|smollm", re.I)
+_NO_BOS = re.compile(r"qwen|qwq|gpt-?2|pythia|gpt-neo|gpt-j|smollm", re.I)
 _MODEL_ID = re.compile(r"^[\w.\-/~:]+$")  # a hub id or a path, not prose
 # Model families by the padding side their tokenizer has when nothing sets it: Llama, Gemma and Mistral tokenizer
-# classes pad on the left (DeepSeek's distilled Qwen models use Llama's), Qwen's, GPT-2's and GPT-NeoX's on the
-# right (the transformers default; their saved configs do not change it). Llama 3 ships a plain fast tokenizer
+# classes pad on the left (DeepSeek's distilled Qwen models use Llama's), Qwen's, GPT-2's (which GPT-Neo and GPT-J
+# use) and GPT-NeoX's on the right (the transformers default; their saved configs do not change it). Llama 3 ships a plain fast tokenizer
 # (right), so "llama" says nothing; vision-language models come with processors of their own.
 _PADS_LEFT = re.compile(r"llama|mistral|mixtral|gemma|deepseek|vicuna|zephyr|cohere|-vl|vl-|vision", re.I)
-_PADS_RIGHT = re.compile(r"qwen|qwq|gpt-?2|pythia|gpt-neox|smollm", re.I)
+_PADS_RIGHT = re.compile(r"qwen|qwq|gpt-?2|pythia|gpt-neo|gpt-j|smollm", re.I)
 # Generation that feeds the prompt to an encoder: padding on either side is harmless there.
 _ENCODER_DECODER = re.compile(r"Seq2Seq|T5|Bart|Pegasus|Marian|EncoderDecoder|ConditionalGeneration|flan", re.I)
 
@@ -289,14 +289,23 @@ class TokenizerFacts:
         own = keyword(call, "padding_side")
         if own is not None:
             return literal_text(own.value), True
-        func = call.func.value if call_tail(call) in _ENCODE_METHODS and isinstance(call.func, cst.Attribute) \
-            else call.func
-        mine = self.padding_sides.get(dotted(func) or "")
+        mine = self.padding_sides.get(dotted(tokenizer_of(call)) or "")
         if mine:
             return (next(iter(mine)) if len(mine) == 1 else None), True
-        if set().union(*self.padding_sides.values()) - {"right"} or not self.loads_tokenizer or self._pads_left is None:
+        side = self.object_side(call, PADDING_SIDE)
+        if side in ("left", "right"):
+            return side, True
+        if set().union(*self.padding_sides.values()) - {"right"} or self._pads_left is None or (
+                not self.loads_tokenizer and side != DEFAULT_SIDE):
             return None, False
         return ("left" if self._pads_left else "right"), False
+
+    def object_side(self, call: cst.Call, side: str) -> Optional[str]:
+        """The side (`PADDING_SIDE`, `TRUNCATION_SIDE`) of the tokenizer object tokenizer call `call` uses, as the
+        engine follows it to where it was loaded and configured (in this module or another): "left", "right",
+        `DEFAULT_SIDE` (loaded with none set), or None when not known."""
+        held = self.file.fact(Flow).value(tokenizer_of(call))
+        return held.facts.get(side) if held.facts.get("type") == TOKENIZER else None
 
     def batched(self, text: cst.BaseExpression, scope: Scope, depth: int = 0) -> Optional[bool]:
         """Whether `text`, given to a tokenizer, is several texts (True: a list built or appended to, a
@@ -597,6 +606,13 @@ def _bound(stmt: cst.CSTNode) -> Iterator[str]:
             key = dotted(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
             if key is not None:
                 yield key
+
+
+def tokenizer_of(call: cst.Call) -> cst.BaseExpression:
+    """The tokenizer a tokenizer call uses: `tok` of `tok(text)` and of `tok.encode(text)`."""
+    if call_tail(call) in _ENCODE_METHODS and isinstance(call.func, cst.Attribute):
+        return call.func.value
+    return call.func
 
 
 def _fallback_expression(value: ast.expr) -> bool:

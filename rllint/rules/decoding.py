@@ -1643,10 +1643,13 @@ class GenerateRightPadded(FunctionRule):
     The side is taken from the source: the call's `padding_side=`, the
     side the file sets on that tokenizer, or, when the file loads the tokenizer itself
     and sets no side but "right" on other tokenizers, the default of the models it
-    names (Qwen, GPT-2, Pythia, SmolLM tokenizers pad on the right; Llama 2, Mistral,
-    Gemma and DeepSeek ones on the left). A tokenizer the file is given, a side it
-    computes, a "left" it sets on a tokenizer under another name, a single prompt,
-    encoder-decoder models (T5, BART) and vLLM / SGLang engines are not reported.
+    names (Qwen, GPT-2, GPT-Neo, Pythia, SmolLM tokenizers pad on the right; Llama 2,
+    Mistral, Gemma and DeepSeek ones on the left). A tokenizer the file is given counts
+    as the engine follows it to where another module loads and configures it (the side
+    set there, or none set). A tokenizer given from out of sight, or handed to code that
+    may set its side, a side the code computes, a "left" it sets on a tokenizer under
+    another name, a single prompt, encoder-decoder models (T5, BART) and vLLM / SGLang
+    engines are not reported.
 
     ## Why is this bad?
     A decoder-only model continues the last token of each row. With right padding,
@@ -1710,7 +1713,7 @@ class GenerateRightPadded(FunctionRule):
                 roles.role(engine, self.function) is None and not roles.is_model(dotted(engine) or "")):
             return  # an engine, or something the file does not show to be a model
         how = '`padding_side="right"`' if written else \
-            "the default of the tokenizer this file loads for the models it names"
+            "the default of its tokenizer, loaded for the models this file names"
         self.report(node, expr=self.source(node), how=how, sampler=self.source(sampler.func, 40))
 
 

@@ -20,10 +20,12 @@ from typing import Dict, List, Optional
 import libcst as cst
 
 from rllint.analysis.domains.base import Domain
+from rllint.analysis.sides import sides_set
 from rllint.analysis.domains.torch_ops import OPS, Operands, gradient, raw_logits, tensor_result
-from rllint.analysis.facts import (BATCH, CAUSAL_LM, GRAPH, IDS, LOG_SPACE, LOGITS, MODEL, NLL, NO_GRAD, NUMBER,
-                                   OPTIMIZER, OUTPUT, PARAMS, SEQ2SEQ, SEQ_CLS, TENSOR, TIME, TOKENIZER, TUPLE, UNKNOWN,
-                                   VALUE_HEAD, VOCAB, Value, item_of, join_all, value, with_sources)
+from rllint.analysis.facts import (BATCH, CAUSAL_LM, DEFAULT_SIDE, GRAPH, IDS, LOG_SPACE, LOGITS, MODEL, NLL, NO_GRAD,
+                                   NUMBER, OPTIMIZER, OUTPUT, PARAMS, SEQ2SEQ, SEQ_CLS, SIDES, TENSOR, TIME,
+                                   TOKENIZER, TUPLE, UNKNOWN, VALUE_HEAD, VOCAB, Value, item_of, join_all,
+                                   value, with_sources)
 
 # Methods that return the model they are called on (or the same parameters).
 SAME_MODEL = frozenset({"to", "cuda", "cpu", "eval", "train", "half", "float", "bfloat16", "requires_grad_"})
@@ -74,7 +76,7 @@ class Models(Domain):
         if tail in _PRETRAINED:
             cls = owner.rsplit(".", 1)[-1]
             if "Tokenizer" in cls or cls.endswith("Processor"):
-                return value((node,), type=TOKENIZER)
+                return loaded_tokenizer(frame, node, kwargs)
             if not is_model_class(cls):
                 return None
             arch = architecture(cls)
@@ -192,6 +194,45 @@ class Models(Domain):
                 return result.but(grad=grad, why={"grad": why})
         # whether this forward records a graph is unknown: what it makes may carry gradient out of sight
         return frame.opaque(node, result.but(grad=None))
+
+
+def loaded_tokenizer(frame, node: cst.Call, kwargs: Dict[str, Value]) -> Value:
+    """A tokenizer `from_pretrained` loads, with the sides it pads and truncates on: the one its keyword writes, or
+    the checkpoint's default when it is given none, no `**kwargs` may give one, and the module that loads it sets
+    no side but "right" on any tokenizer (a helper there may set this one's under another name)."""
+    facts: Dict = {"type": TOKENIZER}
+    if not any(arg.star == "**" for arg in node.args):
+        chosen = sides_set(frame.flow.file)
+        for side in SIDES:
+            if side in kwargs:
+                facts[side] = written_text(kwargs[side])
+            elif not chosen[side] - {"right"}:
+                facts[side] = DEFAULT_SIDE
+    return value((node,), **facts)
+
+
+def sets_sides(file) -> bool:
+    """Whether a module sets a side but "right" on some tokenizer: a tokenizer handed to it may leave configured."""
+    return any(sides - {"right"} for sides in sides_set(file).values())
+
+
+def configured(tokenizer: Value, stores: Dict[str, Value]) -> Value:
+    """A tokenizer after the code set its sides (`tok.padding_side = "left"`): the side written, or not known when
+    what is stored is not a string literal."""
+    changes = {side: written_text(stores[side]) for side in SIDES if side in stores}
+    if not changes:
+        return tokenizer
+    return Value({k: v for k, v in {**tokenizer.facts, **changes}.items() if v is not None},
+                 {k: v for k, v in tokenizer.why.items() if k not in changes})
+
+
+def written_text(v: Value) -> Optional[str]:
+    """The string a text value holds when it is one literal the code writes (its type proved by that string)."""
+    why = v.reason("type")
+    if v.facts.get("type") != "text" or len(why) != 1 or not isinstance(why[0], cst.SimpleString):
+        return None
+    text = why[0].evaluated_value
+    return text if isinstance(text, str) else None
 
 
 def generated(node: cst.Call, ids: Value, kwargs: Dict[str, Value]) -> Value:
