@@ -502,7 +502,7 @@ RULES = (
      'module': 'rllint.rules.decoding',
      'fix': None,
      'file_kinds': ('python',),
-     'triggers': ('skip_special_tokens',),
+     'triggers': ('skip_special_tokens', 'vllm'),
      'ignore_case': False,
      'options': (),
      'message': '`{expr}` re-tokenizes completions decoded without special tokens, and `{forward}` trains on the '

@@ -378,3 +378,111 @@ def test_rl315_a_tokenizer_handed_in_from_out_of_sight_truncates_as_its_builder_
     source = ("from transformers import AutoModelForCausalLM, AutoTokenizer\nfrom trl import GRPOConfig\n"
               + textwrap.dedent(HANDED_TOKENIZER) + caller)
     assert lines("RL315", source) == ([10] if reported else [])
+
+
+# ---------------------------------------------------------------- RL314 across functions (engine facts)
+
+def test_rl314_text_stored_on_the_instance_and_encoded_in_another_method():
+    """The decode is in one method, its text kept on `self`, the re-tokenization and the loss in another."""
+    source = HEAD + """
+    class Loop:
+        def __init__(self, opt):
+            self.opt = opt
+            self.replies = []
+
+        def roll(self, prompt_ids):
+            drawn = actor.generate(input_ids=prompt_ids, do_sample=True)
+            self.replies = tok.batch_decode(drawn[:, prompt_ids.shape[1]:], skip_special_tokens=True)
+
+        def learn(self, advantages):
+            enc = tok(text=self.replies, return_tensors="pt", padding=True)
+            logp = seq_logp(actor(enc.input_ids).logits, enc.input_ids)
+            (-(logp * advantages).mean()).backward()
+            self.opt.step()
+
+
+    def main(batches, opt, scorer):
+        loop = Loop(opt)
+        for ids in batches:
+            loop.roll(ids)
+            loop.learn(torch.tensor(scorer(loop.replies)))
+    """
+    assert lines("RL314", source) == [23]
+
+
+def test_rl314_sampled_ids_joined_with_an_unknown_sampler_still_hold_the_sampled_path():
+    source = HEAD + """
+    def fast_sample(model, ids):
+        return model.custom_decode(ids)
+
+
+    def update(prompt_ids, fast, grade):
+        out = fast_sample(actor, prompt_ids) if fast else actor.generate(prompt_ids, do_sample=True)
+        texts = [tok.decode(row, skip_special_tokens=True) for row in out]
+        enc = tok(texts, return_tensors="pt", padding=True)
+        adv = torch.tensor([grade(t) for t in texts])
+        (-(seq_logp(actor(enc.input_ids).logits, enc.input_ids) * adv).mean()).backward()
+    """
+    assert lines("RL314", source) == [20]
+
+
+VLLM = """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from vllm import LLM, SamplingParams
+
+    policy = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+    grader = AutoModelForCausalLM.from_pretrained("my-org/grader")
+    tokenizer = AutoTokenizer.from_pretrained("Qwen/Qwen2.5-0.5B")
+    engine = LLM(model="Qwen/Qwen2.5-0.5B")
+
+
+    def logps_of(logits, ids):
+        return torch.log_softmax(logits[:, :-1], -1).gather(-1, ids[:, 1:, None]).squeeze(-1).sum(-1)
+
+
+    def rollout(prompts, params):
+        results = engine.generate(prompts, params)
+        return [r.outputs[0].text for r in results]
+"""
+
+
+def test_rl314_the_text_of_a_vllm_completion_re_tokenized_for_the_policy():
+    source = VLLM + """
+
+    def step(prompts, rewards_of):
+        completions = rollout(prompts, SamplingParams(temperature=1.0, max_tokens=512))
+        batch = tokenizer([p + c for p, c in zip(prompts, completions, strict=True)], return_tensors="pt", padding=True)
+        adv = torch.tensor(rewards_of(completions))
+        (-(logps_of(policy(**batch).logits, batch.input_ids) * adv).mean()).backward()
+    """
+    assert lines("RL314", source) == [23]
+
+
+@pytest.mark.parametrize("params", [
+    "SamplingParams(max_tokens=512, include_stop_str_in_output=True, skip_special_tokens=False)",
+    "settings",  # parameters the engine does not see: whether the EOS is kept is not known
+])
+def test_rl314_vllm_text_that_keeps_its_eos_or_of_unknown_settings_is_not_reported(params):
+    source = VLLM + f"""
+
+    def step(prompts, rewards_of, settings):
+        completions = rollout(prompts, {params})
+        batch = tokenizer([p + c for p, c in zip(prompts, completions, strict=True)], return_tensors="pt", padding=True)
+        adv = torch.tensor(rewards_of(completions))
+        (-(logps_of(policy(**batch).logits, batch.input_ids) * adv).mean()).backward()
+    """
+    assert lines("RL314", source) == []
+
+
+def test_rl314_vllm_text_re_tokenized_only_for_a_grader_is_not_reported():
+    source = VLLM + """
+
+    def step(prompts, prompt_ids, sampled_ids):
+        completions = rollout(prompts, SamplingParams(max_tokens=512))
+        graded = tokenizer(completions, return_tensors="pt", padding=True)
+        with torch.no_grad():
+            adv = grader(**graded).logits[:, -1, 0]
+        (-(logps_of(policy(sampled_ids).logits, sampled_ids) * adv).mean()).backward()
+    """
+    assert lines("RL314", source) == []

@@ -170,7 +170,7 @@ class Flow:
         self.values: Dict[cst.CSTNode, Value] = {}
         self._events: Dict[str, Dict[Tuple[cst.CSTNode, Optional[cst.Call]], Event]] = {
             "inplace": {}, "stopper": {}, "backward": {}, "forward": {}, "weighted": {}, "policy_gradient": {},
-            "generate": {}, "dropout": {}, "draw": {}, "encode": {}}
+            "generate": {}, "dropout": {}, "draw": {}, "encode": {}, "detokenize": {}}
         self.reads: Dict[cst.CSTNode, List[Tuple[cst.CSTNode, cst.CSTNode]]] = {}  # obj -> (read, statement)
         self.saved: Dict[cst.CSTNode, List[Tuple[cst.CSTNode, str]]] = {}  # obj -> (statement, op)
         self.opaque: Set[cst.CSTNode] = set()  # calls out of sight handed a model or a graph (`Frame._opaque`)
@@ -310,6 +310,16 @@ class Flow:
         each event's target is the temperature (a NUMBER value, its number absent when not known)."""
         self.analyze_all()
         return list(self._events["draw"].values())
+
+    @property
+    def detokenized(self) -> Set[cst.CSTNode]:
+        """The calls and attributes that made text of sampled ids with the EOS dropped (`domains.text`), in this
+        file or in the helpers it runs: the ids are sampled, or hold a sampler call of this file's in their
+        sources (sampled on some path: joined with ids of a sampler the engine does not know)."""
+        self.analyze_all()
+        drawn = {event.node for event in self.generations}
+        return {event.node for event in self._events["detokenize"].values()
+                if event.target.facts.get("sampled") or event.target.sources & drawn}
 
     @property
     def encodings(self) -> Set[cst.CSTNode]:

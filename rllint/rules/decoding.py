@@ -1522,7 +1522,7 @@ class DecodeReencodeTrainingIds(FunctionRule):
     severity = Severity.WARNING
     message = ("`{expr}` re-tokenizes completions decoded without special tokens, and `{forward}` trains on "
                "the result: EOS is gone and the ids are not the sampled ones")
-    triggers = ("skip_special_tokens",)
+    triggers = ("skip_special_tokens", "vllm")
 
     def visit_Call(self, node: cst.Call) -> None:
         text = tokenized_text(node)
@@ -1530,7 +1530,9 @@ class DecodeReencodeTrainingIds(FunctionRule):
             text = _chat_template_ids(node)
         if text is None or self.file.fact(Purpose).is_test:
             return
-        if self.file.fact(TokenizerFacts).decoded(text, self.scope) is None:
+        flow = self.file.fact(Flow)
+        if self.file.fact(TokenizerFacts).decoded(text, self.scope) is None and \
+                not flow.value(text).sources & flow.detokenized:
             return
         forward = self.file.fact(IdsUse).policy_forward(node, self.function)
         if forward is not None:

@@ -109,8 +109,9 @@ class Models(Domain):
             return receiver
         if name == "generate":
             frame.emit("generate", node, _prompt_ids(frame, node, args, kwargs), "generate", model=receiver)
+            # the sampler call is in the ids' sources: ids joined with another path's still hold what it drew
             ids = Value({"type": TENSOR, "rank": 2, "axes": (BATCH, TIME), "content": IDS, "sampled": True,
-                         "grad": NO_GRAD, "obj": node},
+                         "grad": NO_GRAD, "obj": node, "sources": frozenset({node})},
                         {"rank": (node,), "content": (node,), "sampled": (node,), "grad": (node,)})
             returned = kwargs.get("return_dict_in_generate")
             if returned is None or not returned.facts.get("number"):

@@ -9,11 +9,19 @@ where the sliced text goes (a reward, a judge, training data, or only a log line
 Token ids a tokenizer makes from text remember the call that made them in `sources`: wherever they go
 (a DataLoader's batches, a helper of another module, `generate`), a rule can tell which encoding (its
 padding, its truncation) they come from.
+
+Text that lost the sampled EOS is known by the node that made it, in `sources`, and by a `detokenize`
+event there (its target: the ids it was decoded from): a `decode` with `skip_special_tokens=True`, and the
+`.text` of a vLLM completion, which leaves out the EOS it stopped at unless its sampling parameters keep
+it (`include_stop_str_in_output=True` with `skip_special_tokens=False`). `Flow.detokenized` keeps those of
+sampled ids; wherever the text goes (a return, an attribute, a list, a chat message, another method), its
+sources still name them.
 """
 from __future__ import annotations
 
 from rllint.analysis.domains.base import Domain
-from rllint.analysis.facts import COMPLETION, LIST, TEXT, TEXTS, TOKENIZER, UNKNOWN, Value, value, with_sources
+from rllint.analysis.facts import (COMPLETION, IDS, LIST, TEXT, TEXTS, TOKENIZER, UNKNOWN, Value, value,
+                                   with_sources)
 
 # String methods whose result is the same text, transformed.
 _SAME_TEXT = frozenset({"strip", "lstrip", "rstrip", "lower", "upper", "replace", "casefold", "removeprefix",
@@ -21,6 +29,11 @@ _SAME_TEXT = frozenset({"strip", "lstrip", "rstrip", "lower", "upper", "replace"
 _PIECES = frozenset({"split", "rsplit", "splitlines", "partition", "rpartition"})
 # Tokenizer methods that turn text (or a conversation) into ids.
 _ENCODES = frozenset({"encode", "encode_plus", "batch_encode_plus", "apply_chat_template", "__call__"})
+# vLLM: the engine, its sampling parameters, and what its `generate` / `chat` return: a request output per
+# prompt, whose `outputs` are its sampled completions.
+_VLLM_ENGINES = frozenset({"vllm.LLM", "vllm.entrypoints.llm.LLM"})
+_VLLM_PARAMS = frozenset({"vllm.SamplingParams", "vllm.sampling_params.SamplingParams"})
+SAMPLER, SAMPLING, REQUEST, SAMPLE = "sampler", "sampling_params", "request_output", "completion_output"
 
 
 def texts(kind: str, text_kind: str, why) -> Value:
@@ -28,14 +41,28 @@ def texts(kind: str, text_kind: str, why) -> Value:
 
 
 class Text(Domain):
+    def call(self, frame, qual, node, args, kwargs):
+        if qual in _VLLM_ENGINES:
+            return value((node,), type=SAMPLER)
+        if qual in _VLLM_PARAMS:
+            return Value({"type": SAMPLING, **({"drops_eos": True} if _drops_eos(kwargs) else {})})
+        return None
+
     def method(self, frame, receiver, name, node, args, kwargs):
         kind = receiver.facts.get("type")
+        if kind == SAMPLER and name in ("generate", "chat"):
+            return _requests(node, args, kwargs)
         if name in ("decode", "batch_decode") and args and (kind in (TOKENIZER, None)):
             ids = args[0]
             result_kind = TEXTS if name == "batch_decode" else TEXT
+            skip = kwargs.get("skip_special_tokens")
+            stripped = frozenset()
+            if skip is not None and skip.facts.get("number") == 1.0:
+                frame.emit("detokenize", node, ids, name)
+                stripped = frozenset({node})
             if ids.facts.get("sampled"):
-                return texts(result_kind, COMPLETION, ids.reason("sampled") + (node,))
-            return value(type=result_kind)
+                return with_sources(texts(result_kind, COMPLETION, ids.reason("sampled") + (node,)), stripped)
+            return with_sources(value(type=result_kind), stripped)
         if kind == TOKENIZER and name in _ENCODES:
             tokenize = kwargs.get("tokenize")
             if name == "apply_chat_template" and tokenize is not None and tokenize.facts.get("number") != 1.0:
@@ -52,6 +79,21 @@ class Text(Domain):
                           {"text": receiver.reason("text")} if text else {})
             return with_sources(Value({"type": LIST, "element": piece}), receiver.sources)
         return None
+
+    def attribute(self, frame, base, attr, node):
+        kind = base.facts.get("type")
+        if kind == REQUEST and attr == "outputs":
+            sample = Value({"type": SAMPLE, **({"drops_eos": True} if base.facts.get("drops_eos") else {})},
+                           {"type": base.reason("type")})
+            return with_sources(Value({"type": LIST, "element": sample}), base.sources)
+        if kind != SAMPLE or attr != "text":
+            return None
+        completion = texts(TEXT, COMPLETION, base.reason("type") + (node,))
+        if not base.facts.get("drops_eos"):
+            return with_sources(completion, base.sources)
+        drawn = Value({"content": IDS, "sampled": True}, {"sampled": base.reason("type")})
+        frame.emit("detokenize", node, drawn, "text")
+        return with_sources(completion, base.sources | {node})
 
     def subscript(self, frame, base, node):
         kind = base.facts.get("type")
@@ -74,6 +116,26 @@ class Text(Domain):
         if callee.facts.get("type") != TOKENIZER:
             return None
         return _encoded(frame, node, args, kwargs)
+
+
+def _drops_eos(settings) -> bool:
+    """Whether vLLM's completions left out the EOS they stopped at, by these sampling settings: it keeps it only
+    with `include_stop_str_in_output=True` and `skip_special_tokens=False` (True by default)."""
+    include, skip = settings.get("include_stop_str_in_output"), settings.get("skip_special_tokens")
+    return include is None or include.facts.get("number") == 0.0 or (
+        skip is not None and skip.facts.get("number") == 1.0)
+
+
+def _requests(node, args, kwargs) -> Value:
+    """What a vLLM engine's `generate(prompts, sampling_params)` returns: one request output per prompt, whose
+    completions lost their EOS when the parameters are known to drop it (none given: vLLM's defaults)."""
+    params = kwargs.get("sampling_params") or (args[1] if len(args) > 1 else None)
+    if params is None:
+        drops = not any(arg.star for arg in node.args)  # a `**mapping` may hand it parameters
+    else:
+        drops = params.facts.get("type") == SAMPLING and bool(params.facts.get("drops_eos"))
+    request = Value({"type": REQUEST, **({"drops_eos": True} if drops else {})}, {"type": (node,)})
+    return Value({"type": LIST, "element": request})
 
 
 def _encoded(frame, node, args, kwargs) -> Value:
