@@ -1458,3 +1458,29 @@ def test_a_layer_with_weights_after_a_cut_may_have_a_graph_one_without_or_frozen
     for code in ("squash(hidden)", "fixed(hidden)"):
         assert engine.facts(code, "grad") == {"grad": NO_GRAD}
         assert engine.value(code).facts.get("cut") is not None
+
+
+def test_torch_min_of_two_tensors_is_elementwise_and_of_an_unknown_second_operand_unknown():
+    """`torch.min(a, b)` of two tensors is their elementwise minimum, `x.max(dim)` a (values, indices) pair;
+    with a second operand of unknown kind it may be either, so nothing is claimed (never an index tensor)."""
+    engine = Engine("""
+    import torch
+
+    def surrogate(ratio, adv):  # called from out of sight: what the operands are is unknown
+        unclipped = ratio * adv
+        clipped = ratio.clamp(0.8, 1.2) * adv
+        return torch.min(unclipped, clipped)
+
+    def pick(logits):
+        best, where = logits.max(-1)
+        values, indices = torch.min(logits, dim=1)
+        return torch.min(logits, logits * 2), best, where, indices
+
+    pick(torch.randn(4, 8))
+    """)
+    assert engine.facts("torch.min(logits, logits * 2)", "type", "rank") == {"type": "tensor", "rank": 2}
+    assert engine.facts("where", "content") == {"content": "ids"}
+    assert engine.facts("indices", "content") == {"content": "ids"}
+    unclear = engine.value("torch.min(unclipped, clipped)", 0)
+    assert unclear.facts.get("type") is None and unclear.facts.get("items") is None
+

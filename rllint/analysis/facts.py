@@ -151,7 +151,7 @@ class Value:
 
 
 UNKNOWN = Value()
-_OPTIONAL = frozenset({TENSOR, FUNCTION, DICT, MODEL, TOKENIZER})  # kinds whose join with None is the kind
+_OPTIONAL = frozenset({TENSOR, FUNCTION, DICT, MODEL, TOKENIZER, INSTANCE})  # kinds whose join with None is the kind
 
 
 def value(why: Iterable[cst.CSTNode] = (), **facts: Any) -> Value:
@@ -179,8 +179,9 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
     kinds = (a.facts.get("type"), b.facts.get("type"))
     if (kinds[0] == NONE) != (kinds[1] == NONE) and any(kind in _OPTIONAL for kind in kinds):
         # an optional tensor (`ref = model(x) if beta else None`), function (`fn = table.get(name)`), mapping
-        # (`lora = cfg["lora"] if cfg["use_lora"] else None`), model or tokenizer (`self.model = None` in
-        # `__init__`, loaded by `setup()`): wherever it is used as one, it is the other path's
+        # (`lora = cfg["lora"] if cfg["use_lora"] else None`), model, tokenizer or instance of a project class
+        # (`self.model = None`, `self.algo = None` in `__init__`, built by `setup()`): wherever it is used as one,
+        # it is the other path's
         held, other = (a, b) if kinds[1] == NONE else (b, a)
         return with_sources(held, other.sources)
     if _empty_list(a) or _empty_list(b):  # no element: the other path's elements are all there can be

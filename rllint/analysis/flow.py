@@ -182,6 +182,7 @@ class Flow:
         self._running: Dict[FunctionIR, int] = {}  # the analyses under way -> their level (`_open`)
         self._modes: Dict[FunctionIR, Optional[bool]] = {}
         self._callers: Dict[FunctionIR, Optional[List[CallSite]]] = {}
+        self._unseen_callers: Set[FunctionIR] = set()  # functions called from out of sight (a receiver unknown there)
         self._summaries: Dict[Tuple, Tuple[Value, List[Tuple[str, Event]]]] = {}
         self._summary_count = 0
         self._attributes: Dict[Tuple[str, str], Optional[Value]] = {}
@@ -452,10 +453,16 @@ class Flow:
             if not found and not escapes and (function.cls is None and function.parent is None
                                               or self._constructor_of_module_class(function)):
                 found = self._remote_callers(function)
+            elif not found and not escapes and self._method_of_module_class(function):
+                found = self._remote_callers(function)
+                escapes = found is None  # called from another module through a receiver not known there
+                found = found or []
         except BaseException:
             _abandon(level, outer)
             raise
         self._callers[function] = [] if escapes else found
+        if escapes:
+            self._unseen_callers.add(function)
         if _tainted(level):  # a function that may call it was still being interpreted: asked again later
             del self._callers[function]
         _close(level, outer)
@@ -505,17 +512,27 @@ class Flow:
             self.ir.classes.get(cls.name) is cls and cls.node in self.ir.module.body and \
             not self.ir.mentions.get(cls.name)
 
-    def _remote_callers(self, function: FunctionIR) -> List[CallSite]:
-        """The call sites of a module-level function (or the constructions of a module-level class) in the
-        project files that import this module, read as helpers are (`summaries.load`), a few files at most:
-        what every caller in the project passes. A file that subclasses the class constructs it out of sight
-        (through `super().__init__`): then no caller is known."""
+    def _method_of_module_class(self, function: FunctionIR) -> bool:
+        """A method (not `__init__`, not nested) of a class defined at the top of this module: the project files
+        that import the module may call it on an instance."""
+        cls = function.cls
+        return cls is not None and function.parent is None and function.name != "__init__" and \
+            not _is_static(function) and self.ir.classes.get(cls.name) is cls and cls.node in self.ir.module.body
+
+    def _remote_callers(self, function: FunctionIR) -> Optional[List[CallSite]]:
+        """The call sites of a module-level function (or the constructions of a module-level class, or the calls
+        of one of its methods) in the project files that import this module, read as helpers are
+        (`summaries.load`), a few files at most: what every caller in the project passes. A file that
+        subclasses the class constructs it out of sight (through `super().__init__`): then no caller is known.
+        For a method, None when a file calls a method of that name on a receiver it does not know (it may be an
+        instance of the class): its callers are out of sight."""
         if not self._cross_module() or self.depth_of_callers >= 1:
             return []
         from rllint.index import importers_of
 
         cls = function.cls
-        name = function.name if cls is None else cls.name
+        method = cls is not None and function.name != "__init__"
+        name = function.name if cls is None or method else cls.name
         found: List[CallSite] = []
         for path in importers_of(self.file.path, self.file.settings, MAX_REMOTE_IMPORTERS):
             digest, module = summaries.load(path, self.file.settings, for_callers=True)
@@ -525,12 +542,20 @@ class Flow:
             other: Flow = module.fact(Flow)
             other.depth_of_callers = self.depth_of_callers + 1
             self.file.dependencies.update(module.dependencies)
-            if cls is not None and any(base.rsplit(".", 1)[-1] == name for c in other.ir.classes.values()
+            if cls is not None and any(base.rsplit(".", 1)[-1] == cls.name for c in other.ir.classes.values()
                                        for base in c.bases):
-                return []
+                return None if method else []
             for site in other.ir.calls_named.get(name, ()):
                 other._analyze(site.function)
                 callee = other.values.get(site.node.func) or UNKNOWN
+                if method:
+                    target = other.called(callee)
+                    if target is not None and target.qualname == function.qualname and \
+                            os.path.abspath(target.module.path) == os.path.abspath(self.file.path):
+                        found.append(site)
+                    elif not callee.facts.get("type") and isinstance(site.node.func, cst.Attribute):
+                        return None
+                    continue
                 target = callee.facts.get("function") if cls is None else callee.facts.get("cls")
                 if target is None and callee.facts.get("type") == REF:
                     target = other.imported(callee.facts.get("qual", ""), callee.facts.get("level", 0))
@@ -1005,7 +1030,7 @@ class Flow:
         of reach (see MAX_NESTED_ANALYSES) pass unknown values, as those of a function that escapes."""
         params: Dict[str, Value] = {}
         sites = self.callers(function) if callers_in_reach else []
-        escapes = self.ir.escapes(function) or not callers_in_reach
+        escapes = self.ir.escapes(function) or function in self._unseen_callers or not callers_in_reach
         method = function.cls is not None and not _is_static(function)
         for param in function.params:
             if param.star:

@@ -419,9 +419,12 @@ def _reduction(stat: Optional[str] = None, tuple_result: bool = False) -> Callab
     def transfer(ops: Operands, x: Value) -> Value:
         position = 1 if ops.receiver is None else 0
         other = ops.arg(position, "other")
-        if tuple_result and other is not None and other.facts.get("type") == TENSOR:  # `torch.max(a, b)`
-            return tensor_result(ops, **broadcast(x, other))
         dim = ops.ints(position, "dim")
+        if tuple_result and other is not None and "dim" not in ops.kwargs and dim is None:
+            if other.facts.get("type") == TENSOR:  # `torch.max(a, b)`: elementwise
+                return tensor_result(ops, **broadcast(x, other))
+            if other.facts.get("type") != NUMBER:  # a tensor or a dim: which one, and so the result, is unknown
+                return with_sources(UNKNOWN, x.sources | other.sources)
         has_dim = dim is not None or ops.arg(position, "dim") is not None
         keepdim_value = ops.kwargs.get("keepdim")
         keepdim = bool(keepdim_value is not None and keepdim_value.facts.get("number"))
