@@ -409,7 +409,6 @@ def test_tokenizer_facts_of_truncation_engines_and_named_token_lists():
         tok.add_tokens(TWICE, special_tokens=True)
     """)
     facts = file.fact(TokenizerFacts)
-    assert facts.truncation_sides == {"left", None}
     assert facts.vllm_engines == {"engine", "self.llm"}
     assert facts.custom_tokens == ["<answer>", "</answer>", "<tool>"]
 

@@ -21,6 +21,8 @@ Facts (absent = unknown):
 - `saved`: the op that saved this tensor for its backward (`exp`, `softmax`, an operand of `mul`...).
 - `stat`: a statistic of a batch: STD, VAR, NORM (an epsilon added to it guards a denominator).
 - `text`: COMPLETION (decoded from sampled ids, or a scoring function's completion), PROMPT, GOLD.
+- `rendered`: GENERATION_PROMPT on text a chat template rendered with `add_generation_prompt=True` (it ends in
+  the assistant header the model continues); only that same text has it, not text made from it.
 - `number`: the number, and `origin`, how it got here ("literal", "default of parameter `lr`"...).
 - configuration (`rllint.analysis.domains.config`): `fields`, the arguments a dataclass instance was built
   with (field -> Value); `literal`, the text of a string setting; `fields_set`, attributes were set by a name
@@ -76,6 +78,7 @@ GRAPH, NO_GRAD, DETACHED = "graph", "no_grad", "detached"
 STD, VAR, NORM = "std", "var", "norm"
 # text
 COMPLETION, PROMPT, GOLD = "completion", "prompt", "gold"
+GENERATION_PROMPT = "generation_prompt"  # `rendered`: a chat rendered to be continued by the assistant
 # laws of noise, and the forms of tempered logits
 UNIFORM, EXPONENTIAL, GUMBEL, NEG_EXPONENTIAL, NEG_GUMBEL = "uniform", "exponential", "gumbel", "-exponential", \
     "-gumbel"

@@ -32,11 +32,11 @@ import libcst as cst
 from rllint.analysis import summaries
 from rllint.analysis.domains import domains
 from rllint.analysis.domains.config import CONFIG, NAMESPACE
-from rllint.analysis.domains.models import MODULE_METHODS, OPTIMIZERS, configured, output_item, sets_sides
+from rllint.analysis.domains.models import MODULE_METHODS, OPTIMIZERS, configured, output_item, sides_it_sets
 from rllint.analysis.domains.torch_ops import STOPPERS, negated, written
-from rllint.analysis.facts import (BATCH, BOOL, CAUSAL_LM, CLASS, DICT, FUNCTION, GRAPH, INSTANCE, LIST, MASK, MODEL,
-                                   NONE, NUMBER, REF, SIDES, TENSOR, TEXT, TEXTS, TIME, TOKENIZER, TUPLE, UNKNOWN, Value,
-                                   item_of, join, join_all, set_item, signature, value, with_sources)
+from rllint.analysis.facts import (BATCH, BOOL, CAUSAL_LM, CLASS, DICT, FUNCTION, GENERATION_PROMPT, GRAPH, INSTANCE,
+                                   LIST, MASK, MODEL, NONE, NUMBER, REF, SIDES, TENSOR, TEXT, TEXTS, TIME, TOKENIZER,
+                                   TUPLE, UNKNOWN, Value, item_of, join, join_all, set_item, signature, value, with_sources)
 from rllint.analysis.ir import NO_GRAD_CONTEXTS, CallSite, ClassIR, FunctionIR, ModuleIR, Param
 from rllint.analysis.launches import written_settings_file
 from rllint.analysis.syntax import children, walk
@@ -326,6 +326,18 @@ class Flow:
     def encodings(self) -> Set[cst.CSTNode]:
         """The tokenizer calls that made token ids from text, in this file or in the helpers it runs."""
         return {event.node for event in self._events["encode"].values()}
+
+    def encodes_generation_prompt(self, call: cst.CSTNode) -> bool:
+        """Whether tokenizer call `call` encodes, in some context the engine ran it in (its own, or a call of the
+        function it is in), a rendered generation prompt or a list of them (`domains.text`)."""
+        self.analyze_all()
+        for event in self._events["encode"].values():
+            text = event.target
+            element = text.facts.get("element") if text.facts.get("type") in (LIST, TEXTS) else None
+            if event.node is call and GENERATION_PROMPT in (
+                    text.facts.get("rendered"), element.facts.get("rendered") if element is not None else None):
+                return True
+        return False
 
     def record(self, kind: str, event: Event) -> None:
         """Keep an event; `saved` and `read` events fill `saved` and `reads` (keyed by the tensor object)."""
@@ -1883,6 +1895,9 @@ class Frame:
                 result = Value({"type": NUMBER, "number": number, "origin": origin},
                                {"number": left.reason("number") + right.reason("number") or (node,)})
                 return with_sources(result, left.sources | right.sources)
+        repeated = _repeated(operator, left, right)
+        if repeated is not None:
+            return with_sources(repeated, left.sources | right.sources)
         for domain in domains():
             found = domain.arith(self, operator, left, right, node)
             if found is not None:
@@ -2030,7 +2045,8 @@ class Frame:
 
     def _tokenizers_handed(self, node: cst.Call, callee: Value) -> None:
         """A tokenizer of known sides handed to a call that may set them (a library's, or a project function or
-        class of a module that sets a side but "right" on some tokenizer) has sides not known from here on."""
+        class of a module that sets a side but "right" on some tokenizer) has sides not known from here on: all of
+        them after a library's call, those its module sets after a project's."""
         names = [place(a.value) for a in node.args if not a.star]
         held = [n for n in names if n is not None and self.env.get(n, UNKNOWN).facts.get("type") == TOKENIZER and
                 any(side in self.env[n].facts for side in SIDES)]
@@ -2039,10 +2055,11 @@ class Frame:
         target = callee.facts.get("function") or callee.facts.get("cls")
         if target is None and callee.facts.get("type") == REF:
             target = self.flow.imported(callee.facts.get("qual", ""), callee.facts.get("level", 0))
-        if isinstance(target, (FunctionIR, ClassIR)) and not sets_sides(target.module.flow.file):
-            return
+        changed = SIDES
+        if isinstance(target, (FunctionIR, ClassIR)):  # only the sides that module sets may change
+            changed = sides_it_sets(target.module.flow.file)
         for name in held:
-            self.env[name] = self.env[name].but(**{side: None for side in SIDES})
+            self.env[name] = self.env[name].but(**{side: None for side in changed})
 
     def _grow(self, target: cst.CSTNode, current: Value, added: Value) -> None:
         """`xs.append(x)` / `xs.extend(ys)`: from here on `xs` holds elements like `x` too (a list known to be
@@ -2301,6 +2318,16 @@ def _only_reads(parts: Optional[List[Tuple[Any, ...]]], given: Value) -> bool:
         if part is None or part.facts.get("type") in (None, DICT, LIST, TUPLE, INSTANCE):
             return False
     return True
+
+
+def _repeated(operator: cst.CSTNode, left: Value, right: Value) -> Optional[Value]:
+    """`[prompt] * n` (or `n * [prompt]`): a list of the same elements, how many not known."""
+    if not isinstance(operator, (cst.Multiply, cst.MultiplyAssign)):
+        return None
+    for sequence, count in ((left, right), (right, left)):
+        if sequence.facts.get("type") == LIST and "element" in sequence.facts and count.facts.get("type") == NUMBER:
+            return Value({"type": LIST, "element": sequence.facts["element"]})
+    return None
 
 
 def _handed_parts(function: FunctionIR, param: str) -> Optional[List[Tuple[Any, ...]]]:

@@ -155,9 +155,6 @@ class TokenizerFacts:
         self.pad_eos_holders: Set[str] = set()
         self.loaded: Set[str] = set()
         self.custom_tokens: List[str] = []
-        # `tokenizer.truncation_side = "left"`, `from_pretrained(..., truncation_side="left")`: the sides the file
-        # sets (None for a side it computes)
-        self.truncation_sides: Set[Optional[str]] = set()
         # `llm = LLM(...)`, `self.engine = vllm.LLM(...)`: names of vLLM engines, whose `generate` tokenizes text
         # prompts itself, with the tokenizer's special tokens
         self.vllm_engines: Set[str] = set()
@@ -201,7 +198,6 @@ class TokenizerFacts:
                 if isinstance(target, ast.Name):
                     bound.setdefault(target.id, []).append(node.value)
         for node in nodes.of(ast.Assign, ast.Call):
-            self._truncation_side(node)
             self._padding_side(node, assigned_calls)
             engine = _qualified(node.value.func, aliases) if isinstance(node, ast.Assign) and isinstance(
                 node.value, ast.Call) else None
@@ -247,20 +243,6 @@ class TokenizerFacts:
                for held in self.pad_eos_holders):
             return True  # that tokenizer, or the object that holds it
         return not _prefixes(holder) & self.loaded
-
-    def _truncation_side(self, node: ast.AST) -> None:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "truncation_side"
-                                                for t in node.targets):
-            value: Optional[ast.expr] = node.value
-        elif isinstance(node, ast.Call) and not any(k.arg == "truncation" for k in node.keywords):
-            # a tokenizer built or configured (`from_pretrained(..., truncation_side=...)`), not one call's choice
-            value = next((k.value for k in node.keywords if k.arg == "truncation_side"), None)
-            if value is None:
-                return
-        else:
-            return
-        side = value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None
-        self.truncation_sides.add(side)
 
     def _padding_side(self, node: ast.AST, assigned_calls: Dict[int, ast.Assign]) -> None:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "padding_side"

@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from rllint.analysis.facts import COMPLETION, SEQ2SEQ
+from rllint.analysis.facts import COMPLETION, DEFAULT_SIDE, SEQ2SEQ, TRUNCATION_SIDE
 from rllint.analysis.facts import TEXT as TEXT_VALUE
 from rllint.analysis.flow import Flow
 from rllint.analysis.purpose import EVALUATION, Purpose, is_test_path
@@ -1582,40 +1582,35 @@ class PromptTruncatedRight(FunctionRule):
     triggers = ("truncation",)
 
     def visit_Call(self, node: cst.Call) -> None:
-        truncation, limit, side = keyword(node, "truncation"), keyword(node, "max_length"), keyword(node, "truncation_side")
-        if truncation is None or limit is None or not _truncates(truncation.value) or (
-                side is not None and literal_text(side.value) != "right"):
+        truncation, limit = keyword(node, "truncation"), keyword(node, "max_length")
+        if truncation is None or limit is None or not _truncates(truncation.value) or \
+                self._side(node) != "right" or not self.file.fact(Purpose).rl_source:
+            return  # prompt encoders are everywhere in ML code
+        flow = self.file.fact(Flow)
+        if not flow.encodes_generation_prompt(node) or self._filtered(limit.value):
             return
-        facts = self.file.fact(TokenizerFacts)
-        if facts.truncation_sides - {"right"} or not self.file.fact(Purpose).rl_source:
-            return  # the file chooses the left side, or one it computes; prompt encoders are everywhere in ML code
-        if self._handed_in(node):
-            return
-        text = tokenized_text(node)
-        if text is not None:
-            render = facts.rendered(text, self.scope)
-        else:
-            render = node if _chat_template_ids(node) is not None else None
-        generation = keyword(render, "add_generation_prompt") if render is not None else None
-        if generation is None or number(generation.value) != 1.0 or self._filtered(limit.value):
-            return
-        sampler = self.file.fact(IdsUse).generation(node, self.function)
+        sampler = self._sampler(node)
         if sampler is not None:
             self.report(node, expr=self.source(node), limit=self.source(limit.value, 30),
                         sampler=self.source(sampler.func, 40))
 
-    def _handed_in(self, call: cst.Call) -> bool:
-        """The tokenizer is a parameter of a function that nothing in this file calls or hands on (`IR.escapes`:
-        named as a value, also inside a lambda), or of another module's function: callers out of sight fill it,
-        and how it truncates is set where it is built (a `setup_tokenizer()` elsewhere may set the left side)."""
-        receiver = call.func.value if isinstance(call.func, cst.Attribute) else call.func
-        flow = self.file.fact(Flow)
-        held = flow.value(receiver)
-        place = held.facts.get("place") or ("",)
-        if held.facts.get("type") is not None or place[0] != "param":
-            return False
-        function = flow.ir.functions.get(place[1])  # None: a parameter of another module's function
-        return function is None or not flow.ir.calls_named.get(function.name) and not flow.ir.escapes(function)
+    def _side(self, call: cst.Call) -> Optional[str]:
+        """The side the call truncates on: its own `truncation_side=`, else its tokenizer object's as the engine
+        follows it to where it was loaded and configured (none set: the right, transformers' default)."""
+        own = keyword(call, "truncation_side")
+        if own is not None:
+            return literal_text(own.value)
+        side = self.file.fact(TokenizerFacts).object_side(call, TRUNCATION_SIDE)
+        return "right" if side == DEFAULT_SIDE else side
+
+    def _sampler(self, call: cst.Call) -> Optional[cst.Call]:
+        """The `generate` of a model the engine sees given ids of this encoding (in this module or through the
+        methods of others it follows); else a sampler the engine does not model (a vLLM engine, a verl worker
+        group's `generate_sequences`) that the ids are handed to in this file."""
+        event = next((e for e in self.file.fact(Flow).generations if call in e.target.sources), None)
+        if event is not None:
+            return event.node
+        return self.file.fact(IdsUse).generation(call, self.function)
 
     def _filtered(self, limit: cst.BaseExpression) -> bool:
         """The file compares something with the same limit (`len(ids) <= max_len`, `if n > WINDOW`): it

@@ -15,7 +15,7 @@ what its `forward` does, like a function's.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
@@ -212,9 +212,10 @@ def loaded_tokenizer(frame, node: cst.Call, kwargs: Dict[str, Value]) -> Value:
     return value((node,), **facts)
 
 
-def sets_sides(file) -> bool:
-    """Whether a module sets a side but "right" on some tokenizer: a tokenizer handed to it may leave configured."""
-    return any(sides - {"right"} for sides in sides_set(file).values())
+def sides_it_sets(file) -> Tuple[str, ...]:
+    """The sides a module sets to something but "right" on some tokenizer: a tokenizer handed to it may leave with
+    those configured."""
+    return tuple(side for side, values in sides_set(file).items() if values - {"right"})
 
 
 def configured(tokenizer: Value, stores: Dict[str, Value]) -> Value:

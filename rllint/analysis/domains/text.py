@@ -20,8 +20,8 @@ sources still name them.
 from __future__ import annotations
 
 from rllint.analysis.domains.base import Domain
-from rllint.analysis.facts import (COMPLETION, IDS, LIST, TEXT, TEXTS, TOKENIZER, UNKNOWN, Value, value,
-                                   with_sources)
+from rllint.analysis.facts import (COMPLETION, DICT, GENERATION_PROMPT, IDS, LIST, TEXT, TEXTS, TOKENIZER, TUPLE,
+                                   UNKNOWN, Value, value, with_sources)
 
 # String methods whose result is the same text, transformed.
 _SAME_TEXT = frozenset({"strip", "lstrip", "rstrip", "lower", "upper", "replace", "casefold", "removeprefix",
@@ -63,11 +63,15 @@ class Text(Domain):
             if ids.facts.get("sampled"):
                 return with_sources(texts(result_kind, COMPLETION, ids.reason("sampled") + (node,)), stripped)
             return with_sources(value(type=result_kind), stripped)
-        if kind == TOKENIZER and name in _ENCODES:
+        if name == "apply_chat_template" and kind in (TOKENIZER, None):
+            rendered = _rendered(node, args, kwargs)
             tokenize = kwargs.get("tokenize")
-            if name == "apply_chat_template" and tokenize is not None and tokenize.facts.get("number") != 1.0:
-                return None  # `tokenize=False` renders text (ids are transformers' default)
-            return _encoded(frame, node, args, kwargs)
+            if tokenize is not None and tokenize.facts.get("number") != 1.0:
+                # `tokenize=False` renders text (ids are transformers' default); a setting not known: either
+                return rendered if tokenize.facts.get("number") == 0.0 else None
+            return _encoded(frame, node, rendered) if kind == TOKENIZER else None
+        if kind == TOKENIZER and name in _ENCODES:
+            return _encoded(frame, node, _given_text(args, kwargs))
         if kind != TEXT:
             return None
         text = receiver.facts.get("text")
@@ -115,7 +119,7 @@ class Text(Domain):
     def call_value(self, frame, callee, node, args, kwargs):
         if callee.facts.get("type") != TOKENIZER:
             return None
-        return _encoded(frame, node, args, kwargs)
+        return _encoded(frame, node, _given_text(args, kwargs))
 
 
 def _drops_eos(settings) -> bool:
@@ -138,12 +142,34 @@ def _requests(node, args, kwargs) -> Value:
     return Value({"type": LIST, "element": request})
 
 
-def _encoded(frame, node, args, kwargs) -> Value:
-    """The encoding a tokenizer call makes (ids, attention mask): known by the call (an `encode` event says it
-    is one), what its text came from kept."""
-    frame.emit("encode", node, UNKNOWN, "encode")
-    given = frozenset().union(*(v.sources for v in list(args) + list(kwargs.values())))
-    return with_sources(Value(), given | {node})
+def _encoded(frame, node, text: Value) -> Value:
+    """The encoding a tokenizer call makes (ids, attention mask) of `text`: known by the call (an `encode` event,
+    whose target is that text, says it is one); what its arguments came from is kept by the interpreter."""
+    frame.emit("encode", node, text, "encode")
+    return with_sources(Value(), frozenset({node}))
+
+
+def _given_text(args, kwargs) -> Value:
+    """The text (or texts) a tokenizer call encodes: its first argument or `text=`."""
+    return args[0] if args else kwargs.get("text", UNKNOWN)
+
+
+def _rendered(node, args, kwargs) -> Value:
+    """The text `apply_chat_template` renders of a conversation (a list of messages) or of a batch of them (a list
+    of texts): a generation prompt when `add_generation_prompt=True`. Whether one or several, when the conversation's
+    shape is not known: only the fact, on a value of no known type."""
+    generation = kwargs.get("add_generation_prompt")
+    facts = {"rendered": GENERATION_PROMPT} if generation is not None and generation.facts.get("number") == 1.0 \
+        else {}
+    why = {"rendered": (node,)} if facts else {}
+    chat = args[0] if args else kwargs.get("conversation", UNKNOWN)
+    message = chat.facts.get("element") if chat.facts.get("type") in (LIST, TUPLE) else None
+    shape = message.facts.get("type") if message is not None else None
+    if shape == DICT:
+        return Value({"type": TEXT, **facts}, {"type": (node,), **why})
+    if shape in (LIST, TUPLE):
+        return Value({"type": LIST, "element": Value({"type": TEXT, **facts}, {"type": (node,), **why})})
+    return Value(facts, why)
 
 
 TEXT_DOMAIN = Text()
