@@ -2321,12 +2321,15 @@ def _only_reads(parts: Optional[List[Tuple[Any, ...]]], given: Value) -> bool:
 
 
 def _repeated(operator: cst.CSTNode, left: Value, right: Value) -> Optional[Value]:
-    """`[prompt] * n` (or `n * [prompt]`): a list of the same elements, how many not known."""
+    """`[prompt] * n` (or `n * [prompt]`): a list of the same texts, how many not known. A count of unknown kind is an
+    integer too: only an array would make the product something else, and none multiplies a list of text."""
     if not isinstance(operator, (cst.Multiply, cst.MultiplyAssign)):
         return None
     for sequence, count in ((left, right), (right, left)):
-        if sequence.facts.get("type") == LIST and "element" in sequence.facts and count.facts.get("type") == NUMBER:
-            return Value({"type": LIST, "element": sequence.facts["element"]})
+        element = sequence.facts.get("element") if sequence.facts.get("type") == LIST else None
+        if element is not None and element.facts.get("type") in (TEXT, None) and \
+                count.facts.get("type") in (NUMBER, BOOL, None):
+            return Value({"type": LIST, "element": element})
     return None
 
 
