@@ -96,6 +96,17 @@ def test_a_tokenizer_handed_to_a_module_that_sets_only_its_padding_keeps_its_tru
     assert engine.facts("tok", "truncation_side")["truncation_side"] == "default"
 
 
+def test_a_side_another_tokenizer_is_built_with_is_not_a_side_of_this_one():
+    engine = Engine("""
+        from transformers import AutoTokenizer
+
+        grader = AutoTokenizer.from_pretrained("my-org/grader", truncation_side="left", padding_side="left")
+        policy_tok = AutoTokenizer.from_pretrained("Qwen/Qwen2.5-0.5B-Instruct")
+    """)
+    assert engine.facts("policy_tok", "padding_side", "truncation_side") == {
+        "padding_side": "default", "truncation_side": "default"}
+
+
 # ---------------------------------------------------------------- RL315 reports
 
 ROLLOUT = """

@@ -1,5 +1,5 @@
-"""The padding and truncation sides a module sets on any tokenizer, from its `ast` tree: a leaf the models domain
-asks (whether "none set" can be the checkpoint's default) without importing the tokenizer facts, which import
+"""The padding and truncation sides a module writes on tokenizer objects, from its `ast` tree: a leaf the models
+domain asks (whether "none set" can be the checkpoint's default) without importing the tokenizer facts, which import
 the engine."""
 from __future__ import annotations
 
@@ -11,17 +11,14 @@ from rllint.analysis.nodes import AstNodes
 
 
 def sides_set(file) -> Dict[str, Set[Optional[str]]]:
-    """Side -> the values the module sets it to (None: one it computes): `x.padding_side = ...`, and the keyword of a
-    call that builds or configures a tokenizer (a truncation side given beside `truncation=` is one call's)."""
+    """Side -> the values the module writes on some tokenizer under a name (`x.padding_side = ...`; None: one it
+    computes): where the engine does not know which object `x` holds, it may be any tokenizer the module sees. A
+    keyword of a call (`from_pretrained(..., padding_side="left")`, `tok(texts, truncation_side="left")`) is the
+    side of the object that call builds, or of that call only: it changes no other tokenizer."""
     found: Dict[str, Set[Optional[str]]] = {PADDING: set(), TRUNCATION: set()}
-    nodes = file.fact(AstNodes)
-    for node in nodes.of(ast.Assign, ast.Call):
-        if isinstance(node, ast.Assign):
-            written = [(t.attr, node.value) for t in node.targets if isinstance(t, ast.Attribute) and t.attr in found]
-        else:
-            cut = any(k.arg == "truncation" for k in node.keywords)
-            written = [(k.arg, k.value) for k in node.keywords if k.arg == PADDING or k.arg == TRUNCATION and not cut]
-        for side, given in written:
-            literal = isinstance(given, ast.Constant) and isinstance(given.value, str)
-            found[side].add(given.value if literal else None)
+    for node in file.fact(AstNodes).of(ast.Assign):
+        for target in node.targets:
+            if isinstance(target, ast.Attribute) and target.attr in found:
+                literal = isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+                found[target.attr].add(node.value.value if literal else None)
     return found
