@@ -229,3 +229,37 @@ def test_look_alikes_are_not_reported(body):
             {body}
     """
     assert lines(source) == []
+
+
+VERL = """
+    import torch
+    from transformers import AutoModelForCausalLM
+    from verl.utils.tokenizer import hf_tokenizer
+
+
+    class Generator:
+        def __init__(self, path, limit):
+            self.tokenizer = hf_tokenizer(path, %s)
+            self.tokenizer.padding_side = "left"
+            self.model = AutoModelForCausalLM.from_pretrained(path)
+            self.limit = limit
+
+        def run(self, chats):
+            inputs = self.tokenizer.apply_chat_template(chats, tokenize=True, add_generation_prompt=True, padding=True,
+                                                        truncation=True, max_length=self.limit, return_tensors="pt",
+                                                        return_dict=True)
+            with torch.no_grad():
+                return self.model.generate(**inputs, do_sample=True, max_new_tokens=2048)
+"""
+
+
+@pytest.mark.parametrize("settings, reported", [
+    ("trust_remote_code=True", [15]),  # verl loads it with `from_pretrained`: transformers' right side
+    ("trust_remote_code=True, truncation_side='left'", []),
+    ("**settings", []),  # keywords not known: a side may be among them
+])
+def test_a_tokenizer_verl_loads_truncates_as_from_pretrained_does(settings, reported):
+    source = VERL % settings
+    if "**settings" in settings:
+        source = source.replace("def __init__(self, path, limit):", "def __init__(self, path, limit, settings):")
+    assert lines(source) == reported

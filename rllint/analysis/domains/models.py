@@ -39,6 +39,8 @@ OPTIMIZERS = frozenset({"Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "Adafactor
 WRAPPERS = frozenset({"DistributedDataParallel", "DataParallel", "FullyShardedDataParallel", "DDP", "FSDP",
                       "compile"})
 _PRETRAINED = ("from_pretrained", "from_config")
+# verl's `hf_tokenizer(path, **kwargs)`: `AutoTokenizer.from_pretrained(path, **kwargs)`, then its pad token set
+_VERL_TOKENIZERS = frozenset({"verl.utils.hf_tokenizer", "verl.utils.tokenizer.hf_tokenizer"})
 ADAPTER = "adapter"  # the settings of a PEFT adapter (`LoraConfig(...)`): `items`, its keyword arguments
 ACCELERATOR = "accelerator"  # an `accelerate.Accelerator`
 
@@ -64,6 +66,8 @@ class Models(Domain):
     def call(self, frame, qual, node, args, kwargs):
         owner, _, tail = qual.rpartition(".")
         first = args[0] if args else None
+        if qual in _VERL_TOKENIZERS:
+            return loaded_tokenizer(frame, node, kwargs)
         if qual == "accelerate.Accelerator":  # its `prepare` hands back the models it is given
             return value((node,), type=ACCELERATOR)
         if qual.startswith("peft.") and tail == "LoraConfig":  # its settings, for the model it adapts
