@@ -1543,13 +1543,18 @@ class PromptTruncatedRight(FunctionRule):
     """
     ## What it does
     Reports a generation prompt rendered by
-    `apply_chat_template(..., add_generation_prompt=True)` that is tokenized with
-    `truncation=True` and a `max_length` while the tokenizer truncates on the right
-    (its default): the file sets no `truncation_side="left"`, neither on the
-    tokenizer nor on the call, and whose ids reach a sampler (followed as RL316
-    follows padded prompts: helpers, a `DataLoader`'s collate function, methods of
-    other modules). Prompts the file filters by that length
-    (`len(ids) <= max_length`) are not reported.
+    `apply_chat_template(..., add_generation_prompt=True)` (the same text, through
+    names, attributes, returns, lists, `[prompt] * n` and helpers; or the template
+    tokenizing it itself) that is tokenized with `truncation=True` and a `max_length`
+    while that tokenizer object truncates on the right: its call's
+    `truncation_side=`, else the side set where the tokenizer was loaded or
+    configured, in this module or another (none set: transformers' right side),
+    and whose ids reach a sampler (a model's `generate` the engine sees given this
+    encoding, through a `DataLoader`'s collate function and methods of other modules;
+    a vLLM engine or a verl worker group the file hands them to). A tokenizer whose
+    side is not known (given from out of sight, handed to a library that may set it),
+    text made from the prompt (an f-string, a concatenation), and prompts the file
+    filters by that length (`len(ids) <= max_length`) are not reported.
 
     ## Why is this bad?
     Right-side truncation keeps the start of the prompt and cuts its end: a long

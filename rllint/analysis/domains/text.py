@@ -6,6 +6,10 @@ Text is a completion because it was decoded from sampled ids (`decode` / `batch_
 completion text. A slice of completion text remembers itself in `sources`, so that a rule can tell
 where the sliced text goes (a reward, a judge, training data, or only a log line).
 
+Text a chat template renders with `add_generation_prompt=True` is a generation prompt (`rendered`): the same
+text wherever it goes (names, attributes, returns, list elements, `[prompt] * n`), not text made from it. An
+`encode` event at each tokenizer call holds the text it encodes.
+
 Token ids a tokenizer makes from text remember the call that made them in `sources`: wherever they go
 (a DataLoader's batches, a helper of another module, `generate`), a rule can tell which encoding (its
 padding, its truncation) they come from.
