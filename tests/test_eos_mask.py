@@ -36,7 +36,7 @@ d = tok.pad_token_id
     assert [engine.value(x).facts.get("special") for x in "abcd"] == ["eos", "eos", "eos", None]
 
 
-def test_sampled_ids_unequal_to_eos_exclude_it_through_casts_slices_and_products_of_masks():
+def test_sampled_ids_unequal_to_eos_exclude_it_through_casts_slices_and_products_of_masks_not_ids_shifted_back():
     source = '''
 def masks(prompt):
     out = lm.generate(prompt, do_sample=True)
@@ -48,8 +48,10 @@ def masks(prompt):
     m4 = (ids != eos) | (ids == 3)
     m5 = (prompt != eos).float()
     m6 = (ids == eos).float()
+    states = out[:, prompt.shape[1] - 1:-1]
+    m7 = states.ne(eos) & states.ne(tok.pad_token_id)
 '''
-    assert [excluded(source, f"m{i}") for i in range(1, 7)] == [True, True, True, False, False, False]
+    assert [excluded(source, f"m{i}") for i in range(1, 8)] == [True, True, True, False, False, False, False]
 
 
 def test_sampled_ids_padded_by_a_new_tensor_are_still_sampled():

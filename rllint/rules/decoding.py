@@ -1239,7 +1239,9 @@ class PadEqualsEosMask(FunctionRule):
     policy's log-probs (a per-token loss, a log-ratio) in a loss that takes a policy-gradient step,
     in this file or in a helper it calls. A mask used only for rewards, values, metrics, display
     or a forward's `attention_mask` is not reported, nor a mask over the prompt ids (not sampled),
-    nor one built from the first EOS position (it keeps the EOS).
+    nor one built from the first EOS position (it keeps the EOS), nor one over the ids shifted one
+    back (`seqs[:, n - 1:-1] != eos`: each is the token before an action, so only the positions after
+    EOS are left out).
 
     A comparison of token ids with the pad id (`ids != tokenizer.pad_token_id`,
     `labels == pad_id`) in a file (not a test) that sets `tokenizer.pad_token = tokenizer.eos_token`

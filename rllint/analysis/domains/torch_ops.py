@@ -543,10 +543,20 @@ def _compare(ops: Operands, x: Value) -> Value:
 
 def excluding_eos(mask: Value, ids: Value, other: Optional[Value], node: cst.CSTNode) -> Value:
     """`mask`, made by `ids != other`: sampled ids compared unequal to the EOS id leave out the EOS the model
-    sampled (`excludes_eos`, proved by the comparison)."""
-    if ids.facts.get("sampled") and other is not None and other.facts.get("special") == EOS:
+    sampled (`excludes_eos`, proved by the comparison). Ids cut to end one before the last (`seqs[:, n - 1:-1]`,
+    each the token before a sampled one) leave out the positions after EOS, not EOS itself."""
+    if ids.facts.get("sampled") and other is not None and other.facts.get("special") == EOS and \
+            not _before_each(ids.facts.get("view")):
         return mask.but(excludes_eos=node, why={"excludes_eos": (node,)})
     return mask
+
+
+def _before_each(view: Optional[cst.CSTNode]) -> bool:
+    """A slice whose last axis ends at -1 (`seqs[:, start - 1:-1]`): the tokens that precede the next ones."""
+    if not isinstance(view, cst.Subscript) or not isinstance(view.slice[-1].slice, cst.Slice):
+        return False
+    upper = view.slice[-1].slice.upper
+    return upper is not None and int_literal(upper) == -1
 
 
 def with_mask_facts(result: Value, mask: Optional[Value]) -> Value:
