@@ -101,6 +101,27 @@ def update(prompt, rewards):
 ''') == [15]
 
 
+def test_the_terms_a_mask_selects_are_reported():
+    assert lines(HEADER + '''
+class Learner:
+    def __init__(self, policy, opt):
+        self.policy, self.opt = policy, opt
+
+    def learn(self, prompt, adv):
+        with torch.no_grad():
+            seqs = self.policy.generate(input_ids=prompt, do_sample=True, max_new_tokens=1024)
+        gen = seqs[:, prompt.shape[1]:]
+        logits = self.policy(seqs).logits[:, prompt.shape[1] - 1:-1]
+        logp = logits.log_softmax(-1).gather(-1, gen.unsqueeze(-1)).squeeze(-1)
+        terms = -logp * adv.unsqueeze(-1)
+        terms[(gen != tok.eos_token_id).bool()].mean().backward()
+        self.opt.step()
+
+
+Learner(lm, torch.optim.AdamW(lm.parameters(), lr=1e-6)).learn(torch.ones(1, 4, dtype=torch.long), torch.ones(1))
+''') == [19]
+
+
 def test_a_mask_handed_to_a_loss_helper_in_another_module_is_reported(tmp_path):
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "losses.py").write_text(textwrap.dedent('''

@@ -33,7 +33,7 @@ from rllint.analysis import summaries
 from rllint.analysis.domains import domains
 from rllint.analysis.domains.config import CONFIG, NAMESPACE
 from rllint.analysis.domains.models import MODULE_METHODS, OPTIMIZERS, configured, output_item, sets_sides
-from rllint.analysis.domains.torch_ops import STOPPERS, excluding_eos, negated, written
+from rllint.analysis.domains.torch_ops import STOPPERS, eos_masked, excluding_eos, negated, written
 from rllint.analysis.facts import (BATCH, BOOL, CAUSAL_LM, CLASS, DICT, FUNCTION, GRAPH, INSTANCE, LIST, MASK, MODEL,
                                    NONE, NUMBER, REF, SIDES, TENSOR, TEXT, TEXTS, TIME, TOKENIZER, TUPLE, UNKNOWN, Value,
                                    item_of, join, join_all, set_item, signature, value, with_sources)
@@ -1780,9 +1780,10 @@ class Frame:
     def _subscript(self, node: cst.Subscript) -> Value:
         name = place(node)
         base = self.expr(node.value)
+        indexes: List[Value] = []
         for element in node.slice:
             if isinstance(element.slice, cst.Index):
-                self.expr(element.slice.value)
+                indexes.append(self.expr(element.slice.value))
             else:
                 for part in (element.slice.lower, element.slice.upper, element.slice.step):
                     if part is not None:
@@ -1800,6 +1801,10 @@ class Frame:
         for domain in domains():
             found = domain.subscript(self, base, node)
             if found is not None:
+                mask = eos_masked(base, indexes[0]) if len(node.slice) == 1 and indexes else None
+                if mask is not None:  # `per_token_loss[mask.bool()]`: the terms the mask selects
+                    self.emit("eos_masked", node, mask)
+                    found = found.but(sources=found.sources | {node})
                 return found
         if kind == BOOL and base.facts.get("content") == MASK:  # a bool is no sequence: an array of 0/1, sliced
             return with_sources(value((node,), content=MASK), base.sources)

@@ -1235,8 +1235,8 @@ class PadEqualsEosMask(FunctionRule):
     slice of it, or it padded by `torch.cat` with a new tensor) compared unequal to the EOS id
     (`tokenizer.eos_token_id`, `model.config.eos_token_id`, `model.generation_config.eos_token_id`,
     or a name that holds one), by `!=` or `.ne()`, alone or and-ed (`&`, `*`) with other masks,
-    reported at the comparison when the engine sees the mask multiply per-token terms of the
-    policy's log-probs (a per-token loss, a log-ratio) in a loss that takes a policy-gradient step,
+    reported at the comparison when the engine sees the mask multiply (or select, `terms[mask]`)
+    per-token terms of the policy's log-probs (a per-token loss, a ratio) in a loss that takes a policy-gradient step,
     in this file or in a helper it calls. A mask used only for rewards, values, metrics, display
     or a forward's `attention_mask` is not reported, nor a mask over the prompt ids (not sampled),
     nor one built from the first EOS position (it keeps the EOS), nor one over the ids shifted one

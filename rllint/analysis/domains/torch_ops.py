@@ -1063,7 +1063,7 @@ class Torch(Domain):
             if isinstance(operator, (cst.Multiply, cst.MultiplyAssign)) and _policy_gradient(left, right):
                 frame.emit("policy_gradient", node, result)
                 result = result.but(sources=result.sources | {node})
-            masked = _eos_masked(left, right)
+            masked = eos_masked(left, right)
             if masked is not None and isinstance(operator, (cst.Multiply, cst.MultiplyAssign)):
                 frame.emit("eos_masked", node, masked)
                 result = result.but(sources=result.sources | {node})
@@ -1096,9 +1096,10 @@ def _policy_gradient(left: Value, right: Value) -> bool:
     return False
 
 
-def _eos_masked(left: Value, right: Value) -> Optional[Value]:
+def eos_masked(left: Value, right: Value) -> Optional[Value]:
     """In a product of per-token terms of the policy's log-probs (a per-token loss, not cut from the graph) with a
-    mask that leaves out the sampled EOS: that mask. The EOS gets no gradient from these terms."""
+    mask that leaves out the sampled EOS, or in the terms such a mask selects (`terms[mask]`): that mask. The EOS
+    gets no gradient from these terms."""
     for terms, mask in ((left, right), (right, left)):
         if mask.facts.get("excludes_eos") is not None and terms.facts.get("logp") and \
                 terms.facts.get("grad") in (GRAPH, None) and terms.facts.get("cut") is None and \
