@@ -464,11 +464,10 @@ RULES = (
      'module': 'rllint.rules.decoding',
      'fix': None,
      'file_kinds': ('python',),
-     'triggers': ('pad_token',),
+     'triggers': ('pad_token', 'eos_token_id'),
      'ignore_case': False,
      'options': (),
-     'message': '`{expr}` compares ids with the pad id, which is the EOS id here: the real EOS is masked too and '
-                'the model never learns to stop'},
+     'message': '`{expr}` {what} and the model never learns to stop'},
     {'code': 'RL312',
      'name': 'double-bos',
      'severity': 'warning',

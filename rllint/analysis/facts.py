@@ -39,6 +39,10 @@ Facts (absent = unknown):
   (`rllint.analysis.domains.torch_ops.settle`); where a difference of the two kinds was written; `lp_seq`: summed
   over the time axis (a sequence's log-prob); `lp_seq_exp`: `exp` of such a difference (a whole-sequence ratio);
   `lp_some`: they are those of one path, which carries the graph they count whatever the joined `grad` says.
+- token ids: `special`, on the id of a special token read from a tokenizer or a model's `config` /
+  `generation_config` (`token_ids`: an object whose `eos_token_id` is the model's): EOS for `eos_token_id`;
+  `excludes_eos`, on a mask of sampled ids compared unequal to the EOS id (`ids != tok.eos_token_id`, alone or
+  and-ed with other masks): the comparison, a mask that leaves out the EOS the model sampled.
 - `filled`: a new tensor of zeros (0) or ones (1), a mask once only 0s and 1s are written into it.
 - sampling (`rllint.analysis.domains.torch_ops`): `temperature`, on logits and what keeps their distribution
   over the vocabulary (a slice, a cast, a top-k mask, `softmax`, `exp`): (T, form), T the NUMBER value the raw
@@ -79,6 +83,8 @@ STD, VAR, NORM = "std", "var", "norm"
 # text
 COMPLETION, PROMPT, GOLD = "completion", "prompt", "gold"
 GENERATION_PROMPT = "generation_prompt"  # `rendered`: a chat rendered to be continued by the assistant
+# special tokens
+EOS = "eos"
 # laws of noise, and the forms of tempered logits
 UNIFORM, EXPONENTIAL, GUMBEL, NEG_EXPONENTIAL, NEG_GUMBEL = "uniform", "exponential", "gumbel", "-exponential", \
     "-gumbel"

@@ -33,7 +33,7 @@ from rllint.analysis import summaries
 from rllint.analysis.domains import domains
 from rllint.analysis.domains.config import CONFIG, NAMESPACE
 from rllint.analysis.domains.models import MODULE_METHODS, OPTIMIZERS, configured, output_item, sides_it_sets
-from rllint.analysis.domains.torch_ops import STOPPERS, negated, written
+from rllint.analysis.domains.torch_ops import STOPPERS, eos_masked, excluding_eos, negated, written
 from rllint.analysis.facts import (BATCH, BOOL, CAUSAL_LM, CLASS, DICT, FUNCTION, GENERATION_PROMPT, GRAPH, INSTANCE,
                                    LIST, MASK, MODEL, NONE, NUMBER, REF, SIDES, TENSOR, TEXT, TEXTS, TIME, TOKENIZER,
                                    TUPLE, UNKNOWN, Value, item_of, join, join_all, set_item, signature, value, with_sources)
@@ -170,7 +170,7 @@ class Flow:
         self.values: Dict[cst.CSTNode, Value] = {}
         self._events: Dict[str, Dict[Tuple[cst.CSTNode, Optional[cst.Call]], Event]] = {
             "inplace": {}, "stopper": {}, "backward": {}, "forward": {}, "weighted": {}, "policy_gradient": {},
-            "generate": {}, "dropout": {}, "draw": {}, "encode": {}, "detokenize": {}}
+            "generate": {}, "dropout": {}, "draw": {}, "encode": {}, "detokenize": {}, "eos_masked": {}}
         self.reads: Dict[cst.CSTNode, List[Tuple[cst.CSTNode, cst.CSTNode]]] = {}  # obj -> (read, statement)
         self.saved: Dict[cst.CSTNode, List[Tuple[cst.CSTNode, str]]] = {}  # obj -> (statement, op)
         self.opaque: Set[cst.CSTNode] = set()  # calls out of sight handed a model or a graph (`Frame._opaque`)
@@ -205,6 +205,8 @@ class Flow:
         self._parts: Dict[Tuple[FunctionIR, str], Optional[List[Tuple[Any, ...]]]] = {}
         # class -> attribute -> the methods (of it and its bases, in order) that store `self.attribute`, with the targets
         self._self_stores: Dict[ClassIR, Dict[str, List[Tuple[FunctionIR, List[cst.Attribute]]]]] = {}
+        # class -> attribute -> the methods that write an element of it (`self.buffer[i] = v`), with the values
+        self._item_stores: Dict[ClassIR, Dict[str, List[Tuple[FunctionIR, List[cst.BaseExpression]]]]] = {}
         self._assigned_attributes: Optional[FrozenSet[str]] = None
         self.depth_of_callers = 0  # 1 for a module read to find the callers of another's functions
         self.for_callers = bool(getattr(file, "for_callers", False))
@@ -237,6 +239,18 @@ class Flow:
         """Products of the policy's log-probs with a per-sample weight without gradient (`logps * advantages`):
         a loss whose sources hold one takes a policy-gradient step."""
         return {event.node for event in self._events["policy_gradient"].values()}
+
+    def eos_excluded(self) -> Set[cst.CSTNode]:
+        """The comparisons (`ids != tok.eos_token_id`) whose mask, leaving out the sampled EOS, weights per-token
+        terms of the policy's log-probs in a loss that takes a policy-gradient step: that EOS is never trained."""
+        losses = self.losses()  # every function interpreted: the events of the whole file
+        terms = self.policy_gradient_terms
+        masked = list(self._events["eos_masked"].values())
+        found: Set[cst.CSTNode] = set()
+        for loss in losses:
+            if loss.sources & terms:
+                found.update(event.target.facts["excludes_eos"] for event in masked if event.node in loss.sources)
+        return found
 
     def training_loops(self) -> List[cst.CSTNode]:
         """The outermost loops of the file that take a policy-gradient backward step on every pass: around the
@@ -833,7 +847,8 @@ class Flow:
         return held is not None and identity in (held.facts.get("model"), held.facts.get("place"))
 
     def class_attribute(self, cls: ClassIR, name: str) -> Optional[Value]:
-        """`self.name` of an instance of `cls`: what the methods assign it (joined), else the class attribute."""
+        """`self.name` of an instance of `cls`: what the methods assign it (joined), else the class attribute; a list
+        whose elements they write (`self.buffer[i] = batch`) holds those too."""
         key = (cls.name, name)
         if key in self._attributes:
             if key in self._finding:
@@ -851,6 +866,13 @@ class Flow:
                     unfinished = True
                     _provisional(self._running[method])
                 found.extend(self.values[t] for t in targets if t in self.values)
+            written: List[Value] = []  # what the methods write into it (`self.buffer[i % n] = batch`)
+            for method, values in self._item_stores.get(cls, {}).get(name, ()):
+                self._analyze(method)
+                if method in self._running:
+                    unfinished = True
+                    _provisional(self._running[method])
+                written.extend(self.values[v] for v in values if v in self.values)
         except BaseException:
             _abandon(level, outer)
             raise
@@ -865,6 +887,10 @@ class Flow:
                     held = held.but(origin=f"default of {declared.name}.{name}", why={"origin": (default,)})
                 found.append(held)
         result = join_all(found)
+        if result.facts.get("type") == LIST and written:  # any element is what it was made with, or one of those
+            element = join_all([result.facts["element"], *written]) if "element" in result.facts else \
+                join_all([x for _, x in result.facts.get("items") or ()] + written)
+            result = result.but(items=None, element=element)
         if not result.facts.get("type"):  # an object from out of sight: this attribute is its identity
             result = result.but(place=("attr", cls.name, name))
         if unfinished or _tainted(level):
@@ -904,11 +930,15 @@ class Flow:
         with its targets. Read once per class: `class_attribute` is asked for every attribute of every class."""
         if cls not in self._self_stores:
             stores: Dict[str, Dict[FunctionIR, List[cst.Attribute]]] = {}
+            items: Dict[str, Dict[FunctionIR, List[cst.BaseExpression]]] = {}
             for method in self._methods(cls):
                 for stmt in method.statements:
                     for target in _self_stores(stmt):
                         stores.setdefault(target.attr.value, {}).setdefault(method, []).append(target)
+                    for name in _self_item_stores(stmt):
+                        items.setdefault(name, {}).setdefault(method, []).append(stmt.value)
             self._self_stores[cls] = {name: list(by_method.items()) for name, by_method in stores.items()}
+            self._item_stores[cls] = {name: list(by_method.items()) for name, by_method in items.items()}
         return self._self_stores[cls]
 
     def called(self, callee: Value) -> Optional[FunctionIR]:
@@ -1762,9 +1792,10 @@ class Frame:
     def _subscript(self, node: cst.Subscript) -> Value:
         name = place(node)
         base = self.expr(node.value)
+        indexes: List[Value] = []
         for element in node.slice:
             if isinstance(element.slice, cst.Index):
-                self.expr(element.slice.value)
+                indexes.append(self.expr(element.slice.value))
             else:
                 for part in (element.slice.lower, element.slice.upper, element.slice.step):
                     if part is not None:
@@ -1782,6 +1813,10 @@ class Frame:
         for domain in domains():
             found = domain.subscript(self, base, node)
             if found is not None:
+                mask = eos_masked(base, indexes[0]) if len(node.slice) == 1 and indexes else None
+                if mask is not None:  # `per_token_loss[mask.bool()]`: the terms the mask selects
+                    self.emit("eos_masked", node, mask)
+                    found = found.but(sources=found.sources | {node})
                 return found
         if kind == BOOL and base.facts.get("content") == MASK:  # a bool is no sequence: an array of 0/1, sliced
             return with_sources(value((node,), content=MASK), base.sources)
@@ -1818,8 +1853,10 @@ class Frame:
             sources |= right.sources
         if left.facts.get("type") == TENSOR:
             facts = {k: left.facts[k] for k in ("rank", "axes") if k in left.facts}
-            return with_sources(Value({"type": TENSOR, "grad": "no_grad", "content": "mask", "obj": node, **facts},
-                                      {"grad": (node,)}), sources)
+            mask = Value({"type": TENSOR, "grad": "no_grad", "content": "mask", "obj": node, **facts}, {"grad": (node,)})
+            if len(compared) == 1 and isinstance(node.comparisons[0].operator, cst.NotEqual):
+                mask = excluding_eos(mask, left, compared[0], node)
+            return with_sources(mask, sources)
         result = value((node,), type=BOOL, number=_compared(left, node.comparisons, compared))
         if left.facts.get("type") is None and all(type(t.operator) in _ORDER for t in node.comparisons):
             # `ids != pad_id` of an array out of sight: a bool, or a mask of 0/1 (not `is` / `in`, always bools)
@@ -1895,9 +1932,12 @@ class Frame:
                 result = Value({"type": NUMBER, "number": number, "origin": origin},
                                {"number": left.reason("number") + right.reason("number") or (node,)})
                 return with_sources(result, left.sources | right.sources)
-        repeated = _repeated(operator, left, right)
-        if repeated is not None:
-            return with_sources(repeated, left.sources | right.sources)
+        if isinstance(operator, cst.Multiply) and LIST in (lt, rt) and {lt, rt} <= {LIST, NUMBER, None}:
+            held = left if lt == LIST else right  # `[None] * n`: the same elements (a list times a list raises)
+            element = held.facts.get("element") or (join_all(x for _, x in held.facts["items"])
+                                                    if held.facts.get("items") else None)
+            return with_sources(Value({"type": LIST, **({"element": element} if element is not None else {})}),
+                                left.sources | right.sources)
         for domain in domains():
             found = domain.arith(self, operator, left, right, node)
             if found is not None:
@@ -2318,19 +2358,6 @@ def _only_reads(parts: Optional[List[Tuple[Any, ...]]], given: Value) -> bool:
         if part is None or part.facts.get("type") in (None, DICT, LIST, TUPLE, INSTANCE):
             return False
     return True
-
-
-def _repeated(operator: cst.CSTNode, left: Value, right: Value) -> Optional[Value]:
-    """`[prompt] * n` (or `n * [prompt]`): a list of the same texts, how many not known. A count of unknown kind is an
-    integer too: only an array would make the product something else, and none multiplies a list of text."""
-    if not isinstance(operator, (cst.Multiply, cst.MultiplyAssign)):
-        return None
-    for sequence, count in ((left, right), (right, left)):
-        element = sequence.facts.get("element") if sequence.facts.get("type") == LIST else None
-        if element is not None and element.facts.get("type") in (TEXT, None) and \
-                count.facts.get("type") in (NUMBER, BOOL, None):
-            return Value({"type": LIST, "element": element})
-    return None
 
 
 def _handed_parts(function: FunctionIR, param: str) -> Optional[List[Tuple[Any, ...]]]:
@@ -2800,6 +2827,16 @@ def _self_stores(stmt: cst.CSTNode) -> Iterator[cst.Attribute]:
             targets.extend(e.value for e in target.elements)
         elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
             yield target
+
+
+def _self_item_stores(stmt: cst.CSTNode) -> Iterator[str]:
+    """The attributes `self.name` an assignment writes an element of (`self.name[i] = v`)."""
+    if isinstance(stmt, cst.Assign):
+        for target in stmt.targets:
+            subscript = target.target
+            if isinstance(subscript, cst.Subscript) and isinstance(subscript.value, cst.Attribute) and \
+                    isinstance(subscript.value.value, cst.Name) and subscript.value.value.value == "self":
+                yield subscript.value.attr.value
 
 
 def _is_static(function: FunctionIR) -> bool:

@@ -1229,7 +1229,21 @@ class AnswerExtractionFallback(FunctionRule):
 class PadEqualsEosMask(FunctionRule):
     """
     ## What it does
-    Reports a comparison of token ids with the pad id (`ids != tokenizer.pad_token_id`,
+    Reports a loss mask that leaves out the EOS token the policy sampled, in either of two forms.
+
+    A mask that excludes EOS explicitly: the sampled completion ids (a `generate` output, a
+    slice of it, or it padded by `torch.cat` with a new tensor) compared unequal to the EOS id
+    (`tokenizer.eos_token_id`, `model.config.eos_token_id`, `model.generation_config.eos_token_id`,
+    or a name that holds one), by `!=` or `.ne()`, alone or and-ed (`&`, `*`) with other masks,
+    reported at the comparison when the engine sees the mask multiply (or select, `terms[mask]`)
+    per-token terms of the policy's log-probs (a per-token loss, a ratio) in a loss that takes a policy-gradient step,
+    in this file or in a helper it calls. A mask used only for rewards, values, metrics, display
+    or a forward's `attention_mask` is not reported, nor a mask over the prompt ids (not sampled),
+    nor one built from the first EOS position (it keeps the EOS), nor one over the ids shifted one
+    back (`seqs[:, n - 1:-1] != eos`: each is the token before an action, so only the positions after
+    EOS are left out).
+
+    A comparison of token ids with the pad id (`ids != tokenizer.pad_token_id`,
     `labels == pad_id`) in a file (not a test) that sets `tokenizer.pad_token = tokenizer.eos_token`
     (or `pad_token_id = eos_token_id`) unconditionally: a fallback taken only when the
     tokenizer has no pad token (`if tokenizer.pad_token is None`, `pad_token or eos_token`, `pad if pad is not None else eos`)
@@ -1246,6 +1260,11 @@ class PadEqualsEosMask(FunctionRule):
     ```python
     tokenizer.pad_token = tokenizer.eos_token
     completion_mask = (completion_ids != tokenizer.pad_token_id).long()
+    ```
+    ```python
+    completion_ids = model.generate(prompt_ids, do_sample=True)[:, prompt_ids.size(1):]
+    action_mask = (completion_ids != tokenizer.eos_token_id) & (completion_ids != pad_id)
+    loss = (-logps * advantages[:, None] * action_mask).sum() / action_mask.sum()
     ```
 
     ## Use instead
@@ -1264,8 +1283,10 @@ class PadEqualsEosMask(FunctionRule):
     code = "RL311"
     name = "pad-equals-eos-mask"
     severity = Severity.WARNING
-    message = "`{expr}` compares ids with the pad id, which is the EOS id here: the real EOS is masked too and the model never learns to stop"
-    triggers = ("pad_token",)
+    message = "`{expr}` {what} and the model never learns to stop"
+    triggers = ("pad_token", "eos_token_id")
+    _PAD = "compares ids with the pad id, which is the EOS id here: the real EOS is masked too"
+    _EOS = "leaves the sampled EOS out of the mask that weights the policy's loss: EOS gets no gradient"
 
     def __init__(self, file) -> None:
         super().__init__(file)
@@ -1323,8 +1344,16 @@ class PadEqualsEosMask(FunctionRule):
             if read is not None:
                 if facts.pads_with_eos(dotted(read.value)) and not self._is_prompt(ids) and \
                         not self._handles_eos() and not self._attention_only():
-                    self.report(node, expr=self.source(node))
+                    self.report(node, expr=self.source(node), what=self._PAD)
                 return
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        if "eos_token_id" not in self.file.text or self.file.fact(Purpose).is_test:
+            return
+        flow = self.file.fact(Flow)
+        for comparison in flow.eos_excluded():
+            if flow.owns(comparison):
+                self.report(comparison, expr=self.source(comparison), what=self._EOS)
 
     def _attention_only(self) -> bool:
         """`attention_mask = (ids != pad).long()` only ever passed as `attention_mask=` to a forward: hiding EOS

@@ -22,7 +22,7 @@ import libcst as cst
 from rllint.analysis.domains.base import Domain
 from rllint.analysis.sides import sides_set
 from rllint.analysis.domains.torch_ops import OPS, Operands, gradient, raw_logits, tensor_result
-from rllint.analysis.facts import (BATCH, CAUSAL_LM, DEFAULT_SIDE, GRAPH, IDS, LOG_SPACE, LOGITS, MODEL, NLL, NO_GRAD,
+from rllint.analysis.facts import (BATCH, CAUSAL_LM, DEFAULT_SIDE, EOS, GRAPH, IDS, LOG_SPACE, LOGITS, MODEL, NLL, NO_GRAD,
                                    NUMBER, OPTIMIZER, OUTPUT, PARAMS, SEQ2SEQ, SEQ_CLS, SIDES, TENSOR, TIME,
                                    TOKENIZER, TUPLE, UNKNOWN, VALUE_HEAD, VOCAB, Value, item_of, join_all,
                                    value, with_sources)
@@ -131,6 +131,10 @@ class Models(Domain):
         kind = base.facts.get("type")
         if kind == MODEL and attr in UNWRAP:
             return base
+        if kind == MODEL and attr in ("config", "generation_config"):
+            return value((node,), token_ids=True)
+        if (kind == TOKENIZER or base.facts.get("token_ids")) and attr == "eos_token_id":
+            return value((node,), special=EOS)
         if kind == OUTPUT and base.facts.get("generated"):
             return dict(base.facts.get("items") or ()).get(attr, UNKNOWN)
         if kind == OUTPUT:

@@ -12,7 +12,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import libcst as cst
 
 from rllint.analysis.domains.base import Domain
-from rllint.analysis.facts import (BOOL, DETACHED, EXPONENTIAL, GRAPH, GUMBEL, IDS, LOG_SPACE, LOGITS, LOGPROBS, MASK,
+from rllint.analysis.facts import (BOOL, DETACHED, EOS, EXPONENTIAL, GRAPH, GUMBEL, IDS, LOG_SPACE, LOGITS, LOGPROBS, MASK,
                                    NEG_EXPONENTIAL, NEG_GUMBEL, NO_GRAD, NORM, NUMBER, PROBS, SHAPE, STD, TENSOR, TIME,
                                    TOKEN_LOGPROBS, TUPLE, UNIFORM, UNKNOWN, VAR, WEIGHTS, Value, value, with_sources)
 from rllint.analysis.syntax import keyword, same_expression
@@ -406,7 +406,7 @@ def _elementwise(saved: Optional[str] = None, stat: Optional[str] = None) -> Cal
 def _cast(ops: Operands, x: Value) -> Value:
     """`.float()`, `.to(...)`, `.contiguous()`, `.clone()`: the same facts, a new object (except `to`)."""
     result = tensor_result(ops, **kept(x), stat=x.facts.get("stat"))
-    return result
+    return with_mask_facts(result, x)
 
 
 def _detach(ops: Operands, x: Value) -> Value:
@@ -532,7 +532,39 @@ def _where(ops: Operands, x: Value) -> Value:
 
 def _compare(ops: Operands, x: Value) -> Value:
     result = tensor_result(ops, **{k: v for k, v in kept(x).items() if k in ("rank", "axes")}, content=MASK)
-    return result.but(grad=NO_GRAD, why={"grad": (ops.node,)})
+    result = result.but(grad=NO_GRAD, why={"grad": (ops.node,)})
+    name = _tail(ops.node.func)
+    if name == "bool":
+        return with_mask_facts(result, x)
+    if name == "ne":
+        return excluding_eos(result, x, ops.arg(1 if ops.receiver is None else 0, "other"), ops.node)
+    return result
+
+
+def excluding_eos(mask: Value, ids: Value, other: Optional[Value], node: cst.CSTNode) -> Value:
+    """`mask`, made by `ids != other`: sampled ids compared unequal to the EOS id leave out the EOS the model
+    sampled (`excludes_eos`, proved by the comparison). Ids cut to end one before the last (`seqs[:, n - 1:-1]`,
+    each the token before a sampled one) leave out the positions after EOS, not EOS itself."""
+    if ids.facts.get("sampled") and other is not None and other.facts.get("special") == EOS and \
+            not _before_each(ids.facts.get("view")):
+        return mask.but(excludes_eos=node, why={"excludes_eos": (node,)})
+    return mask
+
+
+def _before_each(view: Optional[cst.CSTNode]) -> bool:
+    """A slice whose last axis ends at -1 (`seqs[:, start - 1:-1]`): the tokens that precede the next ones."""
+    if not isinstance(view, cst.Subscript) or not isinstance(view.slice[-1].slice, cst.Slice):
+        return False
+    upper = view.slice[-1].slice.upper
+    return upper is not None and int_literal(upper) == -1
+
+
+def with_mask_facts(result: Value, mask: Optional[Value]) -> Value:
+    """`result`, a mask made of `mask` with the same 0s (a cast, a slice, a product with another mask): it leaves
+    out what `mask` leaves out."""
+    if mask is None or mask.facts.get("excludes_eos") is None or result.facts.get("content") != MASK:
+        return result
+    return result.but(excludes_eos=mask.facts["excludes_eos"], why={"excludes_eos": mask.reason("excludes_eos")})
 
 
 def _ids(ops: Operands, x: Value) -> Value:
@@ -545,7 +577,7 @@ def _integer(ops: Operands, x: Value) -> Value:
     """`.long()` / `.int()`: a mask cast to integers is still a mask of the same shape; other tensors become ids."""
     if x.facts.get("content") != MASK:
         return _ids(ops, x)
-    return tensor_result(ops, **kept(x)).but(grad=NO_GRAD, why={"grad": (ops.node,)})
+    return with_mask_facts(tensor_result(ops, **kept(x)).but(grad=NO_GRAD, why={"grad": (ops.node,)}), x)
 
 
 def _creation(ops: Operands, x: Optional[Value]) -> Value:
@@ -917,8 +949,8 @@ def index_tensor(base: Value, node: cst.Subscript, is_number: Callable[[cst.CSTN
                 facts["content"] = base.facts["content"]
     result = Value({"type": TENSOR, "obj": base.facts.get("obj", node), "view": node, **facts},
                    {k: (node,) for k in facts})
-    for fact in ("grad", "cut", "sources", "stat", "saved", "sampled", "logp", "forwards", "lp", "lp_at", "lp_seq",
-                 "lp_some", *_SAMPLING):
+    for fact in ("grad", "cut", "sources", "stat", "saved", "sampled", "excludes_eos", "logp", "forwards", "lp",
+                 "lp_at", "lp_seq", "lp_some", *_SAMPLING):
         if fact in base.facts:
             result.facts[fact] = base.facts[fact]
             if fact in base.why:
@@ -1001,11 +1033,14 @@ class Torch(Domain):
         lt, rt = left.facts.get("type"), right.facts.get("type")
         if TENSOR not in (lt, rt):
             return None
+        excluding = None
         if lt == TENSOR and rt == TENSOR:
             facts = broadcast(left, right)
             if isinstance(operator, (cst.Multiply, cst.BitAnd, cst.BitOr)) and \
                     left.facts.get("content") == right.facts.get("content") == MASK:
                 facts["content"] = MASK  # `completion_mask * attention_mask`
+                if not isinstance(operator, cst.BitOr):  # where either leaves a token out, so does the product
+                    excluding = next((m for m in (left, right) if m.facts.get("excludes_eos") is not None), None)
         else:
             tensor, other = (left, right) if lt == TENSOR else (right, left)
             facts = {k: v for k, v in kept(tensor).items() if k != "dist" or other.facts.get("type") == NUMBER}
@@ -1028,6 +1063,10 @@ class Torch(Domain):
             if isinstance(operator, (cst.Multiply, cst.MultiplyAssign)) and _policy_gradient(left, right):
                 frame.emit("policy_gradient", node, result)
                 result = result.but(sources=result.sources | {node})
+            masked = eos_masked(left, right)
+            if masked is not None and isinstance(operator, (cst.Multiply, cst.MultiplyAssign)):
+                frame.emit("eos_masked", node, masked)
+                result = result.but(sources=result.sources | {node})
             weight = _graph_weight(left, right)
             if weight is not None and isinstance(node, cst.BinaryOperation):
                 factor = node.right if weight is right else node.left
@@ -1035,6 +1074,7 @@ class Torch(Domain):
                 result = result.but(sources=result.sources | {node})
         if isinstance(operator, cst.Power):
             result = result.but(saved="pow")
+        result = with_mask_facts(result, excluding)
         return _linear_arith(operator, left, right, node, sampling_arith(operator, left, right, result))
 
 
@@ -1056,6 +1096,18 @@ def _policy_gradient(left: Value, right: Value) -> bool:
     return False
 
 
+def eos_masked(left: Value, right: Value) -> Optional[Value]:
+    """In a product of per-token terms of the policy's log-probs (a per-token loss, not cut from the graph) with a
+    mask that leaves out the sampled EOS, or in the terms such a mask selects (`terms[mask]`): that mask. The EOS
+    gets no gradient from these terms."""
+    for terms, mask in ((left, right), (right, left)):
+        if mask.facts.get("excludes_eos") is not None and terms.facts.get("logp") and \
+                terms.facts.get("grad") in (GRAPH, None) and terms.facts.get("cut") is None and \
+                terms.facts.get("content") != MASK:
+            return mask
+    return None
+
+
 def _graph_weight(left: Value, right: Value) -> Optional[Value]:
     """In a product of the policy's log-probs (or a ratio of them) with a weight that itself carries a graph
     from a model forward but no log-prob (a value prediction, a reward model's score): that weight."""
@@ -1068,6 +1120,9 @@ def _graph_weight(left: Value, right: Value) -> Optional[Value]:
 
 def _concat(name: str, ops: Operands, args: List[Value]) -> Value:
     parts = args[0] if args else UNKNOWN
+    sampled = _padded_samples(parts)
+    if sampled is not None:
+        return sampled.but(obj=ops.node)
     element = parts.facts.get("element")
     if element is None:  # what the parts are is not known: nor is the result's gradient
         return with_sources(Value({"type": TENSOR, "obj": ops.node}), parts.sources)
@@ -1079,7 +1134,26 @@ def _concat(name: str, ops: Operands, args: List[Value]) -> Value:
     result = settle(result, element.facts.get("lp"), element.facts.get("lp_at"), _some(element))
     if name == "stack" and "temperature" in element.facts:  # steps' logits stacked on a new axis: still at T
         result = result.but(temperature=element.facts["temperature"])
+    if element.facts.get("content") == MASK:  # masks laid end to end: a mask, leaving out what each leaves out
+        result = with_mask_facts(result.but(content=MASK), element)
     return with_sources(result, parts.sources)
+
+
+def _padded_samples(parts: Value) -> Optional[Value]:
+    """`torch.cat([sampled, torch.full(..., pad)])`: sampled ids and new tensors (padding) laid end to end are
+    still the sampled ids, with their EOS where the model stopped."""
+    items = [item for _, item in parts.facts.get("items") or ()]
+    samples = [item for item in items if item.facts.get("sampled")]
+    if not samples or any(not item.facts.get("sampled") and not _new(item) for item in items):
+        return None
+    return with_sources(samples[0].derived(), parts.sources)
+
+
+def _new(tensor: Value) -> bool:
+    """A tensor made by a creation op (`torch.full`, `zeros`), of nothing the code computed."""
+    obj = tensor.facts.get("obj")
+    return tensor.facts.get("type") == TENSOR and isinstance(obj, cst.Call) and _tail(obj.func) in CREATION and \
+        tensor.facts.get("grad") == NO_GRAD and "content" not in tensor.facts
 
 
 TORCH = Torch()
