@@ -12,12 +12,22 @@ from rllint.settings import Settings
 class Engine:
     """The flow of `source` (dedented), with helpers that find expressions by their code."""
 
-    def __init__(self, source: str, path: str = "example.py") -> None:
+    def __init__(self, source: str, path: str = "example.py", root=None) -> None:
         self.text = textwrap.dedent(source)
         self.module = cst.parse_module(self.text)
-        self.file = FileContext(path, self.text, self.module, ast.parse(self.text), Settings())
+        settings = Settings(root=root) if root is not None else Settings()
+        self.file = FileContext(path, self.text, self.module, ast.parse(self.text), settings)
         self.flow: Flow = self.file.fact(Flow)
         self.flow.analyze_all()
+
+    @classmethod
+    def project(cls, root, files: dict, main: str) -> "Engine":
+        """The engine of the file `main` of a project at `root` made of `files` (name -> source, written there),
+        so that it follows values into the other modules and finds callers in the ones that import it."""
+        (root / "pyproject.toml").write_text("")
+        for name, text in files.items():
+            (root / name).write_text(textwrap.dedent(text))
+        return cls((root / main).read_text(), str(root / main), root)
 
     def code(self, node) -> str:
         return " ".join(self.module.code_for_node(node).split())

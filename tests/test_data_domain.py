@@ -2,14 +2,7 @@
 through a DataLoader's collate function or its dataset's `__getitem__`, progress bars, closures and methods of
 other modules. And only the ids: what else a batch holds, or a tokenizer the engine does not know, carries no
 encoding."""
-import ast
-import textwrap
-
 import libcst as cst
-
-from rllint.analysis.flow import Flow
-from rllint.runner import FileContext
-from rllint.settings import Settings
 
 from engine import Engine
 
@@ -55,16 +48,9 @@ def test_a_closure_collate_function_batches_what_its_tokenizer_call_makes():
 def project_generations(tmp_path, files, main):
     """For each `generate` the flow of `main` sees (through the project's modules): the call of `main` it
     happens through, and the tokenizer calls its prompt ids come from."""
-    (tmp_path / "pyproject.toml").write_text("")
-    for name, text in files.items():
-        (tmp_path / name).write_text(textwrap.dedent(text))
-    text = (tmp_path / main).read_text()
-    file = FileContext(str(tmp_path / main), text, cst.parse_module(text), ast.parse(text), Settings(root=tmp_path))
-    flow = file.fact(Flow)
-    flow.analyze_all()
-    code = file.module.code_for_node
-    return [(code(e.via) if e.via is not None else None, sorted(code(n) for n in e.target.sources))
-            for e in flow.generations]
+    engine = Engine.project(tmp_path, files, main)
+    return [(engine.code(e.via) if e.via is not None else None, sorted(engine.code(n) for n in e.target.sources))
+            for e in engine.flow.generations]
 
 
 SAMPLER = """
