@@ -182,7 +182,8 @@ class Flow:
         self._running: Dict[FunctionIR, int] = {}  # the analyses under way -> their level (`_open`)
         self._modes: Dict[FunctionIR, Optional[bool]] = {}
         self._callers: Dict[FunctionIR, Optional[List[CallSite]]] = {}
-        self._unseen_callers: Set[FunctionIR] = set()  # functions called from out of sight (a receiver unknown there)
+        self._unseen_callers: Set[FunctionIR] = set()
+        self._loss_forwards: Optional[Set[cst.CSTNode]] = None  # `reaches_loss`  # functions called from out of sight (a receiver unknown there)
         self._summaries: Dict[Tuple, Tuple[Value, List[Tuple[str, Event]]]] = {}
         self._summary_count = 0
         self._attributes: Dict[Tuple[str, str], Optional[Value]] = {}
@@ -287,6 +288,23 @@ class Flow:
                 returned = self.returned.get(function, UNKNOWN)
                 found.append(item_of(returned, 0) or UNKNOWN if returned.facts.get("type") == TUPLE else returned)
         return found
+
+    def reaches_loss(self, forward: Event) -> bool:
+        """Whether this run of a model forward reaches a loss of the file (`losses`): its graph does, or a number
+        taken from it (`.item()`) does, which the step computes with it and whose activations it keeps. A helper
+        called twice is two runs: a model probed through it in one notebook cell is not the run another cell's
+        step backpropagates."""
+        if self._loss_forwards is None:
+            cuts = {event.node: event.target for event in self.stoppers}
+            losses = self.losses()
+            self._loss_forwards = set().union(
+                *(loss.facts.get("forwards", frozenset()) for loss in losses),
+                *(cuts[source].facts.get("forwards", frozenset())
+                  for loss in losses for source in loss.sources if source in cuts))
+        if forward.via is None:
+            return forward.node in self._loss_forwards
+        return forward.via in self._loss_forwards or any(
+            step.via is forward.via and forward.node in step.target.facts.get("forwards", ()) for step in self.backwards)
 
     def owns(self, node: cst.CSTNode) -> bool:
         """Whether an expression is written in this file (not in another module's helper)."""

@@ -207,18 +207,9 @@ class ReferenceForwardWithGrad(RLCodeOnly, CSTRule):
         flow = self.file.fact(Flow)
         flow.analyze_all()
         trained = flow.trained_models()
-        losses = _losses(flow)
-        if not losses or not trained:  # which model is the policy is out of sight
+        if not flow.losses() or not trained:  # which model is the policy is out of sight
             return
-        broad = self.file.settings.names(self.code)
-        # What the step backpropagates: a forward whose graph reaches none of it records nothing the step keeps
-        # (a model probed in a notebook cell); named, RL502 reports those too.
-        # Its output counts even where a number taken from it (`.item()`) is what reaches the loss: it is computed
-        # for the step, whose memory keeps its activations.
-        cuts = {event.node: event.target for event in flow.stoppers}
-        in_losses = set().union(*(loss.facts.get("forwards", frozenset()) for _, loss in losses),
-                                *(cuts[source].facts.get("forwards", frozenset())
-                                  for _, loss in losses for source in loss.sources if source in cuts))
+        broad = self.file.settings.names(self.code)  # named, RL502 reports forwards that reach no loss too
         runs = {event.node: event.target.facts.get("model") for event in flow.forwards}
         reported = set()
         for event in flow.forwards:
@@ -236,7 +227,7 @@ class ReferenceForwardWithGrad(RLCodeOnly, CSTRule):
             frozen = flow.frozen(model)
             if not frozen and event.via is not None and runs.get(event.via) in trained:
                 continue  # a submodule run by the forward of a trained module: its parameters are the module's
-            if (frozen or not _reaches_loss(flow, event, in_losses)) and not broad or flow.escaped(model):
+            if (frozen or not flow.reaches_loss(event)) and not broad or flow.escaped(model):
                 continue
             at = event.via or event.node
             if event.via is not None and event.function.module is flow.ir and any(
@@ -248,15 +239,6 @@ class ReferenceForwardWithGrad(RLCodeOnly, CSTRule):
             reported.add(at)
             self.report(at, call=_code(self, at), model=_code(self, _model_expr(flow, event, direct), 40),
                         frozen=" (its weights are frozen, but the ops after it are recorded)" if frozen else "")
-
-
-def _reaches_loss(flow: Flow, event, in_losses) -> bool:
-    """Whether this run of a forward reaches a loss: through the call that ran it, or inside that call. A helper
-    called twice is two runs: the model probed in a notebook cell is not the one another cell's step trains."""
-    if event.via is None:
-        return event.node in in_losses
-    return event.via in in_losses or any(step.via is event.via and event.node in step.target.facts.get("forwards", ())
-                                         for step in flow.backwards)
 
 
 def _fed_by_policy(event, runs, trained) -> bool:
