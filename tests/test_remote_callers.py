@@ -76,3 +76,53 @@ def test_a_subclass_in_another_module_puts_the_callers_of_its_methods_out_of_sig
     """
     engine = Engine.project(tmp_path, {"algo.py": ALGO, "child.py": child}, "algo.py")
     assert engine.facts("temperature", "number") == {"number": None}
+
+
+ENGINES = """
+    import torch
+
+
+    class Sampler:
+        def __init__(self, model):
+            self.model = model
+
+        def rollout(self, ids, temperature=1.0):
+            with torch.no_grad():
+                out = self.model.generate(ids, do_sample=True, temperature=temperature)
+            return out
+
+
+    class Remote:
+        def __init__(self, url):
+            self.url = url
+
+        def rollout(self, ids, temperature=1.0):
+            return post(self.url, ids, temperature)
+
+
+    def make_sampler(kind, model):
+        if kind == "local":
+            return Sampler(model)
+        return Remote("http://localhost")
+"""
+
+
+def test_a_method_called_on_one_of_several_instances_is_called_by_that_site(tmp_path):
+    """A factory returns one of two classes: in the module that imports it, the object is one of their
+    instances, and `sampler.rollout(...)` calls the method of each. The sampler's temperature is what that call
+    passes, not the parameter's default and not unknown."""
+    trainer = """
+    from engines import make_sampler
+
+
+    def train(sampler, ids):
+        return sampler.rollout(ids, temperature=0.6)
+
+
+    sampler = make_sampler("local", None)
+    train(sampler, None)
+    """
+    engine = Engine.project(tmp_path, {"engines.py": ENGINES, "trainer.py": trainer}, "engines.py")
+    assert engine.facts("temperature", "number", occurrence=0) == {"number": 0.6}
+    assert engine.facts("temperature", "number", occurrence=1) == {"number": 0.6}
+

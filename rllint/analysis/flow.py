@@ -525,7 +525,7 @@ class Flow:
                 if site.function in self._running:  # not interpreted so far: what it calls here is not known yet
                     _provisional(self._running[site.function])
                 continue
-            if self.called(callee) is function:
+            if function in self.may_call(callee):
                 found.append(site)
             elif function.name == "__init__" and callee.facts.get("cls") is function.cls and \
                     callee.facts.get("type") == CLASS:
@@ -593,9 +593,9 @@ class Flow:
                 other._analyze(site.function)
                 callee = other.values.get(site.node.func) or UNKNOWN
                 if method:
-                    target = other.called(callee)
-                    if target is not None and target.qualname == function.qualname and \
-                            os.path.abspath(target.module.path) == os.path.abspath(self.file.path):
+                    if any(target.qualname == function.qualname and
+                           os.path.abspath(target.module.path) == os.path.abspath(self.file.path)
+                           for target in other.may_call(callee)):
                         found.append(site)
                     elif not callee.facts.get("type") and isinstance(site.node.func, cst.Attribute):
                         return None
@@ -965,6 +965,12 @@ class Flow:
         if found is None and callee.facts.get("type") == REF:
             found = self.imported(callee.facts.get("qual", ""), callee.facts.get("level", 0))
         return found if isinstance(found, FunctionIR) else None
+
+    def may_call(self, callee: Value) -> List[FunctionIR]:
+        """The project functions a call of `callee` may run: the one it names, or each of its candidates."""
+        options = callee.facts.get("candidates") if callee.facts.get("type") == FUNCTION else None
+        found = [self.called(option) for option in options] if options else [self.called(callee)]
+        return [function for function in found if function is not None]
 
     def imported(self, qual: str, level: int) -> Optional[object]:
         """The function or class of another project module that an imported name stands for (None: a
@@ -1780,6 +1786,8 @@ class Frame:
         if kind == REF:
             return base.but(qual=f"{base.facts['qual']}.{attr}") if "qual" in base.facts else UNKNOWN
         cls = base.facts.get("cls")
+        if kind in (INSTANCE, MODEL) and cls is None and self._declared_by_each(base.facts.get("candidates"), attr):
+            return join_all(self.read_attribute(option, attr, node) for option in base.facts["candidates"])
         if kind in (INSTANCE, MODEL) and cls is not None:
             given = dict(base.facts.get("fields") or ())
             if attr in given:
@@ -1806,6 +1814,15 @@ class Frame:
         if stored is not None:
             return stored
         return with_sources(UNKNOWN.but(bound=base), base.sources) if base.facts else UNKNOWN
+
+    @staticmethod
+    def _declared_by_each(candidates: Optional[Tuple[Value, ...]], attr: str) -> bool:
+        """Whether each of one-of-several instances has `attr` from its project class (a method or a field it was
+        given): then the attribute is one of theirs. Otherwise it is what a framework base class says of any."""
+        return bool(candidates) and all(
+            attr in dict(option.facts.get("fields") or ()) or
+            option.facts["cls"].module.flow.method_of(option.facts["cls"], attr) is not None
+            for option in candidates)
 
     def _subscript(self, node: cst.Subscript) -> Value:
         name = place(node)
