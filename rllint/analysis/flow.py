@@ -1412,6 +1412,9 @@ class Frame:
             for small in stmt.body:
                 self._enter(small)
                 self.small(small)
+        elif isinstance(stmt, cst.Lambda):  # the one statement of a lambda bound to a name: what it returns
+            self._enter(stmt)
+            self.returns.append(self.expr(stmt.body))
         elif isinstance(stmt, cst.FunctionDef):
             defined = (self.ir.functions.get(stmt.name.value) if self.function.is_module
                        else self.function.nested.get(stmt.name.value))
@@ -1740,6 +1743,8 @@ class Frame:
             return self._comprehension(node)
         if isinstance(node, cst.Await):
             return self.expr(node.expression)
+        if isinstance(node, cst.Lambda) and node in self.ir.lambdas:
+            return value(type=FUNCTION, function=self.ir.lambdas[node])
         return UNKNOWN
 
     def _name(self, node: cst.Name) -> Value:

@@ -17,7 +17,7 @@ rules ask the interpreter, never this walk.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
@@ -91,6 +91,8 @@ class FunctionIR:
     def body(self) -> Sequence[cst.CSTNode]:
         if isinstance(self.node, cst.Module):
             return self.node.body
+        if isinstance(self.node, cst.Lambda):
+            return [self.node]  # its one statement: the expression it returns
         return _block(self.node.body)
 
     def param(self, name: str) -> Optional[Param]:
@@ -143,6 +145,8 @@ class ModuleIR:
         self.owner: Dict[cst.CSTNode, FunctionIR] = {}  # statement -> the function it is in
         self.calls_named: Dict[str, List[CallSite]] = {}  # last name of the callee -> its call sites
         self.mentions: Dict[str, List[cst.Name]] = {}  # names read other than as a call's callee
+        self.quiet: Set[int] = set()  # ids of mentions that hand nothing on: an assignment's target, `x is None`
+        self.lambdas: Dict[cst.Lambda, FunctionIR] = {}  # a lambda bound to a local name: a function of its own
         # Calls whose result's `.logits` / `.last_hidden_state` is read: used as a transformers model's forward.
         self.output_read: set = set()
         self.top = FunctionIR(module, MODULE_SCOPE, MODULE_SCOPE, self)
@@ -180,8 +184,8 @@ class ModuleIR:
 
     def escapes(self, function: FunctionIR) -> bool:
         """Whether the function is mentioned as a value (passed, stored, returned): callers this module
-        does not show may run it."""
-        return bool(self.mentions.get(function.name))
+        does not show may run it. Binding its name or testing it against None hands nothing on."""
+        return any(id(name) not in self.quiet for name in self.mentions.get(function.name, ()))
 
 
 _TABLE_READS = frozenset({"get", "keys", "items", "values", "copy", "__getitem__", "__contains__"})
@@ -417,8 +421,10 @@ class _Builder:
         callees = set()  # ids of the callee expressions of calls: naming a function there is not a mention
         while stack:
             node = stack.pop()
+            if isinstance(node, cst.Lambda) and self._bound_lambda(node, function, stmt, context):
+                continue
             if isinstance(node, cst.Lambda):
-                # a lambda's body runs wherever it is called: what it names, it hands on (mentions, not calls)
+                # a lambda handed on runs wherever it is called: what it names, it hands on (mentions, not calls)
                 for name in walk(node.body, into_functions=True):
                     if isinstance(name, cst.Name):
                         ir.mentions.setdefault(name.value, []).append(name)
@@ -441,7 +447,35 @@ class _Builder:
                 continue
             if isinstance(node, cst.Name) and id(node) not in callees:
                 ir.mentions.setdefault(node.value, []).append(node)
+            if isinstance(node, cst.Assign):
+                ir.quiet.update(id(t.target) for t in node.targets if isinstance(t.target, cst.Name))
+            elif isinstance(node, cst.Comparison) and isinstance(node.left, cst.Name) and len(node.comparisons) == 1 \
+                    and isinstance(node.comparisons[0].operator, (cst.Is, cst.IsNot)) and \
+                    _is_none(node.comparisons[0].comparator):
+                ir.quiet.add(id(node.left))
             stack.extend(reversed(children(node)))
+
+    def _bound_lambda(self, node: cst.Lambda, parent: FunctionIR, stmt: cst.CSTNode, context: Context) -> bool:
+        """`name = lambda ...` in a function: a function `name` nested in it (as `def name`), whose one statement is
+        the lambda itself. False (a value handed on) anywhere else, or where the name already names a function."""
+        if parent.is_module or not (isinstance(stmt, cst.Assign) and stmt.value is node and len(stmt.targets) == 1
+                                    and isinstance(stmt.targets[0].target, cst.Name)):
+            return False
+        name = stmt.targets[0].target.value
+        qualname = f"{parent.qualname}.{name}"
+        if name in parent.nested or qualname in self.ir.functions:
+            return False
+        function = FunctionIR(node, name, qualname, self.ir, parent=parent, params=_params(node.params))
+        self.ir.functions[qualname] = parent.nested[name] = self.ir.lambdas[node] = function
+        for param in node.params.params + node.params.kwonly_params + node.params.posonly_params:
+            if param.default is not None:
+                self._expressions(param.default, parent, stmt, context)
+        inner = Context(grad=None, main=False)  # the mode of wherever it is called
+        self.ir.context[node] = inner
+        self.ir.owner[node] = function
+        function.statements.append(node)
+        self._expressions(node.body, function, node, inner)
+        return True
 
     def _class_attribute(self, small: cst.CSTNode, cls: Optional[ClassIR]) -> None:
         if cls is None:
@@ -547,6 +581,10 @@ def _tail(func: cst.BaseExpression) -> str:
     if isinstance(func, cst.Attribute):
         return func.attr.value
     return ""
+
+
+def _is_none(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "None"
 
 
 def _bool(expr: cst.BaseExpression) -> Optional[bool]:
