@@ -442,6 +442,9 @@ def _imports_naming(path: str, name: str) -> List[Tuple[str, str, int, str]]:
             continue  # a continued line, or the word "import" in a docstring
         for node in body:
             found.extend(e for e in _import_entries(node) if name in e[1].split(".") or name == e[3])
+            if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names) and \
+                    name in (node.module or "").split("."):
+                found.append(("*", node.module or "", node.level, ""))  # `from module import *`: all its names
     return found
 
 

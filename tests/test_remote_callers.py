@@ -126,3 +126,39 @@ def test_a_method_called_on_one_of_several_instances_is_called_by_that_site(tmp_
     assert engine.facts("temperature", "number", occurrence=0) == {"number": 0.6}
     assert engine.facts("temperature", "number", occurrence=1) == {"number": 0.6}
 
+
+
+HELPERS = """
+    def scaled_logps(logits, temperature=1.0):
+        scaled = logits / temperature
+        return scaled.log_softmax(-1)
+"""
+
+
+def test_a_function_called_through_a_star_import_receives_what_that_caller_passes(tmp_path):
+    """`from helpers import *` binds every name of the module: the importer's call is a call of the helper."""
+    trainer = """
+    from helpers import *
+
+
+    def step(model, ids):
+        return scaled_logps(model(ids).logits, temperature=0.6)
+    """
+    engine = Engine.project(tmp_path, {"helpers.py": HELPERS, "trainer.py": trainer}, "helpers.py")
+    assert engine.facts("temperature", "number") == {"number": 0.6}
+
+
+def test_a_star_imported_helper_is_followed_from_the_importer(tmp_path):
+    """In the importing file, the star-imported name is the project's function: its call returns log-probs."""
+    trainer = """
+    import torch
+    from helpers import *
+
+
+    def step():
+        logits = torch.randn(4, 8, 32, requires_grad=True)
+        return scaled_logps(logits, temperature=0.6)
+    """
+    engine = Engine.project(tmp_path, {"helpers.py": HELPERS, "trainer.py": trainer}, "trainer.py")
+    assert engine.facts("scaled_logps", "type") == {"type": "ref"}
+    assert engine.facts("scaled_logps(logits, temperature=0.6)", "type", "rank") == {"type": "tensor", "rank": 3}

@@ -1771,12 +1771,22 @@ class Frame:
             level, module, imported = self.ir.relative_imports[name]
             ref = value(type=REF, qual=f"{module}.{imported}" if module else imported, level=level)
         else:
-            return UNKNOWN
+            ref = self._star_imported(name)
+            if ref is None:
+                return UNKNOWN
         if "." in ref.facts["qual"] or ref.facts.get("level"):  # `from config import LR`: a project's constant?
             found = self.flow.imported(ref.facts["qual"], ref.facts.get("level", 0))
             if isinstance(found, Value):
                 return found
         return ref
+
+    def _star_imported(self, name: str) -> Optional[Value]:
+        """A name nothing here binds, defined by a project module this one imports with `from module import *`."""
+        for level, module in self.ir.star_imports:
+            qual = f"{module}.{name}" if module else name
+            if self.flow.imported(qual, level) is not None:
+                return value(type=REF, qual=qual, level=level)
+        return None
 
     def _attribute(self, node: cst.Attribute) -> Value:
         name = place(node)

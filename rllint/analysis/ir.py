@@ -139,6 +139,7 @@ class ModuleIR:
         self.path = path
         self.imports: Dict[str, str] = {}  # local name -> dotted name it was imported as
         self.relative_imports: Dict[str, Tuple[int, str, str]] = {}  # local name -> (level, module, name)
+        self.star_imports: List[Tuple[int, str]] = []  # (level, module) of each `from module import *`
         self.functions: Dict[str, FunctionIR] = {}  # by qualname, every depth
         self.classes: Dict[str, ClassIR] = {}  # by name, top level and nested
         self.context: Dict[cst.CSTNode, Context] = {}  # statement -> its context
@@ -309,6 +310,8 @@ class _Builder:
         bind to different objects is left unknown."""
         nested: Dict[str, object] = {}
         for small, top in _import_statements(module):
+            if isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar):
+                self.ir.star_imports.append((len(small.relative), _name_of(small.module) if small.module else ""))
             for local, bound in _bindings(small):
                 if top:
                     table = self.ir.relative_imports if isinstance(bound, tuple) else self.ir.imports
