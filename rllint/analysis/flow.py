@@ -2322,7 +2322,7 @@ class Frame:
             result = result.but(obj=node)  # a tensor the call made: each call makes its own
         if function.module is not self.ir:  # a model another module's function builds: each call builds its own
             held = {v.facts.get("model") for v in [receiver, *values.values()] if v is not None}
-            result = _own_models(result, node, held)
+            result = _own_models(result, node, held, owner)
         if result.facts.get("lp_at") is not None and function.module is not self.ir:
             result = result.but(lp_at=node)  # a difference written in another module: this call returns it
         if result.facts.get("forwards"):  # the graph of these forwards came through this call (`Event.via`)
@@ -2583,15 +2583,22 @@ def literal(node: cst.CSTNode) -> Any:
 
 
 
-def _own_models(result: Value, call: cst.Call, given: set) -> Value:
-    """`result` (or the items of the tuple it is) with each model built inside the called function known by the
-    call: `load_model(name)` twice loads two objects, whatever node of the helper built them. A model the call
-    was given keeps its identity."""
+def _own_models(result: Value, call: cst.Call, given: set, owner: "Flow") -> Value:
+    """`result` (or the items of the tuple it is) with each model built inside the called function of another
+    module known by the call: `load_model(name)` twice loads two objects, whatever node of the helper built them.
+    Models the helper built apart stay apart (`return policy, frozen_copy`): the first is known by the call, the
+    others by the node that built them. A model the call was given keeps its identity; one the helper froze is
+    frozen (`owner`, the helper's module, sees where)."""
+    renamed: Dict[Any, Any] = {}
+
     def own(v: Value) -> Value:
         identity = v.facts.get("model")
         if v.facts.get("type") != MODEL or identity is None or identity in given:
             return v
-        return v.but(model=call, why={"model": (call,)})
+        if owner.frozen(v):
+            v = v.but(frozen=True)
+        renamed.setdefault(identity, call if not renamed else identity)
+        return v.but(model=renamed[identity], why={"model": (call,)})
 
     if result.facts.get("type") == TUPLE and result.facts.get("items"):
         return result.but(items=tuple((key, own(item)) for key, item in result.facts["items"]))

@@ -22,8 +22,8 @@ import libcst as cst
 from rllint.analysis.domains.base import Domain
 from rllint.analysis.sides import sides_set
 from rllint.analysis.domains.torch_ops import OPS, Operands, gradient, raw_logits, tensor_result
-from rllint.analysis.facts import (BATCH, CAUSAL_LM, DEFAULT_SIDE, EOS, GRAPH, IDS, LOG_SPACE, LOGITS, MODEL, NLL, NO_GRAD,
-                                   NUMBER, OPTIMIZER, OUTPUT, PARAMS, SEQ2SEQ, SEQ_CLS, SIDES, TENSOR, TIME,
+from rllint.analysis.facts import (BATCH, CAUSAL_LM, DEFAULT_SIDE, EOS, GRAPH, IDS, INSTANCE, LOG_SPACE, LOGITS, MODEL,
+                                   NLL, NO_GRAD, NUMBER, OPTIMIZER, OUTPUT, PARAMS, SEQ2SEQ, SEQ_CLS, SIDES, TENSOR, TIME,
                                    TOKENIZER, TUPLE, UNKNOWN, VALUE_HEAD, VOCAB, Value, item_of, join_all,
                                    value, with_sources)
 
@@ -88,6 +88,9 @@ class Models(Domain):
             if tail == "from_pretrained":
                 facts["pretrained"] = True
             return Value(facts, {k: (node,) for k in facts if k != "type"})
+        cls = first.facts.get("cls") if first is not None and first.facts.get("type") == INSTANCE else None
+        if qual in ("copy.deepcopy", "deepcopy") and cls is not None and cls.module.flow.is_module_class(cls):
+            return Value({"type": MODEL, "model": node, "cls": cls}, {"model": (node,)})  # `deepcopy(self)`
         if first is None or first.facts.get("type") != MODEL:
             if tail in OPTIMIZERS:
                 return value((node,), type=OPTIMIZER)
