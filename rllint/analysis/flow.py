@@ -1806,7 +1806,7 @@ class Frame:
         if kind in (INSTANCE, MODEL) and cls is not None:
             given = dict(base.facts.get("fields") or ())
             if attr in given:
-                return given[attr]
+                return self._part_of(base, given[attr])
             owner: Flow = cls.module.flow
             method = owner.method_of(cls, attr)
             if method is not None:
@@ -1817,7 +1817,7 @@ class Frame:
                 return with_sources(UNKNOWN.but(bound=base), base.sources)
             stored = owner.class_attribute(cls, attr)
             if stored is not None and (stored.facts.get("type") or kind != INSTANCE):
-                return stored
+                return self._part_of(base, stored)
             # nothing of the project sets it: a field a framework base class declares (`class Args(GRPOConfig)`)
             # holds that framework's default, which the domains know
         else:
@@ -1829,6 +1829,15 @@ class Frame:
         if stored is not None:
             return stored
         return with_sources(UNKNOWN.but(bound=base), base.sources) if base.facts else UNKNOWN
+
+    def _part_of(self, holder: Value, held: Value) -> Value:
+        """A module (a layer) held in an attribute of a model: its parameters are the model's, so it trains
+        where the model trains (here, or in the file that handed the model over)."""
+        if held.facts.get("type") != MODEL or held.facts.get("trains") or holder.facts.get("type") != MODEL:
+            return held
+        if holder.facts.get("trains") or self.flow.trained(holder):
+            return held.but(trains=True, why={"trains": holder.reason("trains") or holder.reason("model")})
+        return held
 
     @staticmethod
     def _declared_by_each(candidates: Optional[Tuple[Value, ...]], attr: str) -> bool:
@@ -2300,6 +2309,7 @@ class Frame:
         through `node`; `stores`, when given, receives what it stored on its instance."""
         if function.module is not self.ir:  # another module cannot see which of this file's objects train
             values = {param: self._handed(v) for param, v in values.items()}
+            receiver = self._handed(receiver) if receiver is not None else None
         if receiver is not None and function.params and function.params[0].index == 0:
             values[function.params[0].name] = receiver
         owner: Flow = function.module.flow
@@ -2339,6 +2349,8 @@ class Frame:
         a model that trains when an optimizer of this file receives its parameters; `outside` when it comes from
         outside the project (`Flow.from_outside`)."""
         key = v.facts.get("model") if v.facts.get("type") == MODEL else v.facts.get("place")
+        if v.facts.get("type") == MODEL and key is not None and not v.facts.get("trains") and self.flow.trained(v):
+            return v.but(trains=True)  # built in sight, trained by this file: the other module cannot see which
         if not isinstance(key, tuple) or v.facts.get("type") not in (None, MODEL):
             return v
         if self.flow.trained_place(key):

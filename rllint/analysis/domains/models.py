@@ -161,7 +161,7 @@ class Models(Domain):
         have. Any other layer's weights require gradient unless code out of sight (the model that holds it)
         freezes them: whether its output has a graph is unknown, whatever cut its inputs went through."""
         kind = layer.facts["layer"]
-        if frame.mode is not False and frame.flow.trained(layer):
+        if frame.mode is not False and (layer.facts.get("trains") or frame.flow.trained(layer)):
             return Value({"type": TENSOR, "obj": node, "grad": GRAPH, "forwards": frozenset({node}),
                           **_layer_facts(kind, args)}, {"grad": (node,)})
         result = tensor_result(Operands(None, list(args) + list(kwargs.values()), {}, node, frame.mode,
