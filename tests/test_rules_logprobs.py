@@ -368,10 +368,19 @@ BRANCHED_KL = """
     ("(torch.exp(base - cur) - (base - cur) - 1).mean()", False),  # k3: the estimator for a loss
     ("(cur - base).mean().detach()", False),  # no gradient reaches it
     ("(cur.detach() - base).mean()", False),  # the policy's log-probs cut from their graph
+    ("(base - cur).mean()", True),  # reversed: pays the policy for moving away
+    ("((base - cur) * adv).mean()", False),  # weighted by advantages: a policy gradient on the log-ratio
 ])
 def test_k1_in_the_loss_on_one_branch_of_the_penalty(penalty, reported):
     found = findings(BRANCHED_KL.replace("PENALTY", penalty), select=("RL110",))
     assert [(line, code) for line, code, _ in found] == ([(19, "RL110")] if reported else [])
+
+
+def test_the_reversed_k1_in_the_loss_says_it_pushes_away():
+    found = findings(BRANCHED_KL.replace("PENALTY", "(base - cur).mean()"), select=("RL110",))
+    assert "sign reversed" in found[0][2] and "moving away from the reference" in found[0][2]
+    found = findings(BRANCHED_KL.replace("PENALTY", "(cur - base).mean()"), select=("RL110",))
+    assert "sign reversed" not in found[0][2]
 
 
 def test_a_kl_function_returning_the_reversed_k1_is_reported_when_named_unless_it_declares_a_direction():

@@ -1047,7 +1047,8 @@ class KLEstimatorDirection(TensorRule):
       that is a KL estimator by its name (`def approx_kl(logp, ref): return ref - logp`), unless its
       docstring writes the direction it estimates (`KL(ref || pi)`, in any words) or it returns a
       scaled penalty (`-beta * (logp - ref)`); a name is not evidence for the default form;
-    - the k1 estimator `logp - ref` added to a loss whose policy log-probs carry gradient.
+    - the k1 estimator `logp - ref` added to a loss whose policy log-probs carry gradient, or its
+      reverse `ref - logp`, which also pays the policy for moving away from the reference.
 
     Whose log-probs each operand holds comes from the tensor roles (policy, old policy,
     reference); an operand of unknown role keeps the rule silent. An estimator that its name
@@ -1109,6 +1110,9 @@ class KLEstimatorDirection(TensorRule):
            "penalty built on it rewards divergence from the reference (use `logp - ref`)")
     _K1_LOSS = ("adds the k1 KL estimator `logp - ref` to the loss: its gradient is zero in expectation, so the "
                 "penalty does not pull toward the reference (use k3 in the loss, or k1 in the reward)")
+    _K1_LOSS_REVERSED = ("adds the k1 KL estimator with the sign reversed (`ref - logp`) to the loss: minimizing it pays "
+                         "the policy for moving away from the reference, and as k1 its gradient is zero in expectation "
+                         "anyway (use k3 `exp(ref - logp) - (ref - logp) - 1` in the loss, or `logp - ref` in the reward)")
 
     def __init__(self, file) -> None:
         super().__init__(file)
@@ -1222,10 +1226,10 @@ class KLEstimatorDirection(TensorRule):
         flow = self.file.fact(Flow)
         for loss in flow.losses():
             lp, written = loss.facts.get("lp"), loss.facts.get("lp_at")
-            if balanced(lp) and lp[0] > 0 and written is not None and flow.owns(written) and \
-                    id(written) not in self.reported:
+            if balanced(lp) and written is not None and flow.owns(written) and id(written) not in self.reported:
                 self.reported.add(id(written))
-                self.report(written, expr=self.file.fact(Tensors).code(written), why=self._K1_LOSS)
+                self.report(written, expr=self.file.fact(Tensors).code(written),
+                            why=self._K1_LOSS if lp[0] > 0 else self._K1_LOSS_REVERSED)
 
 
 _DIRECTION = re.compile(r"kl\s*[(（][^)）]*(\|\||‖)", re.IGNORECASE)
