@@ -1,6 +1,6 @@
 """A transformers / TRL trainer object holds what it was constructed with (`rllint.analysis.domains.trainers`)."""
 from rllint.analysis.domains.config import CONFIG
-from rllint.analysis.facts import TOKENIZER
+from rllint.analysis.facts import MODEL, TOKENIZER
 from tests.engine import Engine
 
 
@@ -147,3 +147,18 @@ def test_a_project_class_named_like_a_trl_trainer_is_not_one():
     assert e.value("trainer").facts["type"] != "trainer"
     assert e.value("held").facts.get("type") is None
     assert e.value("trl_held").facts["type"] == TOKENIZER  # TRL's own, beside it
+
+
+def test_a_trainer_handed_a_model_still_trains_it_out_of_sight():
+    e = Engine("""
+        from transformers import AutoModelForCausalLM
+        from trl import GRPOTrainer
+
+        policy = AutoModelForCausalLM.from_pretrained("m")
+        t = GRPOTrainer(model=policy, reward_funcs=[])
+        kept = t.model
+        other = t.state
+    """)
+    built = e.nodes("GRPOTrainer(model=policy, reward_funcs=[])")[0]
+    assert e.value("kept").facts["type"] == MODEL
+    assert built in e.flow.opaque and built in e.value("other").sources  # its own attributes may carry gradient

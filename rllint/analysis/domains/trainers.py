@@ -22,7 +22,7 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from rllint.analysis.domains.base import Domain
-from rllint.analysis.facts import MODEL, NONE, TRAINER, Value
+from rllint.analysis.facts import MODEL, NONE, TRAINER, Value, with_sources
 
 # The keywords that name the tokenizer (or processor), and the attributes that hold it.
 _PROCESSING = ("processing_class", "tokenizer")
@@ -38,7 +38,9 @@ class Trainers(Domain):
     def call(self, frame, qual, node, args, kwargs):
         if not is_trainer(qual):
             return None
-        return Value({"type": TRAINER, "trainer": qual, "fields": _kept(node, kwargs)}, {"type": (node,)})
+        trainer = Value({"type": TRAINER, "trainer": qual, "fields": _kept(node, kwargs)}, {"type": (node,)})
+        # handed a model, it trains it out of sight: what it gives back may carry gradient the file does not show
+        return with_sources(trainer, frame._opaque(node, args, kwargs).sources)
 
     def attribute(self, frame, base, attr, node):
         if base.facts.get("type") != TRAINER:
