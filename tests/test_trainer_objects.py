@@ -162,3 +162,23 @@ def test_a_trainer_handed_a_model_still_trains_it_out_of_sight():
     built = e.nodes("GRPOTrainer(model=policy, reward_funcs=[])")[0]
     assert e.value("kept").facts["type"] == MODEL
     assert built in e.flow.opaque and built in e.value("other").sources  # its own attributes may carry gradient
+
+
+def test_attributes_assigned_on_the_trainer_are_what_a_callee_reads():
+    e = Engine("""
+        from transformers import AutoTokenizer, Seq2SeqTrainer, TrainingArguments
+
+        def inspect(trainer):
+            seen_tok = trainer.processing_class
+            seen_args = trainer.args
+            return seen_tok, seen_args
+
+        trainer = Seq2SeqTrainer(model="m", args=TrainingArguments(output_dir="o"))
+        before = trainer.args
+        trainer.tokenizer = AutoTokenizer.from_pretrained("m")
+        trainer.args.learning_rate = float(input())
+        inspect(trainer)
+    """)
+    assert e.value("seen_tok").facts["type"] == TOKENIZER  # assigned under its older name
+    assert e.value("before").facts["type"] == CONFIG
+    assert e.value("seen_args").facts.get("type") is None  # changed inside: not the config it was built with

@@ -34,6 +34,7 @@ from rllint.analysis.domains import domains
 from rllint.analysis.domains.config import CONFIG, NAMESPACE
 from rllint.analysis.domains.models import MODULE_METHODS, OPTIMIZERS, configured, output_item, sides_it_sets
 from rllint.analysis.domains.torch_ops import STOPPERS, eos_masked, excluding_eos, negated, written
+from rllint.analysis.domains.trainers import reassigned
 from rllint.analysis.facts import (BATCH, BOOL, CAUSAL_LM, CLASS, DICT, FUNCTION, GENERATION_PROMPT, GRAPH, INSTANCE,
                                    LIST, MASK, MODEL, NONE, NUMBER, REF, SIDES, TENSOR, TEXT, TEXTS, TIME, TOKENIZER,
                                    TRAINER, TUPLE, UNKNOWN, Value, item_of, join, join_all, set_item, signature, value,
@@ -1616,6 +1617,8 @@ class Frame:
                         if key.startswith(name + ".") and "[" not in key)
         if stores and held.facts.get("type") == TOKENIZER:  # `tok.padding_side = "left"`
             return configured(held, {".".join(path): stored for path, stored in stores})
+        if stores and held.facts.get("type") == TRAINER:  # `trainer.processing_class = tok`
+            return reassigned(held, [path for path, _ in stores], [stored for _, stored in stores])
         if not stores or held.facts.get("type") != INSTANCE:
             return held
 

@@ -48,6 +48,21 @@ class Trainers(Domain):
         return dict(base.facts.get("fields") or ()).get(attr)
 
 
+def reassigned(trainer: Value, paths: List[List[str]], stored: List[Value]) -> Value:
+    """A trainer after the code assigned its attributes (`trainer.processing_class = tok`, in order): an attribute
+    assigned whole holds what was stored (the tokenizer under both its names); one changed inside
+    (`trainer.args.learning_rate = x`) is no longer known here."""
+    fields = dict(trainer.facts.get("fields") or ())
+    for path, held in zip(paths, stored):
+        names = _PROCESSING if path[0] in _PROCESSING else (path[0],)
+        for name in names:
+            if len(path) == 1:
+                fields[name] = held
+            else:
+                fields.pop(name, None)
+    return trainer.but(fields=tuple(fields.items()))
+
+
 def _kept(node: cst.Call, kwargs: Dict[str, Value]) -> Tuple[Tuple[str, Value], ...]:
     """The attributes a trainer constructed with these keywords holds as they were given."""
     kept: List[Tuple[str, Value]] = []
