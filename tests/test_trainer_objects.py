@@ -182,3 +182,21 @@ def test_attributes_assigned_on_the_trainer_are_what_a_callee_reads():
     assert e.value("seen_tok").facts["type"] == TOKENIZER  # assigned under its older name
     assert e.value("before").facts["type"] == CONFIG
     assert e.value("seen_args").facts.get("type") is None  # changed inside: not the config it was built with
+
+
+def test_a_tokenizer_assigned_under_both_names_is_not_known():
+    e = Engine("""
+        from transformers import AutoTokenizer, Trainer
+
+        def inspect(trainer):
+            return trainer.processing_class
+
+        first = AutoTokenizer.from_pretrained("a")
+        trainer = Trainer(model="m", processing_class=first)
+        kept = inspect(trainer)
+        trainer.tokenizer = AutoTokenizer.from_pretrained("b")
+        trainer.processing_class = first
+        either = inspect(trainer)
+    """)
+    assert e.value("kept").facts["type"] == TOKENIZER
+    assert e.value("either").facts.get("type") is None  # which assignment came last is not kept

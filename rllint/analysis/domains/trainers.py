@@ -49,16 +49,19 @@ class Trainers(Domain):
 
 
 def reassigned(trainer: Value, paths: List[List[str]], stored: List[Value]) -> Value:
-    """A trainer after the code assigned its attributes (`trainer.processing_class = tok`, in order): an attribute
-    assigned whole holds what was stored (the tokenizer under both its names); one changed inside
-    (`trainer.args.learning_rate = x`) is no longer known here."""
+    """A trainer after the code assigned its attributes (`trainer.processing_class = tok`): an attribute assigned
+    whole holds what was stored (the tokenizer under both its names; assigned under both, which came last is not
+    kept here: not known); one changed inside (`trainer.args.learning_rate = x`) is no longer known."""
     fields = dict(trainer.facts.get("fields") or ())
-    for path, held in zip(paths, stored):
-        names = _PROCESSING if path[0] in _PROCESSING else (path[0],)
-        for name in names:
-            if len(path) == 1:
-                fields[name] = held
-            else:
+    whole = {path[0]: held for path, held in zip(paths, stored) if len(path) == 1}
+    for name, held in whole.items():
+        fields.update((alias, held) for alias in (_PROCESSING if name in _PROCESSING else (name,)))
+    if all(name in whole for name in _PROCESSING) and whole[_PROCESSING[0]] is not whole[_PROCESSING[1]]:
+        for name in _PROCESSING:
+            fields.pop(name)
+    for path in paths:  # changed inside, before or after it was assigned whole
+        if len(path) > 1:
+            for name in _PROCESSING if path[0] in _PROCESSING else (path[0],):
                 fields.pop(name, None)
     return trainer.but(fields=tuple(fields.items()))
 
