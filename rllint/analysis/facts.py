@@ -8,7 +8,8 @@ forward ran with gradient enabled, is completion text because it was decoded fro
 Facts (absent = unknown):
 - `type`: what the object is: TENSOR, MODEL, OUTPUT (a model's forward output), TEXT, TEXTS (a list of
   strings), NUMBER, BOOL, NONE, DICT, LIST, TUPLE, TOKENIZER, OPTIMIZER, PARAMS (`m.parameters()`),
-  REF (a module or an imported name: `qual` is its dotted name), FUNCTION, CLASS, INSTANCE, SHAPE.
+  REF (a module or an imported name: `qual` is its dotted name), FUNCTION, CLASS, INSTANCE, SHAPE, TRAINER
+  (a transformers / TRL trainer object: `rllint.analysis.domains.trainers`).
 - tensors: `rank`; `axes`, the role of each axis (`BATCH`, `TIME`, `VOCAB`, or None); `dist`, the axis
   over which the tensor is a (log-)distribution (from `softmax` / `log_softmax`); `content`
   (LOGITS, LOGPROBS, PROBS, TOKEN_LOGPROBS, IDS, MASK, NLL).
@@ -70,7 +71,7 @@ import libcst as cst
 TENSOR, MODEL, OUTPUT, TEXT, TEXTS, NUMBER, BOOL, NONE = ("tensor", "model", "output", "text", "texts", "number",
                                                          "bool", "none")
 DICT, LIST, TUPLE, TOKENIZER, OPTIMIZER, PARAMS, REF = "dict", "list", "tuple", "tokenizer", "optimizer", "params", "ref"
-FUNCTION, CLASS, INSTANCE, SHAPE = "function", "class", "instance", "shape"
+FUNCTION, CLASS, INSTANCE, SHAPE, TRAINER = "function", "class", "instance", "shape", "trainer"
 # axis roles
 BATCH, TIME, VOCAB = "batch", "time", "vocab"
 # tensor contents
@@ -160,7 +161,8 @@ class Value:
 
 
 UNKNOWN = Value()
-_OPTIONAL = frozenset({TENSOR, FUNCTION, DICT, MODEL, TOKENIZER, INSTANCE})  # kinds whose join with None is the kind
+# Kinds whose join with None is the kind.
+_OPTIONAL = frozenset({TENSOR, FUNCTION, DICT, MODEL, TOKENIZER, INSTANCE, TRAINER})
 
 
 def value(why: Iterable[cst.CSTNode] = (), **facts: Any) -> Value:
@@ -188,9 +190,9 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
     kinds = (a.facts.get("type"), b.facts.get("type"))
     if (kinds[0] == NONE) != (kinds[1] == NONE) and any(kind in _OPTIONAL for kind in kinds):
         # an optional tensor (`ref = model(x) if beta else None`), function (`fn = table.get(name)`), mapping
-        # (`lora = cfg["lora"] if cfg["use_lora"] else None`), model, tokenizer or instance of a project class
-        # (`self.model = None`, `self.algo = None` in `__init__`, built by `setup()`): wherever it is used as one,
-        # it is the other path's
+        # (`lora = cfg["lora"] if cfg["use_lora"] else None`), model, tokenizer, trainer or instance of a project
+        # class (`self.model = None`, `self.algo = None` in `__init__`, built by `setup()`): wherever it is used as
+        # one, it is the other path's
         held, other = (a, b) if kinds[1] == NONE else (b, a)
         return with_sources(held, other.sources)
     if _empty_list(a) or _empty_list(b):  # no element: the other path's elements are all there can be

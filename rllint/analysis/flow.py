@@ -34,9 +34,11 @@ from rllint.analysis.domains import domains
 from rllint.analysis.domains.config import CONFIG, NAMESPACE
 from rllint.analysis.domains.models import MODULE_METHODS, OPTIMIZERS, configured, output_item, sides_it_sets
 from rllint.analysis.domains.torch_ops import STOPPERS, eos_masked, excluding_eos, negated, written
+from rllint.analysis.domains.trainers import reassigned
 from rllint.analysis.facts import (BATCH, BOOL, CAUSAL_LM, CLASS, DICT, FUNCTION, GENERATION_PROMPT, GRAPH, INSTANCE,
                                    LIST, MASK, MODEL, NONE, NUMBER, REF, SIDES, TENSOR, TEXT, TEXTS, TIME, TOKENIZER,
-                                   TUPLE, UNKNOWN, Value, item_of, join, join_all, set_item, signature, value, with_sources)
+                                   TRAINER, TUPLE, UNKNOWN, Value, item_of, join, join_all, set_item, signature, value,
+                                   with_sources)
 from rllint.analysis.ir import NO_GRAD_CONTEXTS, CallSite, ClassIR, FunctionIR, ModuleIR, Param
 from rllint.analysis.launches import written_settings_file
 from rllint.analysis.syntax import children, walk
@@ -68,8 +70,8 @@ _TRAINER_PACKAGES = ("transformers.", "trl.")
 _TRAINER_ENTRY_METHODS = frozenset({"compute_loss", "training_step"})
 _CONVERSIONS = frozenset({"float", "int"})
 _NUMERIC_BUILTINS = {"min": min, "max": max, "abs": abs}
-# The configuration objects whose attributes `getattr(obj, "name", default)` reads as settings.
-_SETTINGS_HOLDERS = frozenset({INSTANCE, CONFIG, NAMESPACE})
+# The objects whose attributes `getattr(obj, "name", default)` reads: configurations (as settings) and trainers.
+_SETTINGS_HOLDERS = frozenset({INSTANCE, CONFIG, NAMESPACE, TRAINER})
 _VERL_POLICY_LOSS = "verl.trainer.ppo.core_algos.register_policy_loss"
 GRAPH_NONE = "fixed"
 _VERL_LOSS_LOGPS = {"log_prob": GRAPH, "old_log_prob": GRAPH_NONE}  # verl passes them by these keywords
@@ -1618,6 +1620,8 @@ class Frame:
                         if key.startswith(name + ".") and "[" not in key)
         if stores and held.facts.get("type") == TOKENIZER:  # `tok.padding_side = "left"`
             return configured(held, {".".join(path): stored for path, stored in stores})
+        if stores and held.facts.get("type") == TRAINER:  # `trainer.processing_class = tok`
+            return reassigned(held, [path for path, _ in stores], [stored for _, stored in stores])
         if not stores or held.facts.get("type") != INSTANCE:
             return held
 

@@ -18,8 +18,9 @@ from rllint.analysis.domains.models import MODELS
 from rllint.analysis.domains.stats import STATS
 from rllint.analysis.domains.text import TEXT_DOMAIN
 from rllint.analysis.domains.torch_ops import TORCH
+from rllint.analysis.domains.trainers import TRAINERS
 
-_DOMAINS: List[Domain] = [MODELS, TORCH, STATS, TEXT_DOMAIN, CONFIG_DOMAIN, DATA]
+_DOMAINS: List[Domain] = [MODELS, TORCH, STATS, TEXT_DOMAIN, TRAINERS, CONFIG_DOMAIN, DATA]
 
 
 def domains() -> List[Domain]:

@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import libcst as cst
 
 from rllint.analysis.domains.base import Domain
+from rllint.analysis.domains.trainers import is_trainer
 from rllint.analysis.facts import BOOL, CLASS, DICT, INSTANCE, NUMBER, REF, TEXT, TUPLE, UNKNOWN, Value, join_all
 
 PARSER, NAMESPACE, CONFIG, FILE = "parser", "namespace", "config", "file"
@@ -67,7 +68,7 @@ class ConfigDomain(Domain):
             if default is None and "default_factory" in kwargs:
                 return _built_by(frame.flow, kwargs["default_factory"])
             return default if default is not None else UNKNOWN
-        if qual.endswith(".__init__") and _is_trainer(qual[:-len(".__init__")]) and node.args and \
+        if qual.endswith(".__init__") and is_trainer(qual[:-len(".__init__")]) and node.args and \
                 isinstance(node.args[0].value, cst.Name) and node.args[0].value.value == "self":
             _keeps_args(frame, kwargs)  # `Trainer.__init__(self, args=args)` in a subclass's constructor
             return None
@@ -108,7 +109,7 @@ class ConfigDomain(Domain):
 
     def call_value(self, frame, callee, node, args, kwargs):
         if _super_init(node) and frame.function.cls is not None and \
-                any(_is_trainer(base) for base in frame.flow._bases(frame.function.cls)):
+                any(is_trainer(base) for base in frame.flow._bases(frame.function.cls)):
             _keeps_args(frame, kwargs)  # `super().__init__(args=args)` of a transformers / TRL trainer's subclass
             return None
         return self._number_call(node, args)
@@ -395,12 +396,6 @@ def _framework_base(flow, cls) -> Optional[Tuple[str, str]]:
             if found is not None:
                 return found
     return None
-
-
-def _is_trainer(qual: str) -> bool:
-    """`transformers.Trainer` or a TRL trainer (`trl.GRPOTrainer`): its constructor keeps `args` as `self.args`."""
-    head, _, name = qual.partition(".")
-    return head in ("transformers", "trl") and name.rsplit(".", 1)[-1].endswith("Trainer")
 
 
 def _super_init(node: cst.Call) -> bool:
