@@ -80,3 +80,36 @@ def test_a_name_compared_with_none_is_not_handed_on():
     """
     engine = Engine(source)
     assert engine.facts("scale", "number", occurrence=0) == {"number": 3.0}
+
+
+def test_a_name_the_lambda_shares_with_another_function_s_variable_is_not_the_lambda():
+    """`self.runner = runner` in `__init__` reads another variable that happens to be spelled like the lambda's
+    name in `step`: it hands nothing of `step` on, so the lambda's caller is in sight."""
+    source = """
+    def score(x, temperature):
+        return x / temperature
+
+
+    class Loop:
+        def __init__(self, runner=None):
+            self.runner = runner
+
+        def step(self, x):
+            runner = lambda value, t: score(value, temperature=t)
+            return runner(x, 0.4)
+    """
+    engine = Engine(source)
+    assert engine.facts("t", "number", occurrence=0) == {"number": 0.4}
+    assert engine.facts("temperature", "number", occurrence=0) == {"number": 0.4}
+
+
+def test_a_nested_function_returned_by_the_function_it_is_in_escapes():
+    source = """
+    def make(scale=2.0):
+        def apply(x, factor=1.0):
+            return x * factor
+        apply(1.0, factor=scale)
+        return apply
+    """
+    engine = Engine(source)
+    assert engine.facts("factor", "number", occurrence=0) == {"number": None}

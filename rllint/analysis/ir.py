@@ -147,6 +147,8 @@ class ModuleIR:
         self.calls_named: Dict[str, List[CallSite]] = {}  # last name of the callee -> its call sites
         self.mentions: Dict[str, List[cst.Name]] = {}  # names read other than as a call's callee
         self.quiet: Set[int] = set()  # ids of mentions that hand nothing on: an assignment's target, `x is None`
+        # id of a mention -> the function it is written in (None: an attribute's name, `obj.name`)
+        self.mentioned_in: Dict[int, Optional[FunctionIR]] = {}
         self.lambdas: Dict[cst.Lambda, FunctionIR] = {}  # a lambda bound to a local name: a function of its own
         # Calls whose result's `.logits` / `.last_hidden_state` is read: used as a transformers model's forward.
         self.output_read: set = set()
@@ -185,8 +187,15 @@ class ModuleIR:
 
     def escapes(self, function: FunctionIR) -> bool:
         """Whether the function is mentioned as a value (passed, stored, returned): callers this module
-        does not show may run it. Binding its name or testing it against None hands nothing on."""
-        return any(id(name) not in self.quiet for name in self.mentions.get(function.name, ()))
+        does not show may run it. Binding its name or testing it against None hands nothing on, and a nested
+        function's name means it only inside the function it is defined in (elsewhere it is another variable)."""
+        scope = function.parent
+        for name in self.mentions.get(function.name, ()):
+            if id(name) in self.quiet:
+                continue
+            if scope is None or _inside(self.mentioned_in.get(id(name), scope), scope):
+                return True
+        return False
 
 
 _TABLE_READS = frozenset({"get", "keys", "items", "values", "copy", "__getitem__", "__contains__"})
@@ -431,6 +440,7 @@ class _Builder:
                 for name in walk(node.body, into_functions=True):
                     if isinstance(name, cst.Name):
                         ir.mentions.setdefault(name.value, []).append(name)
+                        ir.mentioned_in[id(name)] = function
                 continue
             if isinstance(node, cst.Yield):
                 function.yields = True
@@ -446,10 +456,12 @@ class _Builder:
                     ir.output_read.add(node.value)
                 if id(node) not in callees:
                     ir.mentions.setdefault(node.attr.value, []).append(node.attr)
+                    ir.mentioned_in[id(node.attr)] = None  # an attribute: never a local function's own name
                 stack.append(node.value)  # not the attribute's own Name, which is no variable
                 continue
             if isinstance(node, cst.Name) and id(node) not in callees:
                 ir.mentions.setdefault(node.value, []).append(node)
+                ir.mentioned_in[id(node)] = function
             if isinstance(node, cst.Assign):
                 ir.quiet.update(id(t.target) for t in node.targets if isinstance(t.target, cst.Name))
             elif isinstance(node, cst.Comparison) and isinstance(node.left, cst.Name) and len(node.comparisons) == 1 \
@@ -584,6 +596,15 @@ def _tail(func: cst.BaseExpression) -> str:
     if isinstance(func, cst.Attribute):
         return func.attr.value
     return ""
+
+
+def _inside(function: Optional[FunctionIR], outer: FunctionIR) -> bool:
+    """Whether `function` is `outer` or nested in it (None: an attribute's name, in no scope)."""
+    while function is not None:
+        if function is outer:
+            return True
+        function = function.parent
+    return False
 
 
 def _is_none(expr: cst.BaseExpression) -> bool:
