@@ -76,17 +76,18 @@ def discover(paths: Sequence[str], settings: Settings,
     return sorted(walk.files), walk.errors
 
 
-def discover_bounded(folder: str, settings: Settings, limit: int) -> Tuple[List[str], bool]:
+def discover_bounded(folder: str, settings: Settings, limit: int, vendored: bool = False) -> Tuple[List[str], bool]:
     """The files under `folder` as `discover` finds them, meeting at most `limit` files and folders on the
     way, and whether the walk stopped there. For walks nobody asked for (the project index), which must
-    end promptly even in a working folder of millions of files."""
-    walk = _Walk(settings, limit)
+    end promptly even in a working folder of millions of files. With `vendored`, the files of a copied
+    framework that a lint skips are kept too: they are code the project runs (what it reads, what it calls)."""
+    walk = _Walk(settings, limit, vendored)
     walk.explicit(os.path.normpath(folder))
     return sorted(walk.files), walk.stopped
 
 
 class _Walk:
-    def __init__(self, settings: Settings, limit: Optional[int] = None) -> None:
+    def __init__(self, settings: Settings, limit: Optional[int] = None, vendored: bool = False) -> None:
         patterns = [p[2:] if p.startswith("./") else p for p in [*settings.exclude, *settings.extend_exclude]]
         names = [p for p in patterns if "/" not in p]
         self._names = re.compile("|".join(fnmatch.translate(p) for p in names)) if names else None
@@ -96,7 +97,7 @@ class _Walk:
         self._force_exclude = settings.force_exclude
         self._gitignore = settings.respect_gitignore
         self._kinds = settings.linted_kinds()
-        self._vendored = not settings.lint_vendored
+        self._vendored = not settings.lint_vendored and not vendored  # skip the framework's own files of a copy
         self.notices: List[str] = []
         self._specs: Dict[str, Optional[_Ignore]] = {}  # folder -> its .gitignore, read once
         self._loops: Set[Tuple[int, int]] = set()  # the links already in a notice

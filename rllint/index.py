@@ -290,14 +290,16 @@ def _summary_of(path: str, needles: Tuple[bytes, ...] = ()) -> Tuple[str, Option
 
 
 def project_files(root: str, settings) -> Tuple[str, ...]:
-    """The Python files of the project at `root` (absolute), as a run with `settings` discovers them: at most
+    """The Python files of the project at `root` (absolute), as a run with `settings` discovers them (with the
+    files of a copied framework that the run does not lint: the project runs them too): at most
     `_MAX_FILES` of them, met within `_MAX_WALKED` files and folders (`project_note` says when a bound cut
     the walk short); none for a folder too broad to be a project (`_too_broad`)."""
     key = (root, id(settings))
     if key not in _FILES:
         from rllint.files import discover_bounded, file_kind
 
-        found, stopped = discover_bounded(root, settings, _MAX_WALKED) if not _too_broad(root) else ([], False)
+        found, stopped = discover_bounded(root, settings, _MAX_WALKED, vendored=True) if not _too_broad(root) \
+            else ([], False)
         python = [os.path.abspath(p) for p in found if file_kind(p) == "python"]
         stopped = stopped or len(python) > _MAX_FILES
         _FILES[key] = (settings, tuple(python[:_MAX_FILES]))

@@ -85,3 +85,15 @@ def test_look_alikes_are_not_copies(tmp_path):
     assert vendored_framework(str(tmp_path / "proj"), names) is None  # the project is not verl (its package folder still is a copy)
     (tmp_path / "proj/setup.py").write_text("setup(name='verl-core')\n")
     assert vendored_framework(str(tmp_path / "proj"), names) == "verl"
+
+
+def test_the_project_index_holds_the_files_of_a_copy_that_a_lint_skips(tmp_path):
+    """The framework's own files of a copy are not linted, but they run: the index reads them (a setting a trainer
+    of the copy reads is read, a function it calls has that caller)."""
+    from rllint.index import project_files
+
+    verl_package(tmp_path)
+    make(tmp_path, {"train.py": BAD, "pyproject.toml": ""})
+    indexed = {Path(f).relative_to(tmp_path).as_posix() for f in project_files(str(tmp_path), Settings(root=tmp_path))}
+    assert {"train.py", "verl/protocol.py", "verl/workers/actor.py"} <= indexed
+    assert walk(tmp_path)[0] == {"train.py"}
