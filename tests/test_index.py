@@ -531,7 +531,8 @@ def test_linting_a_file_from_the_filesystem_root_walks_its_project_only(tmp_path
                                                       "    return k.actor_lr, k.rollouts_per_prompt\n"})
     walked = []
     walk = files.discover_bounded
-    monkeypatch.setattr(files, "discover_bounded", lambda root, *rest: walked.append(root) or walk(root, *rest))
+    monkeypatch.setattr(files, "discover_bounded",
+                        lambda root, *rest, **options: walked.append(root) or walk(root, *rest, **options))
     monkeypatch.chdir("/")
     result = lint_files([str(tmp_path / "knobs.py")], _always(tmp_path, "RL606"), isolated=False)
     assert [(d.line, d.code) for d in result.diagnostics] == [(7, "RL606")]
