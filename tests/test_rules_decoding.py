@@ -668,3 +668,25 @@ def test_rl310_a_find_whose_result_is_compared_or_a_raising_index_is_not_a_fallb
             return row["answer"][row["answer"].find("####") + 4:]
     """
     assert lines("RL310", textwrap.dedent(source) + REWARD) == []
+
+
+def test_rl310_a_fallback_kept_in_a_name_inside_the_reward_function():
+    """`answer = m.group(1) if m else content` scores the whole completion as the return form does; the gold's own
+    `sol_match.group(1) if sol_match else sol` and a fallback to "" are not reported."""
+    source = """
+        import re
+
+        def accuracy_reward(completions, solution, **kwargs):
+            rewards = []
+            for completion, sol in zip(completions, solution):
+                content = completion[0]["content"]
+                sol_match = re.search(r"<answer>(.*?)</answer>", sol)
+                truth = sol_match.group(1).strip() if sol_match else sol.strip()
+                found = re.search(r"<answer>(.*?)</answer>", content)
+                guess = found.group(1).strip() if found else content.strip()
+                strict = found.group(1).strip() if found else ""
+                rewards.append(float(truth in guess) + float(truth == strict))
+            return rewards
+    """
+    result = lint_text(textwrap.dedent(source), "rewards.py", Settings(select=["RL310"]))
+    assert [d.line for d in result.diagnostics] == [11]

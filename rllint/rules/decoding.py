@@ -1091,7 +1091,7 @@ class AnswerExtractionFallback(FunctionRule):
     Reports, in RL code and files of reward functions, answer extraction that
     returns the whole text when its marker is missing: `text.split("####")[-1]`,
     `rpartition("<answer>")[2]`, a `re.search` for the answer whose fallback is
-    `return text`, or a `find`/`rfind`/`index` of the marker whose miss returns the
+    `return text` (or the whole text kept in a name, `answer = m.group(1) if m else text`), or a `find`/`rfind`/`index` of the marker whose miss returns the
     whole text, in a function that never checks that the marker is there (`in`);
     a slice that starts at an unchecked `find`/`rfind` of the marker
     (`text[text.find("<answer>") + 8 : text.find("</answer>")]`, or through a name
@@ -1183,18 +1183,31 @@ class AnswerExtractionFallback(FunctionRule):
                     "is scored on (almost) its whole text" if located else "is scored on its whole text")
 
     def visit_Return(self, node: cst.Return) -> None:
-        if self.function is None or not isinstance(node.value, (cst.IfExp, cst.Name, cst.Call, cst.Subscript)):
+        if self.function is None or not isinstance(node.value, (cst.IfExp, cst.Name, cst.Call, cst.Subscript)) or \
+                not self._looks_for_answers():
             return
+        value = node.value
+        if not isinstance(value, cst.IfExp) and len(self.scope.returns) < 2:
+            return
+        self._fallback(node, [value.orelse, value.body] if isinstance(value, cst.IfExp) else [value])
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """`answer = m.group(1) if m else text`: the same fallback, kept in a name the function then scores."""
+        if self.function is not None and isinstance(node.value, cst.IfExp) and len(node.targets) == 1 and \
+                isinstance(node.targets[0].target, cst.Name) and self._looks_for_answers():
+            self._fallback(node.value, [node.value.orelse, node.value.body])
+
+    def _looks_for_answers(self) -> bool:
+        """The file searches text at all (a regex, a `find`), and is RL code or a file of reward functions."""
         if self._searches is None:
             self._searches = any(f".{name}(" in self.file.text for name in (
                 "search", "match", "findall", "fullmatch", "find", "rfind", "index", "rindex"))
-        if not self._searches or not self._is_active():
-            return
+        return self._searches and self._is_active()
+
+    def _fallback(self, node: cst.CSTNode, candidates: List[cst.BaseExpression]) -> None:
+        """Report `node` when one of `candidates` (what it returns or keeps) is the whole text that an answer
+        pattern or marker was looked for in, unchecked, or the last number of a text searched for a marker."""
         scope = self.scope
-        value = node.value
-        candidates = [value.orelse, value.body] if isinstance(value, cst.IfExp) else [value]
-        if not isinstance(value, cst.IfExp) and len(scope.returns) < 2:
-            return
         lookups, checks, gold = self.file.fact(AnswerLookups), self.file.fact(MarkerChecks), self.file.fact(GoldAnswers)
         for candidate in candidates:
             last = lookups.last_number(candidate, scope)
