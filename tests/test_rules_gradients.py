@@ -2,6 +2,8 @@
 nothing, and where the proof runs out the rules are silent."""
 import textwrap
 
+import pytest
+
 from rllint.runner import lint_files, lint_text
 from rllint.settings import Settings
 
@@ -800,3 +802,39 @@ def test_rl502_a_reference_whose_number_reaches_the_loss_is_in_the_step():
             (-new.mean() + 0.1 * penalty).backward()
             optimizer.step()
     """, "RL502") == [11]
+
+
+@pytest.mark.parametrize("run", ["latent(ids)", "latent.encode(ids)"])
+def test_rl502_a_model_whose_submodule_the_optimizer_trains_is_trained(run):
+    """`AdamW(latent.proj.parameters())` trains part of `latent`: its forward (or a method that runs its layers) is
+    the graph the loss needs, the frozen backbone inside it a part of that pass, not another model's forward:
+    wrapping either in no_grad would cut every gradient."""
+    source = """
+        import torch
+        from torch import nn
+        from transformers import AutoModelForCausalLM
+
+
+        class Latent(nn.Module):
+            def __init__(self, name):
+                super().__init__()
+                self.backbone = AutoModelForCausalLM.from_pretrained(name).requires_grad_(False)
+                self.proj = nn.Linear(896, 896)
+
+            def forward(self, ids):
+                return self.encode(ids)
+
+            def encode(self, ids):
+                hidden = self.backbone(ids, output_hidden_states=True).hidden_states[-1]
+                return self.proj(hidden)
+
+
+        def train(batches):
+            latent = Latent("Qwen/Qwen2.5-0.5B")
+            opt = torch.optim.AdamW(latent.proj.parameters(), lr=1e-4)
+            for ids, target in batches:
+                loss = ((RUN - target) ** 2).mean()
+                loss.backward()
+                opt.step()
+    """
+    assert lines(source.replace("RUN", run), "RL502", select=["RL502"], setup="") == []

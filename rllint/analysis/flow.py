@@ -773,6 +773,11 @@ class Flow:
             if identity is not None:
                 found.add(identity)
             found |= self._submodels(held)
+            while isinstance(expr, cst.Attribute):  # `latent.proj.parameters()`: the parameters of a part of
+                expr = expr.value  # `latent` are `latent`'s: it trains, and its forward keeps that part's graph
+                holder = self.values.get(expr) or UNKNOWN
+                if holder.facts.get("type") == MODEL and holder.facts.get("model") is not None:
+                    found.add(holder.facts["model"])
         for function in self.ir.all_functions():  # the model a trainer framework hands its loss is the one it trains
             if function.param("model") is not None and self.framework_entry(function):
                 self._analyze(function)
