@@ -33,7 +33,7 @@ from rllint.analysis import summaries
 from rllint.analysis.domains import domains
 from rllint.analysis.domains.config import CONFIG, NAMESPACE
 from rllint.analysis.domains.models import MODULE_METHODS, OPTIMIZERS, configured, output_item, sides_it_sets
-from rllint.analysis.domains.torch_ops import STOPPERS, eos_masked, excluding_eos, negated, written
+from rllint.analysis.domains.torch_ops import KEPT_BY_VIEWS, STOPPERS, eos_masked, excluding_eos, negated, written
 from rllint.analysis.domains.trainers import reassigned
 from rllint.analysis.facts import (BATCH, BOOL, CAUSAL_LM, CLASS, DICT, FUNCTION, GENERATION_PROMPT, GRAPH, INSTANCE,
                                    LIST, MASK, MODEL, NONE, NUMBER, REF, SIDES, TENSOR, TEXT, TEXTS, TIME, TOKENIZER,
@@ -2208,7 +2208,11 @@ class Frame:
         # Two paths that hold different functions, classes or imported names join to a kind without its object
         # (`Adam if fused else SGD`): the callee is then not known.
         if kind == FUNCTION and "function" in callee.facts:
-            return self._invoke(callee.facts["function"], node, args, kwargs, callee.facts.get("bound"))
+            result = self._invoke(callee.facts["function"], node, args, kwargs, callee.facts.get("bound"))
+            if _tail(node.func) == "forward" and (callee.facts.get("bound") or UNKNOWN).facts.get("type") == MODEL \
+                    and result.facts.get("type") == TENSOR:
+                result = result.but(forward_output=node)  # `model.forward(ids)`: the model's own output, as its call
+            return result
         if kind == FUNCTION and "candidates" in callee.facts:  # one of several: what any of them may return
             return join_all(self._invoke(option.facts["function"], node, args, kwargs, option.facts.get("bound"))
                             for option in callee.facts["candidates"])
@@ -2665,8 +2669,27 @@ def element_of(iterable: Value) -> Value:
         for fact in ("grad", "cut", "sources", "logp", "forwards"):
             if fact in iterable.facts:
                 facts[fact] = iterable.facts[fact]
-        return Value(facts, {"grad": iterable.reason("grad")} if "grad" in facts else {})
+        facts.update(_row_layout(iterable))
+        return Value(facts, {k: iterable.reason(k) for k in facts if k != "type" and iterable.reason(k)})
     return with_sources(UNKNOWN, iterable.sources)
+
+
+def _row_layout(tensor: Value) -> Dict[str, Any]:
+    """What a row of `tensor` (a pass of a loop over its first axis, as `for row in logits`) keeps of it, as
+    `tensor[i]` does: the axes after the first, and, unless the distribution's axis is the one looped over, what
+    it holds along it (a row of logits is logits, at their temperature)."""
+    facts: Dict[str, Any] = {}
+    axes, dist = tensor.facts.get("axes"), tensor.facts.get("dist")
+    if axes:
+        facts["axes"] = tuple(axes[1:])
+    if dist == 0:
+        return facts
+    if dist is not None:
+        facts["dist"] = dist - 1
+    if "content" in tensor.facts:
+        facts["content"] = tensor.facts["content"]
+    facts.update({k: tensor.facts[k] for k in KEPT_BY_VIEWS if k in tensor.facts})
+    return facts
 
 
 _ORDER = {cst.Equal: lambda a, b: a == b, cst.NotEqual: lambda a, b: a != b, cst.LessThan: lambda a, b: a < b,

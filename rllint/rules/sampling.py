@@ -14,7 +14,8 @@ from rllint.analysis.hparams import (
     default_replaced_by_callers, last_part,
 )
 from rllint.analysis.domains.config import CONFIG, setting
-from rllint.analysis.facts import DICT, GRAPH, LOGITS, LOGPROBS, NLL, NUMBER, PROBS, TOKEN_LOGPROBS, item_of
+from rllint.analysis.facts import (DICT, GRAPH, LOGITS, LOGPROBS, NLL, NUMBER, PROBS, SEQ_CLS, TOKEN_LOGPROBS,
+                                   item_of)
 from rllint.analysis.flow import Flow
 from rllint.analysis.imports import Imports
 from rllint.analysis.purpose import Purpose
@@ -320,7 +321,11 @@ class LogprobsIgnoreTemperature(FunctionRule):
     ## What it does
     Reports, in a project that samples rollouts at a temperature other than 1, log-probs
     (`log_softmax`, `-cross_entropy(..., reduction="none")`) over logits that were never
-    divided by that temperature, and `-loss` of the trained policy's forward given `labels=`
+    divided by that temperature (the engine proves the logits by where they come from: a
+    language model's logits, or what a model's forward returns as a tensor, through casts,
+    slices and rows, or a forward's `.logits` unless the model is a classifier; a tensor it
+    follows without finding them counts by its name only when the rule is named, a value it
+    knows nothing of, such as an argument whose callers are out of sight, by its name), and `-loss` of the trained policy's forward given `labels=`
     (the labels' mean log-prob, which the model takes from its raw logits); a log-prob helper (of the same module or another) whose
     `temperature` parameter defaults to 1 and that is called without it (one that returns the
     log-probs, or backpropagates a loss of them); and a division of
@@ -537,8 +542,7 @@ class LogprobsIgnoreTemperature(FunctionRule):
         if operand is None:
             return
         sources = self._sources(operand, self.scope)  # what this file shows first; the project's samplers last
-        if not any(isinstance(n, cst.Attribute) and n.attr.value == "logits" or isinstance(n, cst.Name)
-                   and "logits" in n.value.lower() for n in sources) or any(self._handled(n) for n in sources):
+        if not self._logits(operand, sources) or any(self._handled(n) for n in sources):
             return
         if self.sampling_temperature() is None:
             return
@@ -547,6 +551,25 @@ class LogprobsIgnoreTemperature(FunctionRule):
         if not self._scores_here():
             return  # another module samples: only a function of this module that it calls computes its log-probs
         self.report(node, what=self._what(*self.sampling_temperature()))
+
+    def _logits(self, operand: cst.BaseExpression, sources: List[cst.CSTNode]) -> bool:
+        """Whether the operand holds a model's logits: the engine's value says so (a language model's logits, or
+        what a model's forward returns as a tensor, sliced, cast or handed on), or it is read from a forward's
+        `.logits` (an API field, unless the engine knows the model is a classifier). A tensor the engine follows
+        without finding a model's logits in it is not, by default: its name calls it logits only when the rule is
+        named. A value the engine knows nothing of (an argument whose callers are out of sight, a model loaded
+        out of sight) still counts by its name: without it the default form loses real findings (issue 22)."""
+        flow = self.file.fact(Flow)
+        value = flow.value(operand)
+        if value.facts.get("content") == LOGITS or value.facts.get("temperature") is not None or \
+                value.facts.get("forward_output") is not None:
+            return True
+        if any(isinstance(n, cst.Attribute) and n.attr.value == "logits"
+               and flow.value(n.value).facts.get("arch") != SEQ_CLS for n in sources):
+            return True
+        if value.facts.get("content") or value.facts.get("type") and not self.file.settings.names(self.code):
+            return False  # a tensor (or a value of another kind) whose making the engine follows: no logits
+        return any(isinstance(n, cst.Name) and "logits" in n.value.lower() for n in sources)
 
     def _at_sampling_temperature(self, operand: cst.BaseExpression) -> bool:
         """Logits the engine knows are at the sampling temperature, or at the one their tokens were drawn at

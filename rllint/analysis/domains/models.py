@@ -194,6 +194,8 @@ class Models(Domain):
             result = value(model.reason("arch") or (node,), type=OUTPUT, arch=model.facts.get("arch"))
             if "labels" in kwargs:  # its `.loss` is the labels' mean negative log-likelihood
                 result = result.but(labelled=True)
+        if result.facts.get("type") == TENSOR or result.facts.get("type") == OUTPUT and "arch" not in result.facts:
+            result = result.but(forward_output=node)  # the model's own output, read as a tensor
         frame.forward(node, model, args, kwargs, result)
         if frame.mode is False:
             return result.but(grad=NO_GRAD, cut=node, why={"grad": (node,)})

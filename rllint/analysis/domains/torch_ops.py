@@ -736,7 +736,10 @@ _GUARD = 1e-3
 # Ops that keep what a tensor holds along the vocabulary: its temperature, its noise, its Gumbel-max draw.
 _KEEPS_SAMPLING = frozenset({"float", "double", "half", "bfloat16", "to", "type", "contiguous", "clone", "cuda", "cpu",
                              "detach", "squeeze", "unsqueeze", "view", "reshape", "flatten", "masked_fill"})
-_SAMPLING = ("temperature", "noise", "noise_scale", "gumbel_max")
+SAMPLING_FACTS = ("temperature", "noise", "noise_scale", "gumbel_max")
+# What a view, a cast, a slice or a row of a tensor keeps of it: what it holds along the vocabulary, and the forward
+# whose own output it is (`forward_output`: the call of a model that returned it).
+KEPT_BY_VIEWS = (*SAMPLING_FACTS, "forward_output")
 _NEGATED = {EXPONENTIAL: NEG_EXPONENTIAL, NEG_EXPONENTIAL: EXPONENTIAL, GUMBEL: NEG_GUMBEL, NEG_GUMBEL: GUMBEL}
 _LOGGED = {UNIFORM: NEG_EXPONENTIAL, EXPONENTIAL: NEG_GUMBEL}  # log(U) = -E, log(E) = -G
 _ONE = Value({"type": NUMBER, "number": 1.0})
@@ -772,7 +775,7 @@ def _sampling(name: str, ops: Operands, x: Optional[Value], result: Value) -> Va
     if result.facts.get("type") != TENSOR or x is None:
         return result
     if name in _KEEPS_SAMPLING:
-        return result.but(**{k: x.facts[k] for k in _SAMPLING if k in x.facts})
+        return result.but(**{k: x.facts[k] for k in KEPT_BY_VIEWS if k in x.facts})
     tempered, noise = x.facts.get("temperature"), x.facts.get("noise")
     if name in ("softmax", "log_softmax") and tempered is not None and tempered[1] == LOG_SPACE:
         rank, dim = x.facts.get("rank"), ops.ints(1 if ops.receiver is None else 0, "dim")
@@ -810,7 +813,7 @@ def sampling_arith(operator: cst.CSTNode, left: Value, right: Value, result: Val
     tensor, number = (left, right) if lt == TENSOR else (right, left)
     tempered, noise, amount = tensor.facts.get("temperature"), tensor.facts.get("noise"), _number(number)
     if (add or subtract and tensor is left) and amount is not None and abs(amount) <= _GUARD:
-        return result.but(**{k: tensor.facts[k] for k in _SAMPLING if k in tensor.facts})
+        return result.but(**{k: tensor.facts[k] for k in SAMPLING_FACTS if k in tensor.facts})
     if (add or subtract) and tempered is not None and tempered[1] == LOG_SPACE:
         return result.but(temperature=tempered)  # a shift leaves the softmax as it was
     if divide and tensor is left and tempered is not None and tempered[1] == LOG_SPACE:
@@ -950,7 +953,7 @@ def index_tensor(base: Value, node: cst.Subscript, is_number: Callable[[cst.CSTN
     result = Value({"type": TENSOR, "obj": base.facts.get("obj", node), "view": node, **facts},
                    {k: (node,) for k in facts})
     for fact in ("grad", "cut", "sources", "stat", "saved", "sampled", "excludes_eos", "logp", "forwards", "lp",
-                 "lp_at", "lp_seq", "lp_some", *_SAMPLING):
+                 "lp_at", "lp_seq", "lp_some", *KEPT_BY_VIEWS):
         if fact in base.facts:
             result.facts[fact] = base.facts[fact]
             if fact in base.why:
@@ -1080,7 +1083,7 @@ class Torch(Domain):
 
 def _returned_tensor(output: Value) -> Value:
     """The forward of a model of unknown class, used as a tensor: what it returned is one."""
-    return Value({"type": TENSOR, **{k: output.facts[k] for k in ("grad", "cut", "forwards", "sources")
+    return Value({"type": TENSOR, **{k: output.facts[k] for k in ("grad", "cut", "forwards", "sources", "forward_output")
                                      if k in output.facts}}, {"grad": output.reason("grad")})
 
 
