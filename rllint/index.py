@@ -89,6 +89,7 @@ class Summary:
     samples: Tuple[Optional[float], ...]  # temperatures passed to samplers (None: not a written number)
     called: FrozenSet[str]  # names called as functions (`f(...)`, `mod.f(...)`: "f")
     draws: bool  # it calls `multinomial` or `argmax`: a token may be drawn by hand here (the engine says)
+    classes: FrozenSet[str] = frozenset()  # the classes defined at its top level
 
 
 def summarize(tree: ast.Module, nodes: Optional[AstNodes] = None) -> Summary:
@@ -132,8 +133,16 @@ def summarize(tree: ast.Module, nodes: Optional[AstNodes] = None) -> Summary:
         if first is not None:
             given = [k.value for k in node.keywords if k.arg == first] or node.args[:1]
             samples.extend(_number(v) for v in given)  # none given: greedy (0), no draw
+    classes = frozenset(node.name for node in tree.body if isinstance(node, ast.ClassDef))
     return Summary(functions, tuple(imports), frozenset(reads), frozenset(whole - passed_on), tuple(samples),
-                   frozenset(called), bool(called & _DRAWS))
+                   frozenset(called), bool(called & _DRAWS), classes)
+
+
+def defines(path: str, name: str) -> bool:
+    """Whether the module at `path` defines a function or class `name` at its top level (read from its summary:
+    a cheap question, for the names a `from module import *` may bind)."""
+    summary = _summary_of(path)[1]
+    return summary is not None and (name in summary.functions or name in summary.classes)
 
 
 def _import_entries(node: ast.stmt) -> List[Tuple[str, str, int, str]]:

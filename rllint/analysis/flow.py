@@ -43,7 +43,7 @@ from rllint.analysis.ir import NO_GRAD_CONTEXTS, CallSite, ClassIR, FunctionIR, 
 from rllint.analysis.launches import written_settings_file
 from rllint.analysis.syntax import children, walk
 from rllint.analysis.tensors import layout_of
-from rllint.index import find_module
+from rllint.index import defines, find_module
 from rllint.options import CROSS_MODULE_VALUES
 
 MAX_DEPTH = 4  # nested calls interpreted with their arguments; deeper calls return an unknown value
@@ -1790,11 +1790,13 @@ class Frame:
         return ref
 
     def _star_imported(self, name: str) -> Optional[Value]:
-        """A name nothing here binds, defined by a project module this one imports with `from module import *`."""
+        """A name nothing here binds, defined (a `def` or `class` at its top) by a project module this one imports
+        with `from module import *`. Its summary says so without reading the module further: a package's
+        `__init__` of star imports must not make every unknown name (a builtin) load modules."""
         for level, module in self.ir.star_imports:
-            qual = f"{module}.{name}" if module else name
-            if self.flow.imported(qual, level) is not None:
-                return value(type=REF, qual=qual, level=level)
+            path = find_module(self.flow.file.path, module, level) if self.flow._cross_module() else None
+            if path is not None and defines(path, name):
+                return value(type=REF, qual=f"{module}.{name}" if module else name, level=level)
         return None
 
     def _attribute(self, node: cst.Attribute) -> Value:
