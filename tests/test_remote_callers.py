@@ -162,3 +162,21 @@ def test_a_star_imported_helper_is_followed_from_the_importer(tmp_path):
     engine = Engine.project(tmp_path, {"helpers.py": HELPERS, "trainer.py": trainer}, "trainer.py")
     assert engine.facts("scaled_logps", "type") == {"type": "ref"}
     assert engine.facts("scaled_logps(logits, temperature=0.6)", "type", "rank") == {"type": "tensor", "rank": 3}
+
+
+def test_an_unknown_name_does_not_load_a_star_imported_module(tmp_path):
+    """`from helpers import *` binds what `helpers` defines; a name it does not define (a builtin, a typo) is
+    answered from the module's summary: the module itself is not read for it (a package of star-import
+    `__init__` files would otherwise load module after module for every `len` and `print`)."""
+    from rllint.analysis import summaries
+
+    importer = """
+    from helpers import *
+
+
+    def step(values):
+        return len(values), sorted(values)
+    """
+    summaries.clear_cache()
+    Engine.project(tmp_path, {"helpers.py": HELPERS, "trainer.py": importer}, "trainer.py")
+    assert not any(path.endswith("helpers.py") for path, _ in summaries._LOADED)
