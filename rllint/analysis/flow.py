@@ -762,6 +762,18 @@ class Flow:
                                     for key in [place_key_of(expr, function)] if key is not None}
         return place_key in self._trained_places
 
+    def runs_trained(self, event: Event, trained: Set[Any]) -> bool:
+        """Whether the call an event happens through (`event.via`) runs a method of a trained model (`trained`,
+        as `trained_models` gives): `latent.encode(ids)`, or `self.encode(ids)` in a method whose every caller
+        runs it on a trained instance. What happens there is that model's own pass."""
+        receiver = self.value(event.via.func).facts.get("bound") if event.via is not None else None
+        if receiver is None:
+            return False
+        if receiver.facts.get("model") is None and receiver.facts.get("cls") is not None:  # `self` in its own run
+            sites = self.callers(self.ir.function_at(event.via_statement))
+            return bool(sites) and all(_instance_called(site) in trained for site in sites)
+        return receiver.facts.get("model") in trained
+
     def trained_models(self) -> Set[Any]:
         """The identities of the models whose parameters an optimizer of this file receives, or whose gradients it
         reads (a building node, or the place of a model from out of sight): the gradient is meant to reach them."""
@@ -2608,6 +2620,13 @@ def literal(node: cst.CSTNode) -> Any:
         return -int(node.expression.evaluated_value)
     return NO_KEY
 
+
+
+def _instance_called(site: CallSite) -> Any:
+    """The model a call site runs the forward or a method of (`latent(ids)`, `latent.encode(ids)`)."""
+    callee = site.function.module.flow.value(site.node.func)
+    held = callee if callee.facts.get("type") == MODEL else callee.facts.get("bound")
+    return held.facts.get("model") if held is not None else None
 
 
 def _own_models(result: Value, call: cst.Call, given: set, owner: "Flow") -> Value:

@@ -1091,8 +1091,8 @@ class AnswerExtractionFallback(FunctionRule):
     Reports, in RL code and files of reward functions, answer extraction that
     returns the whole text when its marker is missing: `text.split("####")[-1]`,
     `rpartition("<answer>")[2]`, a `re.search` for the answer whose fallback is
-    `return text` (or the whole text kept in a name, `answer = m.group(1) if m else text`), or a `find`/`rfind`/`index` of the marker whose miss returns the
-    whole text, in a function that never checks that the marker is there (`in`);
+    `return text` (or the whole text kept in a name, `answer = m.group(1) if m else text`),
+    or a `find`/`rfind`/`index` of the marker whose miss returns the whole text, in a function that never checks that the marker is there (`in`);
     a slice that starts at an unchecked `find`/`rfind` of the marker
     (`text[text.find("<answer>") + 8 : text.find("</answer>")]`, or through a name
     bound to the position, never compared with -1 or 0), which starts a few

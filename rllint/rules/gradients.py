@@ -15,7 +15,7 @@ import libcst as cst
 from rllint.analysis import summaries
 from rllint.analysis.clipping import clamp_of, one_and
 from rllint.analysis.domains.torch_ops import INPLACE
-from rllint.analysis.facts import GRAPH, MODEL, Value, item_of
+from rllint.analysis.facts import GRAPH, Value, item_of
 from rllint.analysis.flow import Flow, place_key_of, statement_nodes
 from rllint.analysis.grad import GradFlow
 from rllint.analysis.imports import Imports
@@ -224,7 +224,7 @@ class ReferenceForwardWithGrad(RLCodeOnly, CSTRule):
             callee = flow.value(event.via.func).facts.get("function") if event.via is not None else None
             if callee is not None and callee is not event.function and callee.module is flow.ir:
                 continue  # deeper than the called function: its own run reports it at its own call
-            if _run_by_trained(flow, event, runs, trained):
+            if event.via is not None and (runs.get(event.via) in trained or flow.runs_trained(event, trained)):
                 continue  # a submodule run by a trained module's forward or method: part of its pass
             frozen = flow.frozen(model)
             if (frozen or not flow.reaches_loss(event)) and not broad or flow.escaped(model):
@@ -239,29 +239,6 @@ class ReferenceForwardWithGrad(RLCodeOnly, CSTRule):
             reported.add(at)
             self.report(at, call=_code(self, at), model=_code(self, _model_expr(flow, event, direct), 40),
                         frozen=" (its weights are frozen, but the ops after it are recorded)" if frozen else "")
-
-
-def _run_by_trained(flow: Flow, event, runs, trained) -> bool:
-    """Whether the call a forward happens through runs a trained module: its own forward (`latent(ids)`), or a
-    method of it (`latent.sample(...)`) whose layers the optimizer trains."""
-    if event.via is None:
-        return False
-    if runs.get(event.via) in trained:
-        return True
-    receiver = flow.value(event.via.func).facts.get("bound")
-    if receiver is None:
-        return False
-    if receiver.facts.get("model") is None and receiver.facts.get("cls") is not None:  # `self.encode(...)` in a
-        sites = flow.callers(flow.ir.function_at(event.via_statement))  # method's own run: its callers' instances
-        return bool(sites) and all(_instance_called(site) in trained for site in sites)
-    return receiver.facts.get("model") in trained
-
-
-def _instance_called(site):
-    """The model a call site runs a method (or the forward) of: `latent(ids)`, `latent.encode(ids)`."""
-    callee = site.function.module.flow.value(site.node.func)
-    held = callee if callee.facts.get("type") == MODEL else callee.facts.get("bound")
-    return held.facts.get("model") if held is not None else None
 
 
 def _fed_by_policy(event, runs, trained) -> bool:
