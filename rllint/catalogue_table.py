@@ -309,6 +309,20 @@ RULES = (
      'options': (),
      'message': '`{target} := {test}` stores the comparison (True or False) in `{target}`, not `{left}`, and '
                 '`{target}` is used as a number on line {line}: write `({target} := {left}){rest}`'},
+    {'code': 'RL211',
+     'name': 'minibatch-advantage-renorm',
+     'severity': 'warning',
+     'tier': 'suspicious',
+     'kind': 'cst',
+     'module': 'rllint.rules.advantages',
+     'fix': None,
+     'file_kinds': ('python',),
+     'triggers': ('mean', 'whiten', 'normali'),
+     'ignore_case': False,
+     'options': ('min-advantage-batch',),
+     'message': '`{expr}` normalises advantages over a minibatch of {count} ({origin}) on every pass of the '
+                'update: with so few samples the mean and std are noise and signs flip (normalise the whole '
+                'rollout batch once, before the minibatch loop)'},
     {'code': 'RL301',
      'name': 'fragile-think-split',
      'severity': 'warning',
@@ -1073,6 +1087,7 @@ OPTIONS = {
     'max-length-ratio': 'rllint.rules.runlogs',
     'max-truncated-fraction': 'rllint.rules.runlogs',
     'max-zero-std-fraction': 'rllint.rules.runlogs',
+    'min-advantage-batch': 'rllint.rules.advantages',
     'min-binary-group-size': 'rllint.rules.rewards',
     'min-clip-range': 'rllint.rules.hyperparams',
     'min-entropy': 'rllint.rules.runlogs',

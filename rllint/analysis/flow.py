@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Seq
 
 import libcst as cst
 
-from rllint.analysis import summaries
+from rllint.analysis import minibatches, summaries
 from rllint.analysis.domains import domains
 from rllint.analysis.domains.config import CONFIG, NAMESPACE
 from rllint.analysis.domains.models import MODULE_METHODS, OPTIMIZERS, configured, output_item, sides_it_sets
@@ -172,7 +172,8 @@ class Flow:
         self.values: Dict[cst.CSTNode, Value] = {}
         self._events: Dict[str, Dict[Tuple[cst.CSTNode, Optional[cst.Call]], Event]] = {
             "inplace": {}, "stopper": {}, "backward": {}, "forward": {}, "weighted": {}, "policy_gradient": {},
-            "generate": {}, "dropout": {}, "draw": {}, "encode": {}, "detokenize": {}, "eos_masked": {}}
+            "generate": {}, "dropout": {}, "draw": {}, "encode": {}, "detokenize": {}, "eos_masked": {},
+            "centred": {}}
         self.reads: Dict[cst.CSTNode, List[Tuple[cst.CSTNode, cst.CSTNode]]] = {}  # obj -> (read, statement)
         self.saved: Dict[cst.CSTNode, List[Tuple[cst.CSTNode, str]]] = {}  # obj -> (statement, op)
         self.opaque: Set[cst.CSTNode] = set()  # calls out of sight handed a model or a graph (`Frame._opaque`)
@@ -237,6 +238,10 @@ class Flow:
         """Products of the policy's log-probs with a weight that carries a graph of its own (`extra["factor"]`)."""
         return list(self._events["weighted"].values())
 
+    def events(self, kind: str) -> List[Event]:
+        """The events of one kind the interpretation saw (`centred`, `policy_gradient`, ...)."""
+        return list(self._events[kind].values())
+
     @property
     def policy_gradient_terms(self) -> Set[cst.CSTNode]:
         """Products of the policy's log-probs with a per-sample weight without gradient (`logps * advantages`):
@@ -276,6 +281,24 @@ class Flow:
                 loops.append(found)
         order = {stmt: index for index, stmt in enumerate(self.ir.context)}  # in the order the code writes them,
         return sorted(loops, key=lambda loop: order.get(loop, len(order)))  # whichever function was interpreted first
+
+    def steps_in(self, loop: cst.CSTNode) -> bool:
+        """Whether a policy-gradient loss is backpropagated on every pass of `loop`: in its body, or in a function
+        a statement of its body calls (a few calls deep)."""
+        inside = set(walk(loop))
+        terms = self.policy_gradient_terms
+        for event in self.backwards:
+            if not event.target.sources & terms:
+                continue
+            if event.statement in inside or event.via_statement in inside:
+                return True
+            functions = [event.function]
+            for _ in range(MAX_DEPTH):
+                sites = [site for function in functions for site in self.callers(function)]
+                if any(site.statement in inside for site in sites):
+                    return True
+                functions = [site.function for site in sites]
+        return False
 
     def losses(self) -> List[Value]:
         """What the file hands to autograd as a loss: the operand of each backward, and what a function returns
@@ -1480,7 +1503,8 @@ class Frame:
             if passes is not None:
                 self._unrolled(stmt, passes)
             else:
-                self._loop(stmt, lambda: self.assign(stmt.target, element_of(self.expr(stmt.iter)), stmt))
+                self._loop(stmt, lambda: self.assign(stmt.target, minibatches.on_pass(element_of(self.expr(stmt.iter)),
+                                                                                      stmt), stmt))
         elif isinstance(stmt, cst.While):
             self._loop(stmt, lambda: self.expr(stmt.test))
         elif isinstance(stmt, cst.With):
@@ -1673,7 +1697,7 @@ class Frame:
                     part = output_item(result, position, element.value)
                 if part is None:
                     part = element_of(result)
-                self.assign(element.value, part, stmt)
+                self.assign(element.value, minibatches.read(result, part), stmt)
         elif isinstance(target, cst.Attribute):
             self.expr(target.value)
             name = place(target)
@@ -1816,7 +1840,8 @@ class Frame:
         if name is not None and name in self.env:
             self.expr(node.value)
             return self.env[name]
-        return self.read_attribute(self.expr(node.value), node.attr.value, node)
+        base = self.expr(node.value)
+        return minibatches.read(base, self.read_attribute(base, node.attr.value, node))
 
     def read_attribute(self, base: Value, attr: str, node: cst.Attribute) -> Value:
         """`base.<attr>`, read at `node` (whose `value` is the receiver's expression)."""
@@ -1872,16 +1897,21 @@ class Frame:
             for option in candidates)
 
     def _subscript(self, node: cst.Subscript) -> Value:
-        name = place(node)
         base = self.expr(node.value)
-        indexes: List[Value] = []
-        for element in node.slice:
+        indexes: Dict[int, Value] = {}
+        bounds: Dict[int, Tuple[Optional[Value], Optional[Value]]] = {}
+        for position, element in enumerate(node.slice):
             if isinstance(element.slice, cst.Index):
-                indexes.append(self.expr(element.slice.value))
+                indexes[position] = self.expr(element.slice.value)
             else:
-                for part in (element.slice.lower, element.slice.upper, element.slice.step):
-                    if part is not None:
-                        self.expr(part)
+                lower, upper, _ = (self.expr(part) if part is not None else None for part in
+                                   (element.slice.lower, element.slice.upper, element.slice.step))
+                bounds[position] = (lower, upper)
+        return minibatches.sliced(node, bounds, indexes, base, self._selected(node, base, list(indexes.values())))
+
+    def _selected(self, node: cst.Subscript, base: Value, indexes: List[Value]) -> Value:
+        """`base[...]`, its indexes already interpreted."""
+        name = place(node)
         if name is not None and name in self.env:
             return self.env[name]
         key = constant_key(node)
@@ -2005,6 +2035,13 @@ class Frame:
         return with_sources(Value({"type": kind, "element": element}), sources | element.sources)
 
     def arith(self, operator: cst.CSTNode, left: Value, right: Value, node: cst.CSTNode) -> Value:
+        result, centred = minibatches.arith(operator, left, right, node, self._arith(operator, left, right, node),
+                                            compute)
+        if centred is not None:
+            self.emit("centred", node, centred)
+        return result
+
+    def _arith(self, operator: cst.CSTNode, left: Value, right: Value, node: cst.CSTNode) -> Value:
         lt, rt = left.facts.get("type"), right.facts.get("type")
         if lt == NUMBER and rt == NUMBER and "number" in left.facts and "number" in right.facts:
             number = compute(operator, left.facts["number"], right.facts["number"])
@@ -2083,6 +2120,10 @@ class Frame:
         if stopped is not None:
             return with_sources(stopped, sources | {node})
         result = self._call_value(node, callee, args, kwargs)
+        result, centred = minibatches.called(callee.facts.get("qual") if callee.facts.get("type") == REF else None,
+                                             name, node, receiver, args, kwargs, result)
+        if centred is not None:
+            self.emit("centred", node, centred)
         if result.facts.get("saved"):
             self.saved(result, result.facts["saved"])
         return with_sources(result, sources)
@@ -2238,6 +2279,13 @@ class Frame:
             return UNKNOWN
         if not callee.facts and isinstance(node.func, cst.Name) and node.func.value in ("zip", "enumerate"):
             return _paired(node.func.value, args)
+        if not callee.facts and isinstance(node.func, cst.Name) and node.func.value == "range" and not kwargs and \
+                1 <= len(args) == len(node.args) <= 3:
+            return minibatches.counter(node, args)
+        if not callee.facts and isinstance(node.func, cst.Name) and node.func.value == "min" and not kwargs:
+            bounded = minibatches.least(args)
+            if bounded is not None:
+                return bounded
         if not callee.facts and isinstance(node.func, cst.Name) and node.func.value == "len" and len(args) == 1:
             return value((node,), type=NUMBER)  # a count, whatever it counts
         if not callee.facts and isinstance(node.func, cst.Name) and node.func.value in _NUMERIC_BUILTINS and \

@@ -10,6 +10,7 @@ from rllint.analysis.context import tokens
 from rllint.analysis.facts import BATCH, FUNCTION, NORM, NUMBER, STD, TIME, VAR
 from rllint.analysis.flow import Flow
 from rllint.analysis.imports import Imports
+from rllint.analysis.minibatches import renormalised
 from rllint.analysis.numbers import NumberReads
 from rllint.analysis.positions import Lines
 from rllint.analysis.purpose import RLCodeOnly
@@ -26,6 +27,12 @@ MAX_EPSILON = Option(
     "max-epsilon", float, 0.1,
     "RL201: the smallest stability epsilon (added to or clamping a std / norm / variance in a "
     "denominator) that is reported; 1e-3 widens the rule.",
+)
+
+MIN_ADVANTAGE_BATCH = Option(
+    "min-advantage-batch", int, 5,
+    "RL211: the smallest minibatch (in samples) whose advantages may be normalised on their own statistics "
+    "inside the update loop without being reported.",
 )
 
 # The spreads the engine proves (`stat`), as messages name them.
@@ -1111,3 +1118,82 @@ class WalrusBindsComparison(CSTRule):
             left = code(test.left)
             self.report(node, target=node.target.value, test=code(test), left=left,
                         rest=code(test)[len(left):], line=self.file.fact(Values).line(uses[0]))
+
+
+class MinibatchAdvantageRenorm(RLCodeOnly, CSTRule):
+    """
+    ## What it does
+    Reports advantages normalised again on the statistics of one minibatch, inside the loop
+    of the update, where that minibatch holds fewer than `min-advantage-batch` samples (1 to
+    4 by default): `(adv - adv.mean()) / (adv.std() + eps)`, or a whitening helper (the
+    project's own, or `masked_whiten` of TRL / verl), applied to the part of the rollout batch
+    one pass of the loop takes. The engine proves each step: the tensor is a part of a batch
+    taken per pass (`adv[i:i + mb]`, `adv[perm[i:i + mb]]`, `adv[i]`, a batch of a `DataLoader`
+    or `BatchSampler`, a chunk of `split(mb)`), the number of samples it holds (a literal, a
+    default, an argparse flag, a dataclass field, a YAML key or launch flag; a `DataLoader`
+    without `batch_size` yields 1), the loop backpropagates a policy-gradient loss on every
+    pass, and the normalised values weight the policy's log-probs. Not reported:
+    normalisation of the whole rollout batch before the loop; minibatches whose size is not
+    known or is at least `min-advantage-batch`; values or returns normalised for a critic
+    (they weight no log-probs); statistics of groups (`view(-1, G).mean(dim=1)`, or a part of
+    rows laid out in groups: GRPO's group normalisation, RL604's concern).
+
+    ## Why is this bad?
+    The mean and the std of two, three or four samples are noise. A single sample
+    normalises to 0 (or NaN, since its std is undefined: stable-baselines3 #325, #1028); two
+    samples normalise to about -0.7 and +0.7 whatever their rewards, so the worse of two good
+    answers is pushed down and the better of two bad ones is pushed up. Every minibatch is
+    forced to zero mean advantage, and the policy follows sampling noise instead of the
+    reward. Normalise once over the whole rollout batch, before the minibatch loop.
+
+    ## Example
+    ```python
+    for start in range(0, n, args.mini_batch_size):  # mini_batch_size = 2
+        idx = perm[start:start + args.mini_batch_size]
+        adv = advantages[idx]
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        loss = -(ratio(idx) * adv).mean()
+        loss.backward()
+    ```
+
+    ## Use instead
+    ```python
+    advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    for start in range(0, n, args.mini_batch_size):
+        idx = perm[start:start + args.mini_batch_size]
+        loss = -(ratio(idx) * advantages[idx]).mean()
+        loss.backward()
+    ```
+
+    ## Options
+    - `min-advantage-batch` (default 5): the smallest minibatch, in samples, that is not
+      reported.
+
+    ## References
+    - stable-baselines3 #325 and #1028: NaN advantages from a minibatch of one.
+    """
+
+    code = "RL211"
+    name = "minibatch-advantage-renorm"
+    severity = Severity.WARNING
+    tier = Tier.SUSPICIOUS
+    message = ("`{expr}` normalises advantages over a minibatch of {count} ({origin}) on every pass of the update: "
+               "with so few samples the mean and std are noise and signs flip (normalise the whole rollout batch "
+               "once, before the minibatch loop)")
+    options = (MIN_ADVANTAGE_BATCH,)
+    triggers = ("mean", "whiten", "normali")
+
+    def visit_Module(self, node: cst.Module) -> None:
+        smallest = self.option(MIN_ADVANTAGE_BATCH)
+        for found in renormalised(self.file.fact(Flow)):
+            count = found.part.number
+            if 1 <= count < smallest:
+                origin = found.part.count.facts.get("origin") or "literal"
+                samples = f"{count:g} sample" + ("" if count == 1 else "s")
+                self.report(found.node, expr=_short(self.file.module.code_for_node(found.node)), count=samples,
+                            origin=origin)
+
+
+def _short(code: str, limit: int = 60) -> str:
+    text = " ".join(code.split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."

@@ -1063,8 +1063,10 @@ class Torch(Domain):
             for mine, other in ((left, right), (right, left)):
                 if other.facts.get("grad") == GRAPH:
                     frame.saved(mine, "mul" if isinstance(operator, (cst.Multiply, cst.MultiplyAssign)) else "div")
-            if isinstance(operator, (cst.Multiply, cst.MultiplyAssign)) and _policy_gradient(left, right):
-                frame.emit("policy_gradient", node, result)
+            advantage = _policy_gradient(left, right) if isinstance(operator, (cst.Multiply, cst.MultiplyAssign)) \
+                else None
+            if advantage is not None:
+                frame.emit("policy_gradient", node, result, weight=advantage)
                 result = result.but(sources=result.sources | {node})
             masked = eos_masked(left, right)
             if masked is not None and isinstance(operator, (cst.Multiply, cst.MultiplyAssign)):
@@ -1087,16 +1089,16 @@ def _returned_tensor(output: Value) -> Value:
                                      if k in output.facts}}, {"grad": output.reason("grad")})
 
 
-def _policy_gradient(left: Value, right: Value) -> bool:
-    """A product of the policy's log-probs (or their ratio), not cut from the graph, and a per-sample weight
-    without one that is not a mask: a policy-gradient term (`logps * advantages`)."""
+def _policy_gradient(left: Value, right: Value) -> Optional[Value]:
+    """In a product of the policy's log-probs (or their ratio), not cut from the graph, and a per-sample weight
+    without one that is not a mask (a policy-gradient term, `logps * advantages`): the weight."""
     for logps, weight in ((left, right), (right, left)):
         if logps.facts.get("grad") in (GRAPH, None) and logps.facts.get("cut") is None and logps.facts.get("logp") \
                 and weight.facts.get("type") not in (NUMBER, BOOL) \
                 and weight.facts.get("grad") != GRAPH and weight.facts.get("content") != MASK \
                 and weight.facts.get("rank") != 0:
-            return True
-    return False
+            return weight
+    return None
 
 
 def eos_masked(left: Value, right: Value) -> Optional[Value]:
