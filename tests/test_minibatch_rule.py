@@ -32,8 +32,10 @@ def lint(tmp_path, files, main="train.py", **options):
     (tmp_path / "pyproject.toml").write_text("")
     for name, text in files.items():
         (tmp_path / name).write_text(textwrap.dedent(text))
-    result = lint_files([str(tmp_path / main)], Settings(select=["RL211"], options=options))
-    return [(d.line, d.message.split(" on every pass")[0]) for d in result.diagnostics]
+    result = lint_files([str(tmp_path / name) for name in files if name.endswith(".py")],
+                        Settings(select=["RL211"], options=options))
+    return [(d.line, d.message.split(" on every pass")[0]) for d in result.diagnostics
+            if d.path.endswith(main)] + [(d.path, d.line) for d in result.diagnostics if not d.path.endswith(main)]
 
 
 def text_findings(source, **options):
@@ -111,7 +113,7 @@ def test_a_whitening_helper_of_another_module_is_reported_at_its_call(tmp_path):
                                           "samples (literal)")]
 
 
-def test_one_row_per_pass_and_a_dataloader_without_a_batch_size():
+def test_a_dataloader_without_a_batch_size_and_not_one_row_per_pass():
     source = """
     import torch
     import torch.nn.functional as F
@@ -135,7 +137,7 @@ def test_one_row_per_pass_and_a_dataloader_without_a_batch_size():
             (-(torch.exp(new.squeeze(-1) - batch["old"]) * a).mean()).backward()
     """
     assert [(line, message.split(" normalises")[0]) for line, message in text_findings(source)] == [
-        (12, "`(a - a.mean())`"), (19, "`a - a.mean()`")]
+        (19, "`a - a.mean()`")]  # a row (line 12) may hold a prompt's whole group: its size is not known
 
 
 def test_parts_of_rows_laid_out_in_groups_may_be_groups_and_are_not_reported():

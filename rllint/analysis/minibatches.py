@@ -3,9 +3,8 @@ taken over such a part (RL211).
 
 A loop over `range(start, stop, step)` binds a number that grows by `step` on every pass; a slice whose two
 bounds grow with the same loop (`x[i:i + mb]`, `x[i * mb:(i + 1) * mb]`) takes `mb` samples, another `mb` on
-each pass; so does an index holding such a slice (`x[perm[i:i + mb]]`), a row picked by the loop's number
-(`x[i]`: one sample), a batch of a `DataLoader` (`batch_size`, 1 when not given), of a `BatchSampler`, and a
-chunk of `split(mb)`. Element-wise views and conversions of a part (`.to(device)`, `.float()`, `torch.tensor`)
+each pass; so does an index holding such a slice (`x[perm[i:i + mb]]`), a batch of a `DataLoader` (`batch_size`,
+1 when not given), of a `BatchSampler`, and a chunk of `split(mb)`. Element-wise views and conversions of a part (`.to(device)`, `.float()`, `torch.tensor`)
 are the same samples, and so are the items and attributes of a part that holds several tensors
 (`batch["advantages"]`, `rollout.advantages`). Whether a count is known is the numbers domain's business:
 literals, defaults, argparse, dataclass fields, YAML and launch flags (`rllint.analysis.domains.config`).
@@ -153,20 +152,17 @@ def least(args: List[Value]) -> Optional[Value]:
 
 def sliced(node: cst.Subscript, bounds: Dict[int, Tuple[Optional[Value], Optional[Value]]],
            indexes: Dict[int, Value], base: Value, result: Value) -> Value:
-    """`x[lo:hi]` whose bounds grow with the same loop, `x[idx]` of an index that holds a part, `x[i]` of the
-    loop's number: a part of `x`; an item (`batch["adv"]`) of a part: the same samples."""
+    """`x[lo:hi]` whose bounds grow with the same loop, `x[idx]` of an index that holds a part: a part of `x`; an
+    item (`batch["adv"]`) of a part: the same samples. A row picked by the loop's number (`x[i]`) is not counted:
+    what one row holds (a sequence's tokens, a prompt's group of completions) is not known."""
     part = base.facts.get("samples") if _holds_parts(base, result) else None
-    if len(node.slice) >= 1:
-        first = node.slice[0]
+    if node.slice:
         if 0 in bounds:
             lower, upper = bounds[0]
             part = _width(lower, upper) or part
         elif 0 in indexes:
             index = indexes[0]
-            if index.facts.get("stride") is not None and index.facts["stride"][0] is not None:
-                one = value((first.slice.value,), type=NUMBER, number=1.0, origin="literal")
-                part = Part(one, index.facts["stride"][0])
-            elif index.facts.get("samples") is not None and index.facts.get("content") != MASK and \
+            if index.facts.get("samples") is not None and index.facts.get("content") != MASK and \
                     index.facts.get("type") != BOOL:
                 part = index.facts["samples"]
     if part is None or result.facts.get("samples") == part:
