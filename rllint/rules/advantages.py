@@ -1128,10 +1128,11 @@ class MinibatchAdvantageRenorm(RLCodeOnly, CSTRule):
     4 by default): `(adv - adv.mean()) / (adv.std() + eps)`, or a whitening helper (the
     project's own, or `masked_whiten` of TRL / verl), applied to the part of the rollout batch
     one pass of the loop takes. The engine proves each step: the tensor is a part of a batch
-    taken per pass (`adv[i:i + mb]`, `adv[perm[i:i + mb]]`, `adv[i]`, a batch of a `DataLoader`
-    or `BatchSampler`, a chunk of `split(mb)`), the number of samples it holds (a literal, a
-    default, an argparse flag, a dataclass field, a YAML key or launch flag; a `DataLoader`
-    without `batch_size` yields 1), the loop backpropagates a policy-gradient loss on every
+    taken per pass (`adv[i:i + mb]`, `adv[perm[i:i + mb]]`, a batch of a `DataLoader` or
+    `BatchSampler`, a chunk of `split(mb)`; not a row `adv[i]`, which may hold a whole
+    group), the number of samples it holds (a literal, a default, an argparse flag, a
+    dataclass field, a YAML key or launch flag; a `DataLoader` without `batch_size` yields
+    1), the loop backpropagates a policy-gradient loss on every
     pass, and the normalised values weight the policy's log-probs. Not reported:
     normalisation of the whole rollout batch before the loop; minibatches whose size is not
     known or is at least `min-advantage-batch`; values or returns normalised for a critic
