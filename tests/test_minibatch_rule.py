@@ -151,3 +151,37 @@ def test_a_loop_that_takes_no_step_computes_advantages_and_is_not_reported():
     source = LOOP.replace("        (-(ratio * part.unsqueeze(-1)).mean()).backward()\n", "") + \
         "\nstep(None, None, None, 2)\n"
     assert text_findings(source) == []
+
+
+TRAINER = """
+import argparse
+import torch
+import torch.nn.functional as F
+from trl import GRPOConfig, GRPOTrainer
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--per_device_batch", type=int, default=4)
+args = parser.parse_args()
+
+
+class Rewhitened(GRPOTrainer):
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        ids = inputs["completion_ids"]
+        logps = F.log_softmax(model(ids).logits[:, :-1], dim=-1).gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+        adv = inputs["advantages"]
+        adv = adv - adv.mean()
+        return -(torch.exp(logps - inputs["old_per_token_logps"][:, 1:]) * adv[:, None]).mean()
+
+
+CONFIG
+"""
+
+
+def test_a_trl_trainer_s_compute_loss_gets_its_per_device_batch_from_each_construction():
+    built = "Rewhitened(model='m', reward_funcs=[], args=GRPOConfig(output_dir='o', {}))"
+    flagged = text_findings(TRAINER.replace("CONFIG", built.format("per_device_train_batch_size=args.per_device_batch")))
+    assert flagged == [(17, "`adv - adv.mean()` normalises advantages over a minibatch of 4 samples "
+                            "(per_device_train_batch_size, default of --per_device_batch)")]
+    assert text_findings(TRAINER.replace("CONFIG", built.format(""))) == []  # GRPOConfig's default: 8
+    twice = built.format("per_device_train_batch_size=2") + "\n" + built.format("per_device_train_batch_size=32")
+    assert text_findings(TRAINER.replace("CONFIG", twice)) == []  # two runs that disagree: not known

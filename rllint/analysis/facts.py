@@ -54,6 +54,9 @@ Facts (absent = unknown):
   negatives `log(U)`, `log(E)`) with `noise_scale`, the NUMBER value s of `s * G` or `E ** s`; `gumbel_max`,
   the NUMBER value T for which the argmax of this tensor draws a token from `softmax(l / T)` (logits at T plus
   Gumbel noise, weights at T divided by exponential noise).
+- minibatches (`rllint.analysis.minibatches`): `stride`, a number that grows with the passes of a loop; `samples`,
+  a part of a batch that a loop takes on each pass and how many samples it holds; `batch_stat`, the mean or spread
+  of all of such a part.
 - `sources`: nodes of interest whose result flows into this value (`.item()` calls, string slices):
   a value that reaches `backward()` carries the stoppers that cut its gradient in its sources.
 - `obj`: the node that made this tensor object (aliases and views share it).

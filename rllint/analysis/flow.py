@@ -284,9 +284,15 @@ class Flow:
 
     def steps_in(self, loop: cst.CSTNode) -> bool:
         """Whether a policy-gradient loss is backpropagated on every pass of `loop`: in its body, or in a function
-        a statement of its body calls (a few calls deep)."""
-        inside = set(walk(loop))
+        a statement of its body calls (a few calls deep). A framework's loop out of sight stands as the function it
+        runs on each micro-batch (`compute_loss` of a TRL trainer subclass): it backpropagates what that returns."""
         terms = self.policy_gradient_terms
+        entry = next((f for f in self.ir.all_functions() if f.node is loop), None)
+        if entry is not None:  # a trainer framework calls it once a micro-batch and backpropagates what it returns
+            returned = self.returned.get(entry, UNKNOWN)
+            loss = item_of(returned, 0) or UNKNOWN if returned.facts.get("type") == TUPLE else returned
+            return self.framework_entry(entry) and bool(loss.sources & terms)
+        inside = set(walk(loop))
         for event in self.backwards:
             if not event.target.sources & terms:
                 continue
@@ -1198,8 +1204,30 @@ class Flow:
         if self.framework_entry(function) and function.name == "compute_loss" and param.index == 2 and \
                 any(base.startswith("trl.") and base.endswith("GRPOTrainer") for base in self._bases(function.cls)):
             items = tuple((key, _token_logps(node, GRAPH_NONE)) for key in _TRL_GRPO_INPUT_LOGPS)
-            return Value({"type": DICT, "items": items + (("completion_mask", _token_mask(node)),)})
+            inputs = Value({"type": DICT, "items": items + (("completion_mask", _token_mask(node)),)})
+            size = self._per_device_batch(function.cls)
+            return inputs if size is None else inputs.but(samples=minibatches.Part(size, function.node))
         return None
+
+    def _per_device_batch(self, cls: ClassIR) -> Optional[Value]:
+        """How many completions a TRL trainer class hands each call of its `compute_loss`: the
+        `per_device_train_batch_size` of the config every construction of the class here is given (`args=`), when
+        they all agree; None when it is not known."""
+        from rllint.analysis.domains.config import setting
+
+        sizes: List[Value] = []
+        for site in self.ir.calls_named.get(cls.name, ()):
+            self._analyze(site.function)
+            callee = self.values.get(site.node.func)
+            given = next((a.value for a in site.node.args if a.keyword is not None and a.keyword.value == "args"),
+                         None)
+            if callee is None or callee.facts.get("cls") is not cls or given is None:
+                return None
+            sizes.append(setting(self, self.values.get(given, UNKNOWN), "per_device_train_batch_size"))
+        numbers = {size.facts.get("number") for size in sizes}
+        if len(numbers) != 1 or None in numbers:
+            return None
+        return sizes[0].but(origin=f"per_device_train_batch_size, {sizes[0].facts.get('origin') or 'literal'}")
 
     def default(self, param: Param, function: FunctionIR) -> Value:
         """A parameter nobody is seen passing holds its default, with where it is written."""

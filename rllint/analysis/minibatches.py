@@ -6,7 +6,9 @@ bounds grow with the same loop (`x[i:i + mb]`, `x[i * mb:(i + 1) * mb]`) takes `
 each pass; so does an index holding such a slice (`x[perm[i:i + mb]]`), a batch of a `DataLoader` (`batch_size`,
 1 when not given), of a `BatchSampler`, and a chunk of `split(mb)`. Element-wise views and conversions of a part (`.to(device)`, `.float()`, `torch.tensor`)
 are the same samples, and so are the items and attributes of a part that holds several tensors
-(`batch["advantages"]`, `rollout.advantages`). Whether a count is known is the numbers domain's business:
+(`batch["advantages"]`, `rollout.advantages`). The inputs TRL hands the `compute_loss` of a GRPO trainer subclass
+are a part too: `per_device_train_batch_size` completions, another on each call (`Flow._framework_argument`).
+Whether a count is known is the numbers domain's business:
 literals, defaults, argparse, dataclass fields, YAML and launch flags (`rllint.analysis.domains.config`).
 
 Facts (absent = unknown):

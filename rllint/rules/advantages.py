@@ -1132,8 +1132,10 @@ class MinibatchAdvantageRenorm(RLCodeOnly, CSTRule):
     `BatchSampler`, a chunk of `split(mb)`; not a row `adv[i]`, which may hold a whole
     group), the number of samples it holds (a literal, a default, an argparse flag, a
     dataclass field, a YAML key or launch flag; a `DataLoader` without `batch_size` yields
-    1), the loop backpropagates a policy-gradient loss on every
-    pass, and the normalised values weight the policy's log-probs. Not reported:
+    1), the loop backpropagates a policy-gradient loss on every pass, and the normalised
+    values weight the policy's log-probs. The `compute_loss` of a TRL GRPO trainer subclass
+    counts as such a pass: TRL hands it `per_device_train_batch_size` completions (of the
+    config every construction of the class is given) and backpropagates what it returns. Not reported:
     normalisation of the whole rollout batch before the loop; minibatches whose size is not
     known or is at least `min-advantage-batch`; values or returns normalised for a critic
     (they weight no log-probs); statistics of groups (`view(-1, G).mean(dim=1)`, or a part of
