@@ -1135,11 +1135,17 @@ class MinibatchAdvantageRenorm(RLCodeOnly, CSTRule):
     1), the loop backpropagates a policy-gradient loss on every pass, and the normalised
     values weight the policy's log-probs. The `compute_loss` of a TRL GRPO trainer subclass
     counts as such a pass: TRL hands it `per_device_train_batch_size` completions (of the
-    config every construction of the class is given) and backpropagates what it returns. Not reported:
-    normalisation of the whole rollout batch before the loop; minibatches whose size is not
-    known or is at least `min-advantage-batch`; values or returns normalised for a critic
-    (they weight no log-probs); statistics of groups (`view(-1, G).mean(dim=1)`, or a part of
-    rows laid out in groups: GRPO's group normalisation, RL604's concern).
+    config every construction of the class is given) and backpropagates what it returns.
+    Not reported: normalisation of the whole rollout batch before the loop; minibatches
+    whose size is not known or is at least `min-advantage-batch`; values or returns
+    normalised for a critic (they weight no log-probs); statistics of groups
+    (`view(-1, G).mean(dim=1)`, or a part of rows laid out in groups: GRPO's group
+    normalisation, RL604's concern).
+
+    The rule is on by default (`suspicious`) because it reports only where both facts are
+    proven, the normalisation per pass and a size of 1 to 4, and it reports nothing on the
+    primer's repositories. A loop over the groups of a GRPO batch, sliced from rows whose
+    layout the engine does not see, would look like a minibatch loop: silence it there.
 
     ## Why is this bad?
     The mean and the std of two, three or four samples are noise. A single sample
