@@ -92,7 +92,21 @@ def _open() -> Tuple[int, float]:
     _ANALYSES.level = level
     outer = getattr(_ANALYSES, "taint", _SETTLED)
     _ANALYSES.taint = _SETTLED
+    _outers().append(outer)
     return level, outer
+
+
+def _outers() -> List[float]:
+    """The taint each open computation had when it opened the next one: `[level]` is that of the one at `level`."""
+    if not hasattr(_ANALYSES, "outers"):
+        _ANALYSES.outers = []
+    return _ANALYSES.outers
+
+
+def _taint_so_far(level: int) -> float:
+    """The taint of the open computation at `level`, from what it read before it opened the ones under way."""
+    outers = _outers()
+    return outers[level] if len(outers) > level else getattr(_ANALYSES, "taint", _SETTLED)
 
 
 def _provisional(level: int) -> None:
@@ -103,6 +117,7 @@ def _provisional(level: int) -> None:
 def _abandon(level: int, outer: float) -> None:
     """End the computation opened at `level` by an exception (the file is not analysed further)."""
     _ANALYSES.level, _ANALYSES.taint, _ANALYSES.pending = level - 1, outer, []
+    del _outers()[level - 1:]
 
 
 def _tainted(level: int) -> bool:
@@ -118,17 +133,28 @@ def _close(level: int, outer: float) -> float:
     taint = _ANALYSES.taint
     mine = taint if taint < level else _SETTLED
     _ANALYSES.level = level - 1
+    del _outers()[level - 1:]
     _ANALYSES.taint = min(outer, mine)
     pending: List[Tuple[float, "Flow", FunctionIR]] = getattr(_ANALYSES, "pending", [])
     ready = [entry for entry in pending if entry[0] >= level]
     if ready:
         _ANALYSES.pending = [entry for entry in pending if entry[0] < level]
         if mine < _SETTLED:
-            _ANALYSES.pending.extend((mine, flow, function) for _, flow, function in ready)
-        else:
             for _, flow, function in ready:
-                flow.reanalyze(function)
+                _postpone(mine, flow, function)
+        else:  # all are forgotten first: a run that reads another's values runs that one again first
+            for _, flow, function in ready:
+                flow.forget(function)
+            for _, flow, function in ready:
+                flow._analyze(function)
     return mine
+
+
+def _postpone(taint: float, flow: "Flow", function: FunctionIR) -> None:
+    """Run `function` of `flow` again once the question at level `taint` is answered: its run read that question's
+    provisional answer, and so does whatever reads its values until then (`Flow._read_run`)."""
+    _ANALYSES.pending = getattr(_ANALYSES, "pending", []) + [(taint, flow, function)]
+    flow._provisional_runs[function] = taint
 
 
 @dataclass
@@ -181,6 +207,8 @@ class Flow:
         self.cut_inside: Dict[cst.Call, cst.CSTNode] = {}
         self.globals: Dict[str, Value] = {}
         self._state: Dict[FunctionIR, str] = {}
+        self._forgotten: Set[FunctionIR] = set()  # run before and to be run again (`forget`)
+        self._provisional_runs: Dict[FunctionIR, float] = {}  # runs that read provisional answers (`_postpone`)
         self._running: Dict[FunctionIR, int] = {}  # the analyses under way -> their level (`_open`)
         self._modes: Dict[FunctionIR, Optional[bool]] = {}
         self._callers: Dict[FunctionIR, Optional[List[CallSite]]] = {}
@@ -593,6 +621,7 @@ class Flow:
                 return None if method else []
             for site in other.ir.calls_named.get(name, ()):
                 other._analyze(site.function)
+                other._read_run(site.function, site.node.func)
                 callee = other.values.get(site.node.func) or UNKNOWN
                 if method:
                     if any(target.qualname == function.qualname and
@@ -1059,6 +1088,7 @@ class Flow:
     def _analyze(self, function: FunctionIR) -> None:
         if function in self._state:
             return
+        self._forgotten.discard(function)
         self._state[function] = "running"
         nesting = getattr(_ANALYSES, "nesting", 0)
         callers_in_reach = nesting < MAX_NESTED_ANALYSES
@@ -1084,14 +1114,31 @@ class Flow:
         self._state[function] = "done"
         taint = _close(level, outer)
         if taint < _SETTLED:  # it read an attribute still being found: run again once that is known
-            _ANALYSES.pending = getattr(_ANALYSES, "pending", []) + [(taint, self, function)]
+            _postpone(taint, self, function)
 
-    def reanalyze(self, function: FunctionIR) -> None:
-        """Interpret `function` in its own context again: its first run read provisional answers."""
-        self._state.pop(function, None)
+    def forget(self, function: FunctionIR) -> None:
+        """Mark `function` to be interpreted in its own context again (its first run read provisional answers):
+        the next question about its values runs it first."""
+        if self._state.pop(function, None) is not None:
+            self._forgotten.add(function)
+        self._provisional_runs.pop(function, None)
         if function.is_module:
             self.globals.clear()
-        self._analyze(function)
+
+    def _read_run(self, function: FunctionIR, node: cst.CSTNode) -> None:
+        """Before another function reads the value `function`'s own run gave `node`: a run to be done again is
+        done now; a run still under way that has not got to the node, or one that read provisional answers, gives
+        a provisional answer (the reader is run again once it is known)."""
+        if function in self._forgotten:
+            self._analyze(function)
+        if function in self._running:
+            level = self._running[function]
+            if node not in self.values:
+                _provisional(level)
+            elif _taint_so_far(level) < level:  # what it gave so far rests on a provisional answer
+                _provisional(_taint_so_far(level))
+        elif function in self._provisional_runs:
+            _provisional(self._provisional_runs[function])
 
     def _closure(self, function: FunctionIR) -> Optional[Dict[str, Value]]:
         """The names of the function a nested function is defined in, as that function's own run leaves them:
@@ -1146,8 +1193,7 @@ class Flow:
                 bound = function.bind(site.node, method=method)
                 caller: Flow = site.function.module.flow
                 if param.name in bound:
-                    if bound[param.name] not in caller.values and site.function in caller._running:
-                        _provisional(caller._running[site.function])  # the caller has not got there yet
+                    caller._read_run(site.function, bound[param.name])
                     seen.append(caller.values.get(bound[param.name], UNKNOWN))
                 elif any(a.star for a in site.node.args):
                     seen.append(UNKNOWN)
