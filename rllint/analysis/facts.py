@@ -54,6 +54,8 @@ Facts (absent = unknown):
   negatives `log(U)`, `log(E)`) with `noise_scale`, the NUMBER value s of `s * G` or `E ** s`; `gumbel_max`,
   the NUMBER value T for which the argmax of this tensor draws a token from `softmax(l / T)` (logits at T plus
   Gumbel noise, weights at T divided by exponential noise).
+- `optional`: NUMBER on a value that is a number on some paths and None on others (a parameter one caller
+  passes None): whatever arithmetic uses it (None would raise there), it is a number.
 - `sources`: nodes of interest whose result flows into this value (`.item()` calls, string slices):
   a value that reaches `backward()` carries the stoppers that cut its gradient in its sources.
 - `obj`: the node that made this tensor object (aliases and views share it).
@@ -239,10 +241,16 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
             facts["candidates"] = options  # one of these functions, or instances of these classes: a call runs each
     if facts.get("type") in _NAMED_BY and _NAMED_BY[facts["type"]] not in facts and "candidates" not in facts:
         del facts["type"]  # two different functions (classes, imported names): which one is unknown
+    if "type" not in facts and all(_number_or_none(side) for side in (a, b)):
+        facts["optional"] = NUMBER  # a number on some paths, None on others: arithmetic runs on the number
     sources = a.sources | b.sources
     if sources:
         facts["sources"] = sources
     return Value(facts, why)
+
+
+def _number_or_none(v: Value) -> bool:
+    return v.facts.get("type") in (NUMBER, NONE) or v.facts.get("optional") == NUMBER
 
 
 def _options(v: Value) -> Tuple[Value, ...]:
