@@ -2357,9 +2357,9 @@ class Frame:
         given = {v.facts.get("obj") for v in [receiver, *values.values()] if v is not None}
         if result.facts.get("obj") is not None and result.facts["obj"] not in given:
             result = result.but(obj=node)  # a tensor the call made: each call makes its own
-        if function.module is not self.ir:  # a model another module's function builds: each call builds its own
-            held = {v.facts.get("model") for v in [receiver, *values.values()] if v is not None}
-            result = _own_models(result, node, held, owner)
+        # a model a function builds (here or in another module): each call builds its own
+        held = {v.facts.get("model") for v in [receiver, *values.values()] if v is not None}
+        result = _own_models(result, node, held, owner)
         if result.facts.get("lp_at") is not None and function.module is not self.ir:
             result = result.but(lp_at=node)  # a difference written in another module: this call returns it
         if result.facts.get("forwards"):  # the graph of these forwards came through this call (`Event.via`)
