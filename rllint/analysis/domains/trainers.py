@@ -12,7 +12,7 @@ releases), and only what the trainer keeps as it is given:
 - `model`: a model object given (an id, or `model_init=`, loads a new one); with `peft_config=`, the trainer
   wraps it as `get_peft_model` does (`lora`);
 - `args`: the config given (none: the trainer's own default config);
-- `ref_model`: the reference model given.
+- `ref_model`: the reference model given: the model the KL anchors `model` to (an `anchor` event of the flow).
 An attribute not given stays unknown.
 """
 from __future__ import annotations
@@ -38,7 +38,11 @@ class Trainers(Domain):
     def call(self, frame, qual, node, args, kwargs):
         if not is_trainer(qual):
             return None
-        trainer = Value({"type": TRAINER, "trainer": qual, "fields": _kept(node, kwargs)}, {"type": (node,)})
+        kept = _kept(node, kwargs)
+        held = dict(kept)
+        if all(held.get(name) is not None and held[name].facts.get("type") == MODEL for name in ("model", "ref_model")):
+            frame.emit("anchor", node, held["ref_model"], "ref_model", policy=held["model"])  # the KL's reference
+        trainer = Value({"type": TRAINER, "trainer": qual, "fields": kept}, {"type": (node,)})
         # handed a model, it trains it out of sight: what it gives back may carry gradient the file does not show
         return with_sources(trainer, frame._opaque(node, args, kwargs).sources)
 
