@@ -243,3 +243,14 @@ def test_dtypes_alone_are_reported_only_when_the_rule_is_named():
     named = rl509(source, Settings(select=["RL509"], options={"rl-context": "always"}))
     assert [line for line, _ in named] == [6]
     assert "in dtype `float16` while the policy is in dtype `bfloat16`" in named[0][1]
+
+
+def test_trl_s_older_rloo_trainer_anchors_its_policy_to_its_ref_policy():
+    found = rl509("""
+    from transformers import AutoModelForCausalLM
+    from trl import RLOOConfig, RLOOTrainer
+    policy = AutoModelForCausalLM.from_pretrained("runs/sft")
+    ref_policy = AutoModelForCausalLM.from_pretrained("runs/sft", revision="step-100")
+    RLOOTrainer(config=RLOOConfig(output_dir="out"), policy=policy, ref_policy=ref_policy, reward_model=policy)
+    """)
+    assert [line for line, _ in found] == [5]
