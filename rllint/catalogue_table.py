@@ -819,7 +819,7 @@ RULES = (
      'module': 'rllint.rules.gradients',
      'fix': None,
      'file_kinds': ('python',),
-     'triggers': ('from_pretrained', 'ref_model', 'backward'),
+     'triggers': ('from_pretrained', 'ref_model', 'ref_policy', 'backward'),
      'ignore_case': False,
      'options': (),
      'message': '{detail}'},

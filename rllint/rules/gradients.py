@@ -945,7 +945,7 @@ class ReferenceLoadedDifferently(RLCodeOnly, CSTRule):
     severity = Severity.WARNING
     tier = Tier.SUSPICIOUS
     message = "{detail}"
-    triggers = ("from_pretrained", "ref_model", "backward")
+    triggers = ("from_pretrained", "ref_model", "ref_policy", "backward")
 
     def visit_Module(self, node: cst.Module) -> None:
         flow = self.file.fact(Flow)
