@@ -254,3 +254,18 @@ def test_trl_s_older_rloo_trainer_anchors_its_policy_to_its_ref_policy():
     RLOOTrainer(config=RLOOConfig(output_dir="out"), policy=policy, ref_policy=ref_policy, reward_model=policy)
     """)
     assert [line for line, _ in found] == [5]
+
+
+def test_only_the_loaders_of_transformers_and_trl_have_known_settings():
+    """unsloth's `FastLanguageModel.from_pretrained` loads in 4 bits unless told otherwise, and a project's own
+    `from_pretrained` means what it says: neither has the defaults of transformers."""
+    engine = Engine("""
+    from unsloth import FastLanguageModel
+    from trl import AutoModelForCausalLMWithValueHead
+    from mymodels import AutoModelForCausalLM
+    fast = FastLanguageModel.from_pretrained(model_name="org/m")
+    own = AutoModelForCausalLM.from_pretrained("org/m")
+    head = AutoModelForCausalLMWithValueHead.from_pretrained("org/m", load_in_8bit=True)
+    """)
+    assert settings(engine, "fast") == {} and settings(engine, "own") == {}
+    assert settings(engine, "head")["quantization"] == 8

@@ -103,7 +103,10 @@ class Models(Domain):
             if tail == "from_pretrained":
                 facts["pretrained"] = True
             why = {k: (node,) for k in facts if k != "type"}
-            loads = load_settings(frame, node, args, kwargs) if tail == "from_pretrained" else ()
+            # what the arguments mean (and what a missing one defaults to) is known of transformers' loader, which TRL's
+            # classes call with what they are given; another library's (unsloth's, a project's) may differ
+            documented = tail == "from_pretrained" and qual.split(".", 1)[0] in ("transformers", "trl")
+            loads = load_settings(frame, node, args, kwargs) if documented else ()
             if loads:
                 facts["loads"], why["loads"] = loads, (node,)
             return Value(facts, why)
