@@ -897,10 +897,11 @@ class ReferenceLoadedDifferently(RLCodeOnly, CSTRule):
     `RL5`), another `torch_dtype=` / `dtype=` (or a cast such as `.half()`) is reported too.
 
     The reference is the model the KL anchors the policy to, as the code shows it: the
-    `ref_model=` of a TRL / transformers trainer given the policy as `model=`, or the model whose
+    `ref_model=` of a TRL / transformers trainer given the policy as `model=` (`ref_policy=` and
+    `policy=` of TRL's RLOO and PPO trainers of releases 0.11-0.13), or the model whose
     log-probs, computed without gradient, are subtracted from those of the model an optimizer
     of the file trains (`logp - ref_logp`). Each load's settings are the values the engine
-    resolves for the arguments of `from_pretrained` (literals, constants, `argparse` and
+    resolves for the arguments of transformers' (or TRL's) `from_pretrained` (literals, constants, `argparse` and
     dataclass defaults, YAML keys and launch flags of the project), given by keyword or
     through a `**dict` of known keys; a keyword not given holds the library's default
     (revision `"main"`, no quantization) unless a `**mapping` whose keys are not known may give
