@@ -198,7 +198,7 @@ class Flow:
         self.values: Dict[cst.CSTNode, Value] = {}
         self._events: Dict[str, Dict[Tuple[cst.CSTNode, Optional[cst.Call]], Event]] = {
             "inplace": {}, "stopper": {}, "backward": {}, "forward": {}, "weighted": {}, "policy_gradient": {},
-            "generate": {}, "dropout": {}, "draw": {}, "encode": {}, "detokenize": {}, "eos_masked": {}}
+            "generate": {}, "dropout": {}, "draw": {}, "encode": {}, "detokenize": {}, "eos_masked": {}, "anchor": {}}
         self.reads: Dict[cst.CSTNode, List[Tuple[cst.CSTNode, cst.CSTNode]]] = {}  # obj -> (read, statement)
         self.saved: Dict[cst.CSTNode, List[Tuple[cst.CSTNode, str]]] = {}  # obj -> (statement, op)
         self.opaque: Set[cst.CSTNode] = set()  # calls out of sight handed a model or a graph (`Frame._opaque`)
@@ -400,6 +400,37 @@ class Flow:
                     text.facts.get("rendered"), element.facts.get("rendered") if element is not None else None):
                 return True
         return False
+
+    def anchors(self) -> List[Tuple[cst.CSTNode, Value, Value]]:
+        """The models a KL anchors the policy to, each as (where the code pairs them, the policy, the reference): a
+        trainer given both as `model=` and `ref_model=` (`domains.trainers`), and a difference of log-probs written in
+        this file (`logp - ref_logp`: `lp_at`) whose side with the gradient comes from forwards of one model that an
+        optimizer of the file trains, and whose fixed side from a forward, cut from the graph, of one other model."""
+        self.analyze_all()
+        found = [(event.node, event.extra["policy"], event.target) for event in self._events["anchor"].values()]
+        trained = None
+        for node, held in list(self.values.items()):
+            if held.facts.get("lp_at") is not node or not isinstance(node, cst.BinaryOperation):
+                continue
+            sides = [self.values.get(node.left) or UNKNOWN, self.values.get(node.right) or UNKNOWN]
+            graph = [side for side in sides if side.facts.get("grad") == GRAPH]
+            fixed = [side for side in sides if side.facts.get("grad") not in (GRAPH, None) and side.facts.get("cut")]
+            if len(graph) != 1 or len(fixed) != 1:
+                continue
+            trained = self.trained_models() if trained is None else trained
+            policies = self._run_by(graph[0].facts.get("forwards") or frozenset())
+            references = self._run_by(frozenset({fixed[0].facts["cut"]}))
+            if len(policies) == 1 and len(references) == 1 and set(policies) <= trained and \
+                    not set(references) & (trained | set(policies)):
+                found.append((node, next(iter(policies.values())), next(iter(references.values()))))
+        return found
+
+    def _run_by(self, nodes: FrozenSet[cst.CSTNode]) -> Dict[Any, Value]:
+        """The models built in sight (by identity) whose forwards are these calls, or run through them (a helper's
+        call: the run of the helper there, not its own run on a parameter)."""
+        return {event.target.facts["model"]: event.target for event in self.forwards
+                if (event.via in nodes if event.via is not None else event.node in nodes)
+                and isinstance(event.target.facts.get("model"), cst.CSTNode)}
 
     def record(self, kind: str, event: Event) -> None:
         """Keep an event; `saved` and `read` events fill `saved` and `reads` (keyed by the tensor object)."""
@@ -1387,7 +1418,8 @@ class Frame:
         self.recording = record
         self.collected: List[Tuple[str, Event]] = []  # a summary's events, for its caller to record
         self.returns: List[Value] = []
-        self.open_mappings: Set[cst.Call] = set()  # calls given a `**mapping` whose keys are not known
+        # calls given a `**mapping` whose keys are not all known -> those mappings (the keys they are known to hold)
+        self.open_mappings: Dict[cst.Call, List[Value]] = {}
         self.statement: cst.CSTNode = function.node
         self.ended = False  # the current path has returned or raised: what follows in its block does not run
         self.stored_on: Set[str] = set()  # names whose attributes this run assigned (`cfg.lr = ...`)
@@ -1780,8 +1812,10 @@ class Frame:
             return value((node,), type=NUMBER, number=number, origin="literal")
         if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
             written = node.evaluated_value
-            named = written_settings_file(self.flow.file, written) if isinstance(written, str) else None
-            return value((node,), type=TEXT, files=(named,)) if named else value((node,), type=TEXT)
+            if not isinstance(written, str):
+                return value((node,), type=TEXT)
+            named = written_settings_file(self.flow.file, written)
+            return value((node,), type=TEXT, literal=written, files=(named,) if named else None)
         if isinstance(node, cst.FormattedString):
             sources = frozenset()
             for part in node.parts:
@@ -2094,7 +2128,7 @@ class Frame:
                         kwargs.setdefault(key, item)
                 continue
             if arg.star == "**":
-                self.open_mappings.add(node)
+                self.open_mappings.setdefault(node, []).append(argument)
             if arg.star:
                 continue
             if arg.keyword is not None:
@@ -2403,9 +2437,9 @@ class Frame:
         given = {v.facts.get("obj") for v in [receiver, *values.values()] if v is not None}
         if result.facts.get("obj") is not None and result.facts["obj"] not in given:
             result = result.but(obj=node)  # a tensor the call made: each call makes its own
-        if function.module is not self.ir:  # a model another module's function builds: each call builds its own
-            held = {v.facts.get("model") for v in [receiver, *values.values()] if v is not None}
-            result = _own_models(result, node, held, owner)
+        # a model a function builds (here or in another module): each call builds its own
+        held = {v.facts.get("model") for v in [receiver, *values.values()] if v is not None}
+        result = _own_models(result, node, held, owner)
         if result.facts.get("lp_at") is not None and function.module is not self.ir:
             result = result.but(lp_at=node)  # a difference written in another module: this call returns it
         if result.facts.get("forwards"):  # the graph of these forwards came through this call (`Event.via`)
