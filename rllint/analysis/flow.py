@@ -31,7 +31,7 @@ import libcst as cst
 
 from rllint.analysis import summaries
 from rllint.analysis.domains import domains
-from rllint.analysis.domains.config import CONFIG, NAMESPACE
+from rllint.analysis.domains.config import CLI_OPTIONS, CONFIG, NAMESPACE, cli_option
 from rllint.analysis.domains.models import MODULE_METHODS, OPTIMIZERS, configured, output_item, sides_it_sets
 from rllint.analysis.domains.torch_ops import KEPT_BY_VIEWS, STOPPERS, eos_masked, excluding_eos, negated, written
 from rllint.analysis.domains.trainers import reassigned
@@ -1245,6 +1245,9 @@ class Flow:
         gradient), and the log-probs verl hands a registered policy loss (`log_prob`, the policy's, with
         gradient; `old_log_prob`, the rollout policy's, without)."""
         node = param.node or function.node
+        declared = param.default
+        if isinstance(declared, cst.Call) and self.ir.qualified(declared.func) in CLI_OPTIONS:
+            return cli_option(self, declared)  # a typer command's option: the command line's value
         if _VERL_POLICY_LOSS in function.decorators:
             if param.name == "response_mask":
                 return _token_mask(node)

@@ -328,6 +328,29 @@ def _declared_default(flow, call: cst.Call, dest: str) -> Value:
     return found
 
 
+# typer's declarations of a command's options and arguments, written as the parameters' defaults
+CLI_OPTIONS = frozenset({"typer.Option", "typer.Argument", "typer.params.Option", "typer.params.Argument"})
+
+
+def cli_option(flow, call: cst.Call) -> Value:
+    """What typer passes the parameter declared `= typer.Option(default, "--flag", ...)`: what every launch script
+    of the project that runs the file passes as `--flag`, else the declared default (`...`: required, unknown)."""
+    flags = [a.value.evaluated_value for a in call.args if a.keyword is None and isinstance(a.value, cst.SimpleString)]
+    long = next((f for f in flags if isinstance(f, str) and f.startswith("--")), None)
+    if long is not None:
+        override = launch_overrides(flow).get(long[2:].replace("-", "_"))
+        if override is not None:
+            return override
+    keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    declared = keywords.get("default") or next((a.value for a in call.args if a.keyword is None), None)
+    if declared is None or isinstance(declared, cst.SimpleString):
+        return UNKNOWN
+    found = flow.evaluate(declared)
+    if found.facts.get("type") == NUMBER and found.facts.get("origin") in (None, "literal"):
+        return found.but(origin=f"default of {long or 'the option'}", why={"origin": (declared,)})
+    return found
+
+
 def _dest(call: cst.Call) -> Optional[str]:
     """The attribute `add_argument` stores to: `dest=`, else the first long flag, else the first flag."""
     flags: List[str] = []
