@@ -2,7 +2,9 @@
 frozen copy is two models), and one the helper froze is frozen where it is used."""
 import textwrap
 
-from rllint.runner import lint_files
+from engine import Engine
+
+from rllint.runner import lint_files, lint_text
 from rllint.settings import Settings
 
 MODELS = """\
@@ -87,3 +89,34 @@ def test_the_pair_is_two_models_and_the_copy_is_frozen(tmp_path):
     policy, reference = engine.value("policy", 0), engine.value("reference", 0)
     assert policy.facts["model"] is not reference.facts["model"]
     assert engine.flow.frozen(reference) is True and not engine.flow.frozen(policy)
+
+
+def test_a_helper_of_this_module_called_twice_builds_two_models():
+    """`load(path)` twice in one module is two objects, whatever node of the helper built them: the second is not
+    the first (RL501 is silent on `model=load(p), ref_model=load(p)`), and training one says nothing of the other;
+    a model a helper is given keeps its identity."""
+    engine = Engine(SAME_HELPER)
+    identity = [engine.value(name).facts["model"] for name in ("policy", "reference", "same")]
+    assert identity[0] is not identity[1] and identity[2] is identity[0]
+    assert engine.flow.trained(engine.value("policy")) and not engine.flow.trained(engine.value("reference"))
+    found = lint_text(textwrap.dedent(SAME_HELPER), "train.py", Settings(select=["RL501"]))
+    assert [d.code for d in found.diagnostics] == []
+
+
+SAME_HELPER = """
+import torch
+from transformers import AutoModelForCausalLM
+from trl import DPOTrainer
+
+def load(path):
+    return AutoModelForCausalLM.from_pretrained(path)
+
+def moved(model):
+    return model.to("cuda")
+
+policy = load("org/sft")
+reference = load("org/sft")
+same = moved(policy)
+optimizer = torch.optim.AdamW(policy.parameters())
+DPOTrainer(model=load("org/sft"), ref_model=load("org/sft"))
+"""

@@ -57,6 +57,8 @@ Facts (absent = unknown):
 - minibatches (`rllint.analysis.minibatches`): `stride`, a number that grows with the passes of a loop; `samples`,
   a part of a batch that a loop takes on each pass and how many samples it holds; `batch_stat`, the mean or spread
   of all of such a part.
+- `optional`: NUMBER on a value that is a number on some paths and None on others (a parameter one caller
+  passes None): whatever arithmetic uses it (None would raise there), it is a number.
 - `sources`: nodes of interest whose result flows into this value (`.item()` calls, string slices):
   a value that reaches `backward()` carries the stoppers that cut its gradient in its sources.
 - `obj`: the node that made this tensor object (aliases and views share it).
@@ -242,10 +244,16 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
             facts["candidates"] = options  # one of these functions, or instances of these classes: a call runs each
     if facts.get("type") in _NAMED_BY and _NAMED_BY[facts["type"]] not in facts and "candidates" not in facts:
         del facts["type"]  # two different functions (classes, imported names): which one is unknown
+    if "type" not in facts and all(_number_or_none(side) for side in (a, b)):
+        facts["optional"] = NUMBER  # a number on some paths, None on others: arithmetic runs on the number
     sources = a.sources | b.sources
     if sources:
         facts["sources"] = sources
     return Value(facts, why)
+
+
+def _number_or_none(v: Value) -> bool:
+    return v.facts.get("type") in (NUMBER, NONE) or v.facts.get("optional") == NUMBER
 
 
 def _options(v: Value) -> Tuple[Value, ...]:

@@ -31,7 +31,7 @@ import libcst as cst
 
 from rllint.analysis import minibatches, summaries
 from rllint.analysis.domains import domains
-from rllint.analysis.domains.config import CONFIG, NAMESPACE
+from rllint.analysis.domains.config import CLI_OPTIONS, CONFIG, NAMESPACE, cli_option
 from rllint.analysis.domains.models import MODULE_METHODS, OPTIMIZERS, configured, output_item, sides_it_sets
 from rllint.analysis.domains.torch_ops import KEPT_BY_VIEWS, STOPPERS, eos_masked, excluding_eos, negated, written
 from rllint.analysis.domains.trainers import reassigned
@@ -92,7 +92,21 @@ def _open() -> Tuple[int, float]:
     _ANALYSES.level = level
     outer = getattr(_ANALYSES, "taint", _SETTLED)
     _ANALYSES.taint = _SETTLED
+    _outers().append(outer)
     return level, outer
+
+
+def _outers() -> List[float]:
+    """The taint each open computation had when it opened the next one: `[level]` is that of the one at `level`."""
+    if not hasattr(_ANALYSES, "outers"):
+        _ANALYSES.outers = []
+    return _ANALYSES.outers
+
+
+def _taint_so_far(level: int) -> float:
+    """The taint of the open computation at `level`, from what it read before it opened the ones under way."""
+    outers = _outers()
+    return outers[level] if len(outers) > level else getattr(_ANALYSES, "taint", _SETTLED)
 
 
 def _provisional(level: int) -> None:
@@ -103,6 +117,7 @@ def _provisional(level: int) -> None:
 def _abandon(level: int, outer: float) -> None:
     """End the computation opened at `level` by an exception (the file is not analysed further)."""
     _ANALYSES.level, _ANALYSES.taint, _ANALYSES.pending = level - 1, outer, []
+    del _outers()[level - 1:]
 
 
 def _tainted(level: int) -> bool:
@@ -118,17 +133,28 @@ def _close(level: int, outer: float) -> float:
     taint = _ANALYSES.taint
     mine = taint if taint < level else _SETTLED
     _ANALYSES.level = level - 1
+    del _outers()[level - 1:]
     _ANALYSES.taint = min(outer, mine)
     pending: List[Tuple[float, "Flow", FunctionIR]] = getattr(_ANALYSES, "pending", [])
     ready = [entry for entry in pending if entry[0] >= level]
     if ready:
         _ANALYSES.pending = [entry for entry in pending if entry[0] < level]
         if mine < _SETTLED:
-            _ANALYSES.pending.extend((mine, flow, function) for _, flow, function in ready)
-        else:
             for _, flow, function in ready:
-                flow.reanalyze(function)
+                _postpone(mine, flow, function)
+        else:  # all are forgotten first: a run that reads another's values runs that one again first
+            for _, flow, function in ready:
+                flow.forget(function)
+            for _, flow, function in ready:
+                flow._analyze(function)
     return mine
+
+
+def _postpone(taint: float, flow: "Flow", function: FunctionIR) -> None:
+    """Run `function` of `flow` again once the question at level `taint` is answered: its run read that question's
+    provisional answer, and so does whatever reads its values until then (`Flow._read_run`)."""
+    _ANALYSES.pending = getattr(_ANALYSES, "pending", []) + [(taint, flow, function)]
+    flow._provisional_runs[function] = taint
 
 
 @dataclass
@@ -172,7 +198,7 @@ class Flow:
         self.values: Dict[cst.CSTNode, Value] = {}
         self._events: Dict[str, Dict[Tuple[cst.CSTNode, Optional[cst.Call]], Event]] = {
             "inplace": {}, "stopper": {}, "backward": {}, "forward": {}, "weighted": {}, "policy_gradient": {},
-            "generate": {}, "dropout": {}, "draw": {}, "encode": {}, "detokenize": {}, "eos_masked": {},
+            "generate": {}, "dropout": {}, "draw": {}, "encode": {}, "detokenize": {}, "eos_masked": {}, "anchor": {},
             "centred": {}}
         self.reads: Dict[cst.CSTNode, List[Tuple[cst.CSTNode, cst.CSTNode]]] = {}  # obj -> (read, statement)
         self.saved: Dict[cst.CSTNode, List[Tuple[cst.CSTNode, str]]] = {}  # obj -> (statement, op)
@@ -182,6 +208,8 @@ class Flow:
         self.cut_inside: Dict[cst.Call, cst.CSTNode] = {}
         self.globals: Dict[str, Value] = {}
         self._state: Dict[FunctionIR, str] = {}
+        self._forgotten: Set[FunctionIR] = set()  # run before and to be run again (`forget`)
+        self._provisional_runs: Dict[FunctionIR, float] = {}  # runs that read provisional answers (`_postpone`)
         self._running: Dict[FunctionIR, int] = {}  # the analyses under way -> their level (`_open`)
         self._modes: Dict[FunctionIR, Optional[bool]] = {}
         self._callers: Dict[FunctionIR, Optional[List[CallSite]]] = {}
@@ -401,6 +429,37 @@ class Flow:
                     text.facts.get("rendered"), element.facts.get("rendered") if element is not None else None):
                 return True
         return False
+
+    def anchors(self) -> List[Tuple[cst.CSTNode, Value, Value]]:
+        """The models a KL anchors the policy to, each as (where the code pairs them, the policy, the reference): a
+        trainer given both as `model=` and `ref_model=` (`domains.trainers`), and a difference of log-probs written in
+        this file (`logp - ref_logp`: `lp_at`) whose side with the gradient comes from forwards of one model that an
+        optimizer of the file trains, and whose fixed side from a forward, cut from the graph, of one other model."""
+        self.analyze_all()
+        found = [(event.node, event.extra["policy"], event.target) for event in self._events["anchor"].values()]
+        trained = None
+        for node, held in list(self.values.items()):
+            if held.facts.get("lp_at") is not node or not isinstance(node, cst.BinaryOperation):
+                continue
+            sides = [self.values.get(node.left) or UNKNOWN, self.values.get(node.right) or UNKNOWN]
+            graph = [side for side in sides if side.facts.get("grad") == GRAPH]
+            fixed = [side for side in sides if side.facts.get("grad") not in (GRAPH, None) and side.facts.get("cut")]
+            if len(graph) != 1 or len(fixed) != 1:
+                continue
+            trained = self.trained_models() if trained is None else trained
+            policies = self._run_by(graph[0].facts.get("forwards") or frozenset())
+            references = self._run_by(frozenset({fixed[0].facts["cut"]}))
+            if len(policies) == 1 and len(references) == 1 and set(policies) <= trained and \
+                    not set(references) & (trained | set(policies)):
+                found.append((node, next(iter(policies.values())), next(iter(references.values()))))
+        return found
+
+    def _run_by(self, nodes: FrozenSet[cst.CSTNode]) -> Dict[Any, Value]:
+        """The models built in sight (by identity) whose forwards are these calls, or run through them (a helper's
+        call: the run of the helper there, not its own run on a parameter)."""
+        return {event.target.facts["model"]: event.target for event in self.forwards
+                if (event.via in nodes if event.via is not None else event.node in nodes)
+                and isinstance(event.target.facts.get("model"), cst.CSTNode)}
 
     def record(self, kind: str, event: Event) -> None:
         """Keep an event; `saved` and `read` events fill `saved` and `reads` (keyed by the tensor object)."""
@@ -622,6 +681,7 @@ class Flow:
                 return None if method else []
             for site in other.ir.calls_named.get(name, ()):
                 other._analyze(site.function)
+                other._read_run(site.function, site.node.func)
                 callee = other.values.get(site.node.func) or UNKNOWN
                 if method:
                     if any(target.qualname == function.qualname and
@@ -1088,6 +1148,7 @@ class Flow:
     def _analyze(self, function: FunctionIR) -> None:
         if function in self._state:
             return
+        self._forgotten.discard(function)
         self._state[function] = "running"
         nesting = getattr(_ANALYSES, "nesting", 0)
         callers_in_reach = nesting < MAX_NESTED_ANALYSES
@@ -1113,14 +1174,31 @@ class Flow:
         self._state[function] = "done"
         taint = _close(level, outer)
         if taint < _SETTLED:  # it read an attribute still being found: run again once that is known
-            _ANALYSES.pending = getattr(_ANALYSES, "pending", []) + [(taint, self, function)]
+            _postpone(taint, self, function)
 
-    def reanalyze(self, function: FunctionIR) -> None:
-        """Interpret `function` in its own context again: its first run read provisional answers."""
-        self._state.pop(function, None)
+    def forget(self, function: FunctionIR) -> None:
+        """Mark `function` to be interpreted in its own context again (its first run read provisional answers):
+        the next question about its values runs it first."""
+        if self._state.pop(function, None) is not None:
+            self._forgotten.add(function)
+        self._provisional_runs.pop(function, None)
         if function.is_module:
             self.globals.clear()
-        self._analyze(function)
+
+    def _read_run(self, function: FunctionIR, node: cst.CSTNode) -> None:
+        """Before another function reads the value `function`'s own run gave `node`: a run to be done again is
+        done now; a run still under way that has not got to the node, or one that read provisional answers, gives
+        a provisional answer (the reader is run again once it is known)."""
+        if function in self._forgotten:
+            self._analyze(function)
+        if function in self._running:
+            level = self._running[function]
+            if node not in self.values:
+                _provisional(level)
+            elif _taint_so_far(level) < level:  # what it gave so far rests on a provisional answer
+                _provisional(_taint_so_far(level))
+        elif function in self._provisional_runs:
+            _provisional(self._provisional_runs[function])
 
     def _closure(self, function: FunctionIR) -> Optional[Dict[str, Value]]:
         """The names of the function a nested function is defined in, as that function's own run leaves them:
@@ -1175,8 +1253,7 @@ class Flow:
                 bound = function.bind(site.node, method=method)
                 caller: Flow = site.function.module.flow
                 if param.name in bound:
-                    if bound[param.name] not in caller.values and site.function in caller._running:
-                        _provisional(caller._running[site.function])  # the caller has not got there yet
+                    caller._read_run(site.function, bound[param.name])
                     seen.append(caller.values.get(bound[param.name], UNKNOWN))
                 elif any(a.star for a in site.node.args):
                     seen.append(UNKNOWN)
@@ -1197,6 +1274,9 @@ class Flow:
         gradient), and the log-probs verl hands a registered policy loss (`log_prob`, the policy's, with
         gradient; `old_log_prob`, the rollout policy's, without)."""
         node = param.node or function.node
+        declared = param.default
+        if isinstance(declared, cst.Call) and self.ir.qualified(declared.func) in CLI_OPTIONS:
+            return cli_option(self, declared)  # a typer command's option: the command line's value
         if _VERL_POLICY_LOSS in function.decorators:
             if param.name == "response_mask":
                 return _token_mask(node)
@@ -1392,7 +1472,8 @@ class Frame:
         self.recording = record
         self.collected: List[Tuple[str, Event]] = []  # a summary's events, for its caller to record
         self.returns: List[Value] = []
-        self.open_mappings: Set[cst.Call] = set()  # calls given a `**mapping` whose keys are not known
+        # calls given a `**mapping` whose keys are not all known -> those mappings (the keys they are known to hold)
+        self.open_mappings: Dict[cst.Call, List[Value]] = {}
         self.statement: cst.CSTNode = function.node
         self.ended = False  # the current path has returned or raised: what follows in its block does not run
         self.stored_on: Set[str] = set()  # names whose attributes this run assigned (`cfg.lr = ...`)
@@ -1786,8 +1867,10 @@ class Frame:
             return value((node,), type=NUMBER, number=number, origin="literal")
         if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
             written = node.evaluated_value
-            named = written_settings_file(self.flow.file, written) if isinstance(written, str) else None
-            return value((node,), type=TEXT, files=(named,)) if named else value((node,), type=TEXT)
+            if not isinstance(written, str):
+                return value((node,), type=TEXT)
+            named = written_settings_file(self.flow.file, written)
+            return value((node,), type=TEXT, literal=written, files=(named,) if named else None)
         if isinstance(node, cst.FormattedString):
             sources = frozenset()
             for part in node.parts:
@@ -2113,7 +2196,7 @@ class Frame:
                         kwargs.setdefault(key, item)
                 continue
             if arg.star == "**":
-                self.open_mappings.add(node)
+                self.open_mappings.setdefault(node, []).append(argument)
             if arg.star:
                 continue
             if arg.keyword is not None:
@@ -2433,9 +2516,9 @@ class Frame:
         given = {v.facts.get("obj") for v in [receiver, *values.values()] if v is not None}
         if result.facts.get("obj") is not None and result.facts["obj"] not in given:
             result = result.but(obj=node)  # a tensor the call made: each call makes its own
-        if function.module is not self.ir:  # a model another module's function builds: each call builds its own
-            held = {v.facts.get("model") for v in [receiver, *values.values()] if v is not None}
-            result = _own_models(result, node, held, owner)
+        # a model a function builds (here or in another module): each call builds its own
+        held = {v.facts.get("model") for v in [receiver, *values.values()] if v is not None}
+        result = _own_models(result, node, held, owner)
         if result.facts.get("lp_at") is not None and function.module is not self.ir:
             result = result.but(lp_at=node)  # a difference written in another module: this call returns it
         if result.facts.get("forwards"):  # the graph of these forwards came through this call (`Event.via`)

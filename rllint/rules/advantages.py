@@ -202,7 +202,8 @@ class LargeEpsilon(RLCodeOnly, CSTRule):
     def _scalar(self, numerator: cst.BaseExpression) -> bool:
         """A number divided by `c + spread` (`1.0 / (1.0 + loss.std())`, `eps / (1 + grad_norm)`) maps the spread
         to a score or a scale: nothing with that spread is normalised, so `c` guards no division."""
-        return self.file.fact(Flow).value(numerator).facts.get("type") == NUMBER
+        facts = self.file.fact(Flow).value(numerator).facts
+        return facts.get("type") == NUMBER or facts.get("optional") == NUMBER
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         if isinstance(node.operator, (cst.DivideAssign, cst.FloorDivideAssign)):

@@ -14,6 +14,7 @@ import libcst as cst
 
 from rllint.analysis import summaries
 from rllint.analysis.clipping import clamp_of, one_and
+from rllint.analysis.domains.models import CHECKPOINT, DTYPE, QUANTIZATION, REVISION, differences
 from rllint.analysis.domains.torch_ops import INPLACE
 from rllint.analysis.facts import GRAPH, Value, item_of
 from rllint.analysis.flow import Flow, place_key_of, statement_nodes
@@ -883,3 +884,103 @@ def _variable(expr: cst.BaseExpression) -> Optional[str]:
         return None if base is None else f"{base}[{expr.slice[0].slice.value.value}]"
     key = dotted(expr)
     return None if key is None or key in _CONSTANTS else key
+
+
+class ReferenceLoadedDifferently(RLCodeOnly, CSTRule):
+    """
+    ## What it does
+    Reports a KL reference model loaded differently from the policy it anchors: another
+    checkpoint or model id than the one the policy starts from, another `revision=`, or
+    another quantization (a reference loaded in 4 or 8 bits, with `load_in_4bit=True`,
+    `load_in_8bit=True` or a `quantization_config=` such as `BitsAndBytesConfig(...)`, beside a
+    policy that is not, or the reverse). When RL509 is selected by name (`--select RL509`, or
+    `RL5`), another `torch_dtype=` / `dtype=` (or a cast such as `.half()`) is reported too.
+
+    The reference is the model the KL anchors the policy to, as the code shows it: the
+    `ref_model=` of a TRL / transformers trainer given the policy as `model=` (`ref_policy=` and
+    `policy=` of TRL's RLOO and PPO trainers of releases 0.11-0.13), or the model whose
+    log-probs, computed without gradient, are subtracted from those of the model an optimizer
+    of the file trains (`logp - ref_logp`). Each load's settings are the values the engine
+    resolves for the arguments of transformers' (or TRL's) `from_pretrained` (literals, constants, `argparse` and
+    dataclass defaults, YAML keys and launch flags of the project), given by keyword or
+    through a `**dict` of known keys; a keyword not given holds the library's default
+    (revision `"main"`, no quantization) unless a `**mapping` whose keys are not known may give
+    it. Only settings known on both sides are compared.
+
+    Not reported: the same id, revision, dtype and quantization on both sides (through one
+    variable, a config key, or a helper called twice with the same arguments); a reference
+    taken from the SFT checkpoint the policy also starts from; copies of the policy
+    (`deepcopy`, TRL's `create_reference_model`); PEFT set-ups whose reference is the policy
+    with its adapter disabled; `ref_model=None`; reward models, critics and other models
+    the KL does not anchor to; loads whose arguments the engine cannot resolve (a parameter
+    with no caller in sight).
+
+    ## Why is this bad?
+    The KL penalty keeps the policy near where it started. A reference that is another model,
+    another revision or a quantized copy is not where the policy started: the KL is far from
+    zero at the first step and its gradient pulls the policy toward that other model (or
+    toward the quantization error) instead of holding it in place. Runs look normal, with a
+    KL term that never settles.
+
+    ## Example
+    ```python
+    policy = AutoModelForCausalLM.from_pretrained(args.sft_path, torch_dtype=torch.bfloat16)
+    ref = AutoModelForCausalLM.from_pretrained(args.sft_path, load_in_4bit=True)
+    trainer = DPOTrainer(model=policy, ref_model=ref, args=config)
+    ```
+
+    ## Use instead
+    ```python
+    policy = AutoModelForCausalLM.from_pretrained(args.sft_path, torch_dtype=torch.bfloat16)
+    ref = AutoModelForCausalLM.from_pretrained(args.sft_path, torch_dtype=torch.bfloat16)
+    trainer = DPOTrainer(model=policy, ref_model=ref, args=config)
+    ```
+
+    ## Options
+    None. Select RL509 by name to compare the dtypes too: a bfloat16 policy beside a float16
+    or float32 reference shifts the KL by rounding only, which many runs accept.
+    """
+
+    code = "RL509"
+    name = "reference-loaded-differently"
+    severity = Severity.WARNING
+    tier = Tier.SUSPICIOUS
+    message = "{detail}"
+    triggers = ("from_pretrained", "ref_model", "ref_policy", "backward")
+
+    def visit_Module(self, node: cst.Module) -> None:
+        flow = self.file.fact(Flow)
+        keys = (CHECKPOINT, REVISION, QUANTIZATION) + ((DTYPE,) if self.file.settings.names(self.code) else ())
+        reported = set()
+        for paired, policy, reference in flow.anchors():
+            found = differences(policy, reference, keys)
+            if not found:
+                continue
+            # at the reference's load, else where the setting that differs is written here, else where they pair
+            written = found[0][2].reason("setting")
+            at = next((n for n in (reference.facts.get("model"), *written)
+                       if isinstance(n, cst.CSTNode) and flow.owns(n)), paired)
+            if at in reported:
+                continue
+            reported.add(at)
+            what = "; ".join(_load_difference(key, mine, theirs) for key, mine, theirs in found)
+            self.report(at, detail=(
+                f"the KL reference is loaded {what}: the KL is far from 0 at the first step and pulls the policy "
+                f"toward another model (load the reference as the policy is loaded)"))
+
+
+def _load_difference(key: str, policy: Value, reference: Value) -> str:
+    """One load setting in which the reference differs from the policy, in words."""
+    def shown(held: Value) -> str:
+        setting = held.facts["setting"]
+        if key == QUANTIZATION:
+            text = "not quantized" if setting == 0 else \
+                f"quantized to {setting} bits" if isinstance(setting, int) else "quantized"
+        else:
+            text = f"`{setting}`"
+        origin = held.facts.get("origin")
+        return f"{text} ({origin})" if origin else text
+
+    noun = {CHECKPOINT: "from checkpoint", REVISION: "at revision", DTYPE: "in dtype", QUANTIZATION: ""}[key]
+    return f"{noun + ' ' if noun else ''}{shown(reference)} while the policy is {noun + ' ' if noun else ''}" \
+           f"{shown(policy)}"

@@ -249,7 +249,7 @@ def _setting_value(entry) -> Value:
         try:
             kind, number = TEXT, float(number)
         except ValueError:
-            return Value({"type": TEXT})
+            return _text(number, f"{entry.key} in {entry.path}", entry.place)
     if isinstance(number, bool):
         return Value({"type": "bool"})
     if not isinstance(number, (int, float)):
@@ -270,6 +270,14 @@ def _environment(node: cst.Call, args: List[Value], kwargs: Dict[str, Value]) ->
         found = _number_text(default, f"default of environment variable {variable}", TEXT)
         return found.but(files=given.facts["files"]) if given.facts.get("files") else found
     return UNKNOWN
+
+
+def _text(written: Any, origin: str, place: Any = None) -> Value:
+    """A setting that holds text: the string it writes (`literal`) and where, when it is a string."""
+    if not isinstance(written, str):
+        return Value({"type": TEXT})
+    return Value({"type": TEXT, "literal": written, "origin": origin},
+                 {"literal": (place,)} if place is not None else {})
 
 
 def _number_text(node: cst.SimpleString, origin: str, kind: str = NUMBER) -> Value:
@@ -311,12 +319,35 @@ def _declared_default(flow, call: cst.Call, dest: str) -> Value:
         converts = keywords.get("type")
         if isinstance(converts, cst.Name) and converts.value in ("float", "int"):
             return _number_text(default, origin)
-        return Value({"type": TEXT})
+        return _text(default.evaluated_value, origin, default)
     # evaluated in the module's globals, as a constant: interpreting the declaring function from here would
     # re-enter it while a caller that reads the flag is still being interpreted
     found = flow.values.get(default) or flow.evaluate(default)
     if found.facts.get("type") == NUMBER and found.facts.get("origin") in (None, "literal"):
         return found.but(origin=origin, why={"origin": (default,)})
+    return found
+
+
+# typer's declarations of a command's options and arguments, written as the parameters' defaults
+CLI_OPTIONS = frozenset({"typer.Option", "typer.Argument", "typer.params.Option", "typer.params.Argument"})
+
+
+def cli_option(flow, call: cst.Call) -> Value:
+    """What typer passes the parameter declared `= typer.Option(default, "--flag", ...)`: what every launch script
+    of the project that runs the file passes as `--flag`, else the declared default (`...`: required, unknown)."""
+    flags = [a.value.evaluated_value for a in call.args if a.keyword is None and isinstance(a.value, cst.SimpleString)]
+    long = next((f for f in flags if isinstance(f, str) and f.startswith("--")), None)
+    if long is not None:
+        override = launch_overrides(flow).get(long[2:].replace("-", "_"))
+        if override is not None:
+            return override
+    keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    declared = keywords.get("default") or next((a.value for a in call.args if a.keyword is None), None)
+    if declared is None or isinstance(declared, cst.SimpleString):
+        return UNKNOWN
+    found = flow.evaluate(declared)
+    if found.facts.get("type") == NUMBER and found.facts.get("origin") in (None, "literal"):
+        return found.but(origin=f"default of {long or 'the option'}", why={"origin": (declared,)})
     return found
 
 
@@ -355,7 +386,7 @@ def launch_overrides(flow) -> Dict[str, Value]:
             number = entry.value if isinstance(entry.value, (int, float)) and not isinstance(entry.value, bool) \
                 else None
             facts = {"type": NUMBER, "number": float(number), "origin": f"--{entry.key} in {entry.path}"} \
-                if number is not None else {"type": TEXT}
+                if number is not None else dict(_text(entry.value, f"--{entry.key} in {entry.path}").facts)
             named = named_file(entry, CONFIG_FILES)
             if named is not None:
                 facts["files"] = (named,)
@@ -509,7 +540,7 @@ def _settings(flow, run, config_files: bool) -> Dict[str, Value]:
         where = f"--{entry.key} in {entry.path}" if entry.source == "shell-flag" else f"{entry.key} in {entry.path}"
         settings[entry.key.replace("-", "_")] = Value(
             {"type": NUMBER, "number": float(number), "origin": where}, {"number": (entry.place,)}) \
-            if number is not None else Value({"type": TEXT})
+            if number is not None else _text(entry.value, where, entry.place)
     return settings
 
 

@@ -15,7 +15,7 @@ what its `forward` does, like a function's.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import libcst as cst
 
@@ -24,7 +24,7 @@ from rllint.analysis.sides import sides_set
 from rllint.analysis.domains.torch_ops import OPS, Operands, gradient, raw_logits, tensor_result
 from rllint.analysis.facts import (BATCH, CAUSAL_LM, DEFAULT_SIDE, EOS, GRAPH, IDS, INSTANCE, LOG_SPACE, LOGITS, MODEL,
                                    NLL, NO_GRAD, NUMBER, OPTIMIZER, OUTPUT, PARAMS, SEQ2SEQ, SEQ_CLS, SIDES, TENSOR, TIME,
-                                   TOKENIZER, TUPLE, UNKNOWN, VALUE_HEAD, VOCAB, Value, item_of, join_all,
+                                   TEXT, TOKENIZER, TUPLE, UNKNOWN, VALUE_HEAD, VOCAB, Value, item_of, join_all,
                                    value, with_sources)
 
 # Methods that return the model they are called on (or the same parameters).
@@ -42,6 +42,19 @@ _PRETRAINED = ("from_pretrained", "from_config")
 # verl's `hf_tokenizer(path, **kwargs)`: `AutoTokenizer.from_pretrained(path, **kwargs)`, then its pad token set
 _VERL_TOKENIZERS = frozenset({"verl.utils.hf_tokenizer", "verl.utils.tokenizer.hf_tokenizer"})
 ADAPTER = "adapter"  # the settings of a PEFT adapter (`LoraConfig(...)`): `items`, its keyword arguments
+QUANTIZER = "quantizer"  # a transformers quantization config (`BitsAndBytesConfig(load_in_4bit=True)`): `bits`
+# The transformers quantization configs: each one loads the weights quantized.
+_QUANTIZERS = frozenset({"BitsAndBytesConfig", "GPTQConfig", "AwqConfig", "HqqConfig", "QuantoConfig", "EetqConfig",
+                         "AqlmConfig", "TorchAoConfig", "FbgemmFp8Config", "CompressedTensorsConfig", "HiggsConfig",
+                         "BitNetConfig", "VptqConfig", "SpQRConfig", "FineGrainedFP8Config", "QuarkConfig"})
+# What a `from_pretrained` load says of the weights it gives (`loads`, each key's setting a Value): the checkpoint
+# they are read from, its revision, the dtype they are cast to, and their quantization (bits; 0: none).
+CHECKPOINT, REVISION, DTYPE, QUANTIZATION = "checkpoint", "revision", "dtype", "quantization"
+QUANTIZED = "quantized"  # a quantization setting whose bits are not known
+_DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "half": "float16", "float32": "float32", "float": "float32",
+           "float64": "float64", "double": "float64"}
+# Methods of a model that cast its weights to one dtype.
+_CASTS = {"half": "float16", "bfloat16": "bfloat16", "float": "float32", "double": "float64"}
 ACCELERATOR = "accelerator"  # an `accelerate.Accelerator`
 
 
@@ -72,6 +85,8 @@ class Models(Domain):
             return value((node,), type=ACCELERATOR)
         if qual.startswith("peft.") and tail == "LoraConfig":  # its settings, for the model it adapts
             return Value({"type": ADAPTER, "items": tuple(kwargs.items())}, {"type": (node,)})
+        if qual.startswith("transformers.") and tail in _QUANTIZERS:
+            return Value({"type": QUANTIZER, **_bits(tail, kwargs)}, {"type": (node,)})
         if qual.startswith("peft.") and tail == "get_peft_model":
             settings = args[1] if len(args) > 1 else kwargs.get("peft_config")
             if settings is not None and settings.facts.get("type") == ADAPTER:  # PEFT's default dropout is 0
@@ -87,7 +102,14 @@ class Models(Domain):
             facts = {"type": MODEL, "model": node, **({"arch": arch} if arch else {})}
             if tail == "from_pretrained":
                 facts["pretrained"] = True
-            return Value(facts, {k: (node,) for k in facts if k != "type"})
+            why = {k: (node,) for k in facts if k != "type"}
+            # what the arguments mean (and what a missing one defaults to) is known of transformers' loader, which TRL's
+            # classes call with what they are given; another library's (unsloth's, a project's) may differ
+            documented = tail == "from_pretrained" and qual.split(".", 1)[0] in ("transformers", "trl")
+            loads = load_settings(frame, node, args, kwargs) if documented else ()
+            if loads:
+                facts["loads"], why["loads"] = loads, (node,)
+            return Value(facts, why)
         cls = first.facts.get("cls") if first is not None and first.facts.get("type") == INSTANCE else None
         if qual in ("copy.deepcopy", "deepcopy") and cls is not None and cls.module.flow.is_module_class(cls):
             return Value({"type": MODEL, "model": node, "cls": cls}, {"model": (node,)})  # `deepcopy(self)`
@@ -113,7 +135,7 @@ class Models(Domain):
                 return args[0] if len(args) == 1 else Value({"type": TUPLE, "items": items})
             return None
         if name in SAME_MODEL:
-            return receiver
+            return cast(receiver, name, node, args, kwargs)
         if name == "generate":
             frame.emit("generate", node, _prompt_ids(frame, node, args, kwargs), "generate", model=receiver)
             # the sampler call is in the ids' sources: ids joined with another path's still hold what it drew
@@ -208,6 +230,130 @@ class Models(Domain):
                 return result.but(grad=grad, why={"grad": why})
         # whether this forward records a graph is unknown: what it makes may carry gradient out of sight
         return frame.opaque(node, result.but(grad=None))
+
+
+def load_settings(frame, node: cst.Call, args: List[Value], kwargs: Dict[str, Value]
+                  ) -> Tuple[Tuple[str, Value], ...]:
+    """What `from_pretrained` is told about the weights it loads, as the engine resolves each argument (a literal,
+    a constant, an argparse or dataclass default, a YAML key, a launch flag): `(key, setting)` pairs, a setting being
+    a Value whose `setting` is comparable (the checkpoint's text, a dtype's name, the bits of a quantization, 0 for
+    none) and whose provenance is where it is written. A keyword the call does not give holds the library's default
+    (revision "main", no quantization) unless a `**mapping` whose keys are not all known may give it; the dtype's
+    default depends on the release, and a setting the engine cannot resolve is left out: not known."""
+    mappings = frame.open_mappings.get(node, ())
+
+    def given(name: str) -> Optional[Value]:
+        if name in kwargs:
+            return kwargs[name]
+        return next((found for held in mappings for found in [item_of(held, name)] if found is not None), None)
+
+    closed = not mappings  # no keyword the code does not show
+    settings: List[Tuple[str, Value]] = []
+
+    def add(key: str, chosen: Any, held: Optional[Value]) -> None:
+        if chosen is None:
+            return
+        where = next((held.reason(f) for f in ("literal", "number", "qual", "type") if held is not None and
+                      held.reason(f)), ()) or (node,)
+        origin = held.facts.get("origin") if held is not None else None
+        settings.append((key, Value({"setting": chosen, **({"origin": origin} if origin else {})}, {"setting": where})))
+
+    checkpoint = args[0] if args else given("pretrained_model_name_or_path")
+    if checkpoint is not None and isinstance(checkpoint.facts.get("literal"), str):
+        add(CHECKPOINT, checkpoint.facts["literal"].rstrip("/") or "/", checkpoint)
+    revision = given("revision")
+    if revision is None:
+        add(REVISION, "main" if closed else None, None)
+    elif isinstance(revision.facts.get("literal"), str) or revision.facts.get("type") == "none":
+        add(REVISION, revision.facts.get("literal") or "main", revision)
+    dtype = given("torch_dtype") or given("dtype")
+    if dtype is not None:
+        add(DTYPE, dtype_name(dtype), dtype)
+    add(QUANTIZATION, *_quantization(given, closed))
+    return tuple(settings)
+
+
+def dtype_name(held: Value) -> Optional[str]:
+    """The dtype a value names (`torch.bfloat16`, `"bfloat16"`); None for `"auto"` (the checkpoint's own) or a
+    value the engine does not know."""
+    qual = held.facts.get("qual") if held.facts.get("type") == "ref" else None
+    if isinstance(qual, str) and qual.startswith("torch."):
+        return _DTYPES.get(qual[len("torch."):])
+    text = held.facts.get("literal")
+    return _DTYPES.get(text.removeprefix("torch.")) if isinstance(text, str) else None
+
+
+def _quantization(given, closed: bool) -> Tuple[Any, Optional[Value]]:
+    """The bits the weights are loaded in (0: not quantized; QUANTIZED: some, how many not known) and the value
+    that says so: `quantization_config=` a config of transformers or None, `load_in_4bit=` / `load_in_8bit=`."""
+    config = given("quantization_config")
+    flags = [(bits, given(f"load_in_{bits}bit")) for bits in (4, 8)]
+    for bits, flag in flags:
+        if flag is not None and flag.facts.get("number") == 1.0:
+            return bits, flag
+    if any(flag is not None and flag.facts.get("number") != 0.0 for _, flag in flags):
+        return None, None  # a flag whose value is not known
+    if config is not None:
+        kind = config.facts.get("type")
+        if kind == QUANTIZER:
+            return config.facts.get("bits", QUANTIZED), config
+        return (0, config) if kind == "none" else (None, None)
+    return (0, None) if closed else (None, None)
+
+
+def _bits(tail: str, kwargs: Dict[str, Value]) -> Dict[str, Any]:
+    """The bits a quantization config of transformers loads weights in, where its keywords say."""
+    if tail == "BitsAndBytesConfig":
+        for bits in (4, 8):
+            flag = kwargs.get(f"load_in_{bits}bit")
+            if flag is not None and flag.facts.get("number") == 1.0:
+                return {"bits": bits}
+        return {}
+    number = kwargs["bits"].facts.get("number") if "bits" in kwargs else None
+    return {"bits": int(number)} if isinstance(number, float) and number.is_integer() else {}
+
+
+def cast(model: Value, name: str, node: cst.Call, args: List[Value], kwargs: Dict[str, Value]) -> Value:
+    """A model after a method that returns it: `.half()` / `.bfloat16()` / `.float()` cast its weights, and so does
+    `.to(dtype)`; a `.to(...)` given something the engine does not know may cast them too."""
+    loads = model.facts.get("loads")
+    if not loads:
+        return model
+    if name in _CASTS:
+        chosen: Optional[str] = _CASTS[name]
+    elif name == "to":
+        given = list(args) + [kwargs[k] for k in ("dtype",) if k in kwargs]
+        named = [dtype_name(v) for v in given if v.facts.get("type") == "ref"]
+        if any(named):
+            chosen = next(n for n in named if n)
+        elif all(v.facts.get("type") == TEXT or v.facts.get("type") == "ref" for v in given) and \
+                set(kwargs) <= {"device", "non_blocking"}:
+            return model  # a device
+        else:
+            chosen = None
+    else:
+        return model
+    kept = tuple((key, held) for key, held in loads if key != DTYPE)
+    if chosen is not None:
+        kept += ((DTYPE, Value({"setting": chosen}, {"setting": (node,)})),)
+    return model.but(loads=kept)
+
+
+def differences(policy: Value, reference: Value, keys: Tuple[str, ...] = (CHECKPOINT, REVISION, QUANTIZATION, DTYPE)
+                ) -> List[Tuple[str, Value, Value]]:
+    """The load settings both models are known to have and in which they differ (`loads`), in the order of
+    `keys`: each as (key, the policy's setting, the reference's). A quantization of unknown bits differs only from
+    none."""
+    mine, theirs = dict(policy.facts.get("loads") or ()), dict(reference.facts.get("loads") or ())
+    found = []
+    for key in keys:
+        if key not in mine or key not in theirs:
+            continue
+        a, b = mine[key].facts["setting"], theirs[key].facts["setting"]
+        if a == b or key == QUANTIZATION and QUANTIZED in (a, b) and 0 not in (a, b):
+            continue
+        found.append((key, mine[key], theirs[key]))
+    return found
 
 
 def loaded_tokenizer(frame, node: cst.Call, kwargs: Dict[str, Value]) -> Value:

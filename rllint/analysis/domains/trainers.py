@@ -12,7 +12,8 @@ releases), and only what the trainer keeps as it is given:
 - `model`: a model object given (an id, or `model_init=`, loads a new one); with `peft_config=`, the trainer
   wraps it as `get_peft_model` does (`lora`);
 - `args`: the config given (none: the trainer's own default config);
-- `ref_model`: the reference model given.
+- `ref_model`: the reference model given: the model the KL anchors `model` to (an `anchor` event of the flow, as
+  `ref_policy=` is of `policy=` in TRL's RLOO and PPO trainers of releases 0.11-0.13).
 An attribute not given stays unknown.
 """
 from __future__ import annotations
@@ -24,6 +25,9 @@ import libcst as cst
 from rllint.analysis.domains.base import Domain
 from rllint.analysis.facts import MODEL, NONE, TRAINER, Value, with_sources
 
+# The keywords that hand a trainer the model it trains and the reference its KL anchors that model to: TRL's
+# `model=` / `ref_model=`, and `policy=` / `ref_policy=` of its RLOO and PPO trainers of releases 0.11-0.13.
+_ANCHORS = (("model", "ref_model"), ("policy", "ref_policy"))
 # The keywords that name the tokenizer (or processor), and the attributes that hold it.
 _PROCESSING = ("processing_class", "tokenizer")
 
@@ -38,7 +42,12 @@ class Trainers(Domain):
     def call(self, frame, qual, node, args, kwargs):
         if not is_trainer(qual):
             return None
-        trainer = Value({"type": TRAINER, "trainer": qual, "fields": _kept(node, kwargs)}, {"type": (node,)})
+        kept = _kept(node, kwargs)
+        held = {**kwargs, **dict(kept)}
+        for policy, reference in _ANCHORS:  # the model the KL anchors the trained one to
+            if all(held.get(name) is not None and held[name].facts.get("type") == MODEL for name in (policy, reference)):
+                frame.emit("anchor", node, held[reference], reference, policy=held[policy])
+        trainer = Value({"type": TRAINER, "trainer": qual, "fields": kept}, {"type": (node,)})
         # handed a model, it trains it out of sight: what it gives back may carry gradient the file does not show
         return with_sources(trainer, frame._opaque(node, args, kwargs).sources)
 
