@@ -294,7 +294,7 @@ def test_unused_suppression_reports_codes_and_names_that_name_no_rule(probe):
     assert [(d.line, d.code, d.message) for d in result.diagnostics if d.code == "RL001"] == [
         (1, "RL001", "unused suppression of `RL123`: no rule has this code or name"),
         (2, "RL001", "unused suppression of `RL2`: `# noqa` takes whole codes, not prefixes such as this one "
-                     "(of RL201..RL209)"),
+                     "(of RL201..RL210)"),
         (3, "RL001", "unused suppression of `not-a-rule`: no rule has this code or name"),
     ]
     assert spots(result)[:2] == [(1, 13, "RL001"), (2, 5, "RL999")]  # `RL2` suppressed nothing
