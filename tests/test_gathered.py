@@ -135,10 +135,14 @@ def test_a_trainer_subclass_has_an_accelerator_its_inputs_are_one_process_batch_
         def _generate_and_score_completions(self, inputs):
             prompts = [x["prompt"] for x in inputs]
             kept = [x["prompt"] for x in inputs if x["prompt"]]
-            ids = inputs["prompt_ids"]
             everyone = self.accelerator.gather(self.scores(prompts))
             rank = self.accelerator.process_index
-            return everyone, len(prompts), len(kept), ids.size(0), self.args.per_device_train_batch_size, rank
+            return everyone, len(prompts), len(kept), self.args.per_device_train_batch_size, rank
+
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            ids = inputs["prompt_ids"]
+            shared = self.accelerator.gather(inputs["advantages"])
+            return shared, ids.size(0), len(inputs)
 
 
     config = GRPOConfig(per_device_train_batch_size=4)
@@ -147,9 +151,10 @@ def test_a_trainer_subclass_has_an_accelerator_its_inputs_are_one_process_batch_
     assert gather_of(engine, "everyone") == "self.accelerator.gather(self.scores(prompts))"
     assert counts_local(engine, "len(prompts)", "everyone")
     assert not counts_local(engine, "len(kept)", "everyone")  # a filtered list: fewer rows, which ones unknown
-    assert counts_local(engine, "ids.size(0)", "everyone")
     assert counts_local(engine, "self.args.per_device_train_batch_size", "everyone")
-    assert engine.facts("per_device", "per_rank", "number") == {"per_rank": True, "number": 4.0}
+    assert counts_local(engine, "ids.size(0)", "shared")  # an entry of the mapping `compute_loss` is handed
+    assert not counts_local(engine, "len(inputs)", "shared")  # the mapping's length counts its keys
+    assert engine.facts("per_device", "per_rank", "number") == {"per_rank": "rows", "number": 4.0}
     assert engine.facts("rank", "rank_index") == {"rank_index": True}
 
 

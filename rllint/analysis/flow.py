@@ -32,7 +32,7 @@ import libcst as cst
 from rllint.analysis import summaries
 from rllint.analysis.domains import domains
 from rllint.analysis.domains.config import CONFIG, NAMESPACE
-from rllint.analysis.domains.distributed import counted, per_rank_parameter
+from rllint.analysis.domains.distributed import ROWS, counted, per_rank_parameter
 from rllint.analysis.domains.models import MODULE_METHODS, OPTIMIZERS, configured, output_item, sides_it_sets
 from rllint.analysis.domains.torch_ops import KEPT_BY_VIEWS, STOPPERS, eos_masked, excluding_eos, negated, written
 from rllint.analysis.domains.trainers import reassigned
@@ -1167,9 +1167,10 @@ class Flow:
         """What a framework passes a function it calls, by its documented contract: the batch a transformers / TRL
         trainer hands one process (`per_rank`), and the log-probs in it (`_framework_logps`)."""
         given = self._framework_logps(function, param)
-        if per_rank_parameter(self, function, param):
+        batch = per_rank_parameter(self, function, param)
+        if batch is not None:
             given = (given or value(place=("param", function.qualname, param.name))).but(
-                per_rank=True, why={"per_rank": (param.node or function.node,)})
+                per_rank=batch, why={"per_rank": (param.node or function.node,)})
         return given
 
     def _framework_logps(self, function: FunctionIR, param: Param) -> Optional[Value]:
@@ -2005,8 +2006,9 @@ class Frame:
         rows = {}
         while comp is not None:
             iterable = self.expr(comp.iter)
-            if comp is node.for_in and comp.inner_for_in is None and not comp.ifs and iterable.facts.get("per_rank"):
-                rows = {"per_rank": True}  # one item per row of one process's batch: as many rows
+            if comp is node.for_in and comp.inner_for_in is None and not comp.ifs and \
+                    iterable.facts.get("per_rank") == ROWS:
+                rows = {"per_rank": ROWS}  # one item per row of one process's batch: as many rows
             sources |= iterable.sources
             self.assign(comp.target, element_of(iterable), self.statement)
             for condition in comp.ifs:

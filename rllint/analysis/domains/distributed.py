@@ -10,9 +10,10 @@ given) keeps that layout through elementwise arithmetic, casts and reductions ov
 
 A number is one rank's count when it counts a per-rank value: `len(x)`, `x.size(0)`, `x.shape[0]` (`counts`:
 the value counted) of the very value that was gathered, or of the batch a trainer framework hands one process
-(`per_rank`: the `inputs` of a transformers / TRL trainer's `compute_loss`, `training_step`, `_prepare_inputs`,
-`_generate_and_score_completions`, and what a comprehension or a key read keeps of them); or the per-device
-batch setting of a transformers / TRL config (`per_device_train_batch_size`). The rank itself
+(`per_rank`: the examples a TRL trainer hands `_generate_and_score_completions`, the entries of the mapping a
+transformers / TRL trainer hands `compute_loss`, `training_step`, `_prepare_inputs`, and a list made item by
+item from such rows); or the per-device batch setting of a transformers / TRL config
+(`per_device_train_batch_size`). The rank itself
 (`accelerator.process_index`, `torch.distributed.get_rank()`) is `rank_index`, and a test that it is 0 (or
 `accelerator.is_main_process`) is `main_process`.
 
@@ -40,9 +41,13 @@ _RANK_CALLS = frozenset({"torch.distributed.get_rank"})
 _MAIN_FLAGS = frozenset({"is_main_process", "is_local_main_process"})
 # The per-device batch size of a transformers / TRL configuration (`TrainingArguments` and its subclasses).
 PER_DEVICE_BATCH = frozenset({"per_device_train_batch_size", "per_device_eval_batch_size"})
-# Methods a transformers / TRL trainer calls with one process's batch (`inputs`).
-_PER_RANK_ENTRIES = {"compute_loss": 2, "training_step": 2, "prediction_step": 2, "_prepare_inputs": 1,
-                     "_generate_and_score_completions": 1}
+# Methods a transformers / TRL trainer calls with one process's batch (`inputs`), by the position of that parameter
+# and what the batch is: a list of that process's examples (ROWS: its length counts them), or a mapping (ITEMS)
+# whose entries hold the rows (`inputs["input_ids"]`; its own length counts its keys). TRL's GRPO trainers hand
+# `_prepare_inputs` the examples and the base trainer a mapping: only its entries are known to be rows.
+ROWS, ITEMS = "rows", "items"
+_PER_RANK_ENTRIES = {"compute_loss": (2, ITEMS), "training_step": (2, ITEMS), "prediction_step": (2, ITEMS),
+                     "_prepare_inputs": (1, ITEMS), "_generate_and_score_completions": (1, ROWS)}
 _TRAINER_PACKAGES = ("transformers.", "trl.")
 
 
@@ -70,13 +75,14 @@ def same_value(a: Value, b: Value) -> bool:
 def local_count(bound: Value, gathered_value: Value) -> Optional[Tuple[cst.CSTNode, ...]]:
     """Where `bound` is proved to count one rank's share of what `gathered_value` gathered (the nodes that prove
     it), else None: the count of the value that was gathered, of a per-rank batch, or a per-device setting."""
-    if bound.facts.get("per_rank") and bound.facts.get("type") == NUMBER:
+    if bound.facts.get("per_rank") == ROWS and bound.facts.get("type") == NUMBER:
         return bound.reason("per_rank")
     counted = bound.facts.get("counts")
     found = gathered_value.facts.get("gathered")
     if counted is None or found is None or counted.facts.get("gathered"):
         return None
-    if counted.facts.get("shared") is found[0] or same_value(counted, found[1]) or counted.facts.get("per_rank"):
+    if counted.facts.get("shared") is found[0] or same_value(counted, found[1]) or \
+            counted.facts.get("per_rank") == ROWS:
         return bound.reason("counts")
     return None
 
@@ -87,10 +93,13 @@ def trainer_subclass(flow, cls) -> bool:
                                    for base in flow._bases(cls))
 
 
-def per_rank_parameter(flow, function, param) -> bool:
-    """The batch a transformers / TRL trainer hands one process: `inputs` of the methods it calls."""
-    return _PER_RANK_ENTRIES.get(function.name) == param.index and function.cls is not None and \
-        trainer_subclass(flow, function.cls)
+def per_rank_parameter(flow, function, param) -> Optional[str]:
+    """The batch a transformers / TRL trainer hands one process, the `inputs` of the methods it calls: ROWS or
+    ITEMS (see `_PER_RANK_ENTRIES`); None for another parameter."""
+    position, kind = _PER_RANK_ENTRIES.get(function.name, (None, None))
+    if position == param.index and function.cls is not None and trainer_subclass(flow, function.cls):
+        return kind
+    return None
 
 
 def counted(number: Value, of: Value, node: cst.CSTNode) -> Value:
@@ -163,7 +172,7 @@ class Distributed(Domain):
                                          (base.facts.get("framework") or ("",))[0] in ("transformers", "trl")):
             found = CONFIG_DOMAIN.attribute(frame, base, attr, node) if kind == CONFIG else None
             found = found if found is not None and found.facts.get("type") == NUMBER else value((node,), type=NUMBER)
-            return found.but(per_rank=True, why={"per_rank": (node,)})
+            return found.but(per_rank=ROWS, why={"per_rank": (node,)})
         if attr == "shape" and kind in (TENSOR, None) and base.facts:
             found = (TORCH.attribute(frame, base, attr, node) if kind == TENSOR else None) or \
                 value((node,), type=SHAPE)
@@ -178,7 +187,7 @@ class Distributed(Domain):
         if base.facts.get("type") == SHAPE and base.facts.get("shape_of") is not None and key == 0:
             return counted(value((node,), type=NUMBER), base.facts["shape_of"], node)
         if base.facts.get("per_rank") and isinstance(key, str):  # `inputs["prompt_ids"]`: one process's rows
-            return value((node,), per_rank=True)
+            return value((node,), per_rank=ROWS)
         return None
 
 
