@@ -192,3 +192,21 @@ def test_the_main_process_is_known_by_its_flag_and_by_rank_zero():
     assert engine.facts("first", "main_process") == {"main_process": True}
     assert engine.facts("dist.get_rank() == 0", "main_process") == {"main_process": True}
     assert engine.facts("dist.get_rank() == 1", "main_process") == {"main_process": None}
+
+
+def test_all_gather_object_then_the_parts_flattened_in_rank_order():
+    engine = Engine("""
+    import torch.distributed as dist
+
+    def everyone(completions, world):
+        scores = [float(len(c)) for c in completions]
+        parts = [None] * world
+        dist.all_gather_object(parts, scores)
+        flat = [s for part in parts for s in part]
+        some = [s for part in parts for s in part if s > 0]
+        return flat[: len(scores)], some
+    """)
+    assert gather_of(engine, "flat") == "dist.all_gather_object(parts, scores)"
+    assert gather_of(engine, "some") is None  # a test leaves items out: which rows are whose is not known
+    assert gather_of(engine, "parts") is None  # one item per rank, not the ranks' rows
+    assert counts_local(engine, "len(scores)", "flat")

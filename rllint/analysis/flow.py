@@ -2009,6 +2009,9 @@ class Frame:
             if comp is node.for_in and comp.inner_for_in is None and not comp.ifs and \
                     iterable.facts.get("per_rank") == ROWS:
                 rows = {"per_rank": ROWS}  # one item per row of one process's batch: as many rows
+            part = (iterable.facts.get("element") or UNKNOWN).facts.get("rank_part")
+            if comp is node.for_in and part is not None and _flattens(node):
+                rows = {"gathered": part}  # every rank's items, rank after rank (`all_gather_object`'s parts)
             sources |= iterable.sources
             self.assign(comp.target, element_of(iterable), self.statement)
             for condition in comp.ifs:
@@ -2608,6 +2611,16 @@ def join_env(a: Dict[str, Value], b: Dict[str, Value]) -> Dict[str, Value]:
         left, right = a.get(key), b.get(key)
         merged[key] = join(left, right) if left is not None and right is not None else (left or right)
     return merged
+
+
+def _flattens(node: cst.CSTNode) -> bool:
+    """`[x for part in parts for x in part]`: every item of every part, in order (no test leaves one out)."""
+    outer = node.for_in
+    inner = outer.inner_for_in
+    return isinstance(node, cst.ListComp) and inner is not None and inner.inner_for_in is None and \
+        not outer.ifs and not inner.ifs and isinstance(outer.target, cst.Name) and \
+        isinstance(inner.iter, cst.Name) and inner.iter.value == outer.target.value and \
+        isinstance(inner.target, cst.Name) and isinstance(node.elt, cst.Name) and node.elt.value == inner.target.value
 
 
 def place(node: cst.CSTNode) -> Optional[str]:

@@ -1123,6 +1123,7 @@ class GatheredThenLocalSlice(RLCodeOnly, CSTRule):
     gather (`accelerator.gather(x)` / `gather_for_metrics(x)` of an `accelerate.Accelerator`
     or of a transformers / TRL trainer's `self.accelerator`, `accelerate.utils.gather` /
     `gather_object`, `torch.distributed.all_gather(parts, x)` then `torch.cat(parts)`,
+    `all_gather_object(parts, x)` then `[v for part in parts for v in part]`,
     `all_gather_into_tensor(out, x)`), and what elementwise arithmetic, casts and
     reductions over later axes make of it, sliced to `n` where the engine proves `n` counts
     one rank's share: `len(x)`, `x.size(0)` or `x.shape[0]` of the value that was gathered,

@@ -4,7 +4,8 @@ that count one rank's share.
 A collective gather gives every rank the values of all ranks laid end to end along the first axis, rank 0's
 first: `accelerator.gather(x)` / `gather_for_metrics(x)` of an `accelerate.Accelerator` (or of a transformers /
 TRL trainer's `self.accelerator`), `accelerate.utils.gather(x)` / `gather_object(x)`, and
-`torch.distributed.all_gather(parts, x)` followed by `torch.cat(parts)` (along the first axis), or
+`torch.distributed.all_gather(parts, x)` followed by `torch.cat(parts)` (along the first axis),
+`all_gather_object(parts, x)` followed by `[item for part in parts for item in part]`, or
 `all_gather_into_tensor(out, x)`. The gathered value (`gathered`: the gather call and the local value it was
 given) keeps that layout through elementwise arithmetic, casts and reductions over other axes.
 
@@ -36,6 +37,9 @@ from rllint.analysis.facts import (BOOL, INSTANCE, LIST, NO_GRAD, NUMBER, SHAPE,
 _ACCELERATE_GATHERS = frozenset({"accelerate.utils.gather", "accelerate.utils.operations.gather",
                                  "accelerate.utils.gather_object", "accelerate.utils.operations.gather_object"})
 _ACCELERATOR_GATHERS = frozenset({"gather", "gather_for_metrics"})
+# Collectives that write one part per rank into the list they are given (its keyword, the local value's keyword).
+_INTO_LIST = {"torch.distributed.all_gather": ("tensor_list", "tensor"),
+              "torch.distributed.all_gather_object": ("object_list", "obj")}
 _INTO_TENSOR = frozenset({"torch.distributed.all_gather_into_tensor", "torch.distributed._all_gather_base"})
 _RANK_CALLS = frozenset({"torch.distributed.get_rank"})
 _MAIN_FLAGS = frozenset({"is_main_process", "is_local_main_process"})
@@ -121,10 +125,11 @@ class Distributed(Domain):
         if qual in _ACCELERATE_GATHERS and first is not None:
             _share(frame, node, _argument(node, 0, "tensor"), first)
             return with_sources(gathered(first, node), first.sources)
-        if qual == "torch.distributed.all_gather":
-            into, local = _argument(node, 0, "tensor_list"), _argument(node, 1, "tensor")
+        if qual in _INTO_LIST:
+            keywords = _INTO_LIST[qual]
+            into, local = _argument(node, 0, keywords[0]), _argument(node, 1, keywords[1])
             if into is not None and local is not None:  # `parts` now holds one part per rank, in rank order
-                given = args[1] if len(args) > 1 else kwargs.get("tensor", UNKNOWN)
+                given = args[1] if len(args) > 1 else kwargs.get(keywords[1], UNKNOWN)
                 _share(frame, node, local, given)
                 frame.store_at(into, Value({"type": LIST, "element": given.derived().but(rank_part=(node, given))},
                                            {"element": (node,)}))
