@@ -30,6 +30,7 @@ from rllint.analysis.domains.base import Domain
 from rllint.analysis.domains.config import CONFIG, CONFIG_DOMAIN
 from rllint.analysis.domains.models import ACCELERATOR
 from rllint.analysis.domains.torch_ops import TORCH
+from rllint.analysis.domains.trainers import is_trainer
 from rllint.analysis.facts import (BOOL, INSTANCE, LIST, NO_GRAD, NUMBER, SHAPE, TENSOR, TEXTS, TRAINER, UNKNOWN, Value,
                                    item_of, set_item, value, with_sources)
 
@@ -52,7 +53,6 @@ PER_DEVICE_BATCH = frozenset({"per_device_train_batch_size", "per_device_eval_ba
 ROWS, ITEMS = "rows", "items"
 _PER_RANK_ENTRIES = {"compute_loss": (2, ITEMS), "training_step": (2, ITEMS), "prediction_step": (2, ITEMS),
                      "_prepare_inputs": (1, ITEMS), "_generate_and_score_completions": (1, ROWS)}
-_TRAINER_PACKAGES = ("transformers.", "trl.")
 
 
 def gathered(local: Value, node: cst.CSTNode) -> Value:
@@ -93,8 +93,7 @@ def local_count(bound: Value, gathered_value: Value) -> Optional[Tuple[cst.CSTNo
 
 def trainer_subclass(flow, cls) -> bool:
     """A project class whose chain of bases reaches a transformers / TRL trainer."""
-    return cls is not None and any(base.startswith(_TRAINER_PACKAGES) and base.endswith("Trainer")
-                                   for base in flow._bases(cls))
+    return cls is not None and any(is_trainer(base) for base in flow._bases(cls))
 
 
 def per_rank_parameter(flow, function, param) -> Optional[str]:
