@@ -3,7 +3,7 @@ import textwrap
 
 import pytest
 
-from rllint.runner import lint_text
+from rllint.runner import lint_files, lint_text
 from rllint.settings import Settings
 
 SOURCE = textwrap.dedent("""
@@ -436,3 +436,84 @@ def test_rl206_a_framework_completion_mask_has_a_time_axis():
                 return (seq_loss * inputs["completion_mask"]).mean()
     """
     assert rl206(source, named=False) == [7]
+
+
+# ---- RL210: a gathered value cut to one rank's count ----
+
+RL210_LOOP = """
+import torch
+import torch.distributed as dist
+from accelerate import Accelerator
+
+accelerator = Accelerator()
+
+
+def advantages_of(texts, dataset):
+    rewards = torch.tensor([float(len(t)) for t in texts])
+    everyone = accelerator.gather(rewards)
+    centred = everyone - everyone.mean()
+    {line}
+    return mine
+"""
+
+
+def rl210(line):
+    text = RL210_LOOP.replace("{line}", line)
+    result = lint_text(text, "train.py", Settings(select=["RL210"], options={"rl-context": "always"}))
+    return [d.line for d in result.diagnostics]
+
+
+def test_rl210_a_slice_from_zero_to_the_local_count_keeps_rank_zero_values():
+    assert rl210("mine = centred[: len(rewards)]") == [13]
+    assert rl210("mine = centred[0 : rewards.shape[0]]") == [13]
+    assert rl210("mine = centred[: rewards.size(0)].float()") == [13]
+
+
+def test_rl210_slices_with_the_rank_offset_are_not_reported():
+    rank = "accelerator.process_index"
+    assert rl210(f"mine = centred[{rank} * len(rewards) : ({rank} + 1) * len(rewards)]") == []
+    assert rl210(f"mine = centred[slice({rank} * len(rewards), ({rank} + 1) * len(rewards))]") == []
+    assert rl210("mine = centred[dist.get_rank() * len(rewards) :]") == []
+
+
+def test_rl210_the_main_process_and_logging_see_their_own_share_or_only_look():
+    assert rl210("mine = None\n    if accelerator.is_main_process:\n        mine = centred[: len(rewards)]") == []
+    assert rl210("mine = None\n    if dist.get_rank() == 0:\n        mine = centred[: len(rewards)]") == []
+    assert rl210("mine = None\n    if dist.get_rank() == 1:\n        mine = centred[: len(rewards)]") == [15]
+    assert rl210("mine = None\n    print('first', centred[: len(rewards)].tolist())") == []
+    assert rl210("head = centred[: len(rewards)]\n    accelerator.log({'head': head.mean()})\n    mine = None") == []
+    assert rl210("head = centred[: len(rewards)]\n    print(head)\n    mine = head") == [13]  # also returned
+
+
+def test_rl210_global_sizes_unknown_counts_and_slices_of_local_values_are_not_reported():
+    assert rl210("mine = centred[: len(dataset)]") == []  # the padding gather_for_metrics adds, cut off
+    assert rl210("mine = centred[: len(texts)]") == []  # a count the engine cannot tie to one rank
+    assert rl210("mine = rewards[: len(rewards)]") == []  # nothing gathered
+    assert rl210("mine = centred.mean()") == []
+
+
+def test_rl210_through_a_helper_of_another_module(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "comm.py").write_text(textwrap.dedent("""
+        import torch
+        import torch.distributed as dist
+
+
+        def all_rows(values):
+            parts = [torch.zeros_like(values) for _ in range(dist.get_world_size())]
+            dist.all_gather(parts, values)
+            return torch.cat(parts)
+    """))
+    (tmp_path / "advantage.py").write_text(textwrap.dedent("""
+        import torch
+        from comm import all_rows
+
+
+        def grpo_advantages(scores):
+            local = torch.as_tensor(scores)
+            everyone = all_rows(local)
+            whitened = (everyone - everyone.mean()) / (everyone.std() + 1e-6)
+            return whitened[: len(local)]
+    """))
+    result = lint_files([str(tmp_path / "advantage.py")], Settings(select=["RL210"], options={"rl-context": "always"}))
+    assert [(d.line, d.code) for d in result.diagnostics] == [(10, "RL210")]

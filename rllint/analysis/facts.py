@@ -59,6 +59,11 @@ Facts (absent = unknown):
   of all of such a part.
 - `optional`: NUMBER on a value that is a number on some paths and None on others (a parameter one caller
   passes None): whatever arithmetic uses it (None would raise there), it is a number.
+- distributed (`rllint.analysis.domains.distributed`): `gathered`, (the gather call, the local value it was given) on
+  a value that lays every rank's values end to end along its first axis; `shared`, the gather a place's value was
+  given to (this rank's share of it); `counts`, on a number, the value whose first axis it counts (`len(x)`,
+  `x.size(0)`, `x.shape[0]`); `per_rank`, on one process's batch as a trainer framework hands it (and a number that
+  is the per-device batch size); `rank_index` (the process index) and `main_process` (a test true on rank 0 only).
 - `sources`: nodes of interest whose result flows into this value (`.item()` calls, string slices):
   a value that reaches `backward()` carries the stoppers that cut its gradient in its sources.
 - `obj`: the node that made this tensor object (aliases and views share it).
@@ -105,7 +110,7 @@ NO_SOURCES: FrozenSet[cst.CSTNode] = frozenset()
 
 # Facts that describe one object (its identity, what it is) and do not survive arithmetic.
 _IDENTITY = ("model", "arch", "weightless", "obj", "function", "cls", "bound", "qual", "items", "element", "origin", "fields",
-             "trains", "candidates", "settings")
+             "trains", "candidates", "settings", "gathered", "shared", "per_rank", "counts")
 MAX_CANDIDATES = 8  # functions (instances) a joined value may be, each run at a call; more: which one is unknown
 
 

@@ -32,6 +32,7 @@ import libcst as cst
 from rllint.analysis import minibatches, summaries
 from rllint.analysis.domains import domains
 from rllint.analysis.domains.config import CLI_OPTIONS, CONFIG, NAMESPACE, cli_option
+from rllint.analysis.domains.distributed import ROWS, counted, per_rank_parameter
 from rllint.analysis.domains.models import MODULE_METHODS, OPTIMIZERS, configured, output_item, sides_it_sets
 from rllint.analysis.domains.torch_ops import KEPT_BY_VIEWS, STOPPERS, eos_masked, excluding_eos, negated, written
 from rllint.analysis.domains.trainers import reassigned
@@ -1269,10 +1270,19 @@ class Flow:
         return params
 
     def _framework_argument(self, function: FunctionIR, param: Param) -> Optional[Value]:
-        """What a framework passes a function it calls, by its documented contract: the batch a TRL GRPO
-        trainer hands its `compute_loss` (its rollout log-probs under their documented keys, computed without
-        gradient), and the log-probs verl hands a registered policy loss (`log_prob`, the policy's, with
-        gradient; `old_log_prob`, the rollout policy's, without)."""
+        """What a framework passes a function it calls, by its documented contract: the batch a transformers / TRL
+        trainer hands one process (`per_rank`), and the log-probs in it (`_framework_logps`)."""
+        given = self._framework_logps(function, param)
+        batch = per_rank_parameter(self, function, param)
+        if batch is not None:
+            given = (given or value(place=("param", function.qualname, param.name))).but(
+                per_rank=batch, why={"per_rank": (param.node or function.node,)})
+        return given
+
+    def _framework_logps(self, function: FunctionIR, param: Param) -> Optional[Value]:
+        """The batch a TRL GRPO trainer hands its `compute_loss` (its rollout log-probs under their documented keys,
+        computed without gradient), and the log-probs verl hands a registered policy loss (`log_prob`, the policy's,
+        with gradient; `old_log_prob`, the rollout policy's, without)."""
         node = param.node or function.node
         declared = param.default
         if isinstance(declared, cst.Call) and self.ir.qualified(declared.func) in CLI_OPTIONS:
@@ -1499,6 +1509,13 @@ class Frame:
         that a domain knows stores it."""
         self.env[name] = result
         self.stored_on.add(name.split(".", 1)[0])
+
+    def store_at(self, target: cst.CSTNode, held: Value) -> None:
+        """The place the expression `target` names (`parts`, `self.buf`) holds `held` from here on: a library call
+        wrote into the object it was given (`dist.all_gather(parts, x)`)."""
+        name = place(target)
+        if name is not None:
+            self.store(name, held)
 
     def emit(self, kind: str, node: cst.CSTNode, target: Value, detail: str = "", **extra: Any) -> None:
         """An event of this run: recorded now in a function's own context, else handed to the caller."""
@@ -2081,6 +2098,9 @@ class Frame:
                 mask = excluding_eos(mask, left, compared[0], node)
             return with_sources(mask, sources)
         result = value((node,), type=BOOL, number=_compared(left, node.comparisons, compared))
+        if left.facts.get("rank_index") and len(compared) == 1 and compared[0].facts.get("number") == 0 and \
+                isinstance(node.comparisons[0].operator, cst.Equal):
+            result = result.but(main_process=True, why={"main_process": (node,)})  # `rank == 0`
         if left.facts.get("type") is None and all(type(t.operator) in _ORDER for t in node.comparisons):
             # `ids != pad_id` of an array out of sight: a bool, or a mask of 0/1 (not `is` / `in`, always bools)
             result = result.but(content=MASK)
@@ -2124,8 +2144,15 @@ class Frame:
         saved = dict(self.env)
         sources = frozenset()
         comp = node.for_in
+        rows = {}
         while comp is not None:
             iterable = self.expr(comp.iter)
+            if comp is node.for_in and comp.inner_for_in is None and not comp.ifs and \
+                    iterable.facts.get("per_rank") == ROWS:
+                rows = {"per_rank": ROWS}  # one item per row of one process's batch: as many rows
+            part = (iterable.facts.get("element") or UNKNOWN).facts.get("rank_part")
+            if comp is node.for_in and part is not None and _flattens(node):
+                rows = {"gathered": part}  # every rank's items, rank after rank (`all_gather_object`'s parts)
             sources |= iterable.sources
             self.assign(comp.target, element_of(iterable), self.statement)
             for condition in comp.ifs:
@@ -2138,12 +2165,13 @@ class Frame:
             element = self.expr(node.elt)
         self.env = saved
         kind = DICT if isinstance(node, cst.DictComp) else LIST
+        rows = rows if kind == LIST else {}
         if kind == LIST and element.facts.get("type") == TEXT:
             text = element.facts.get("text")
-            facts = {"type": TEXTS, "element": element, **({"text": text} if text else {})}
+            facts = {"type": TEXTS, "element": element, **({"text": text} if text else {}), **rows}
             return with_sources(Value(facts, {"text": element.reason("text")} if text else {}),
                                 sources | element.sources)
-        return with_sources(Value({"type": kind, "element": element}), sources | element.sources)
+        return with_sources(Value({"type": kind, "element": element, **rows}), sources | element.sources)
 
     def arith(self, operator: cst.CSTNode, left: Value, right: Value, node: cst.CSTNode) -> Value:
         result, centred = minibatches.arith(operator, left, right, node, self._arith(operator, left, right, node),
@@ -2398,7 +2426,7 @@ class Frame:
             if bounded is not None:
                 return bounded
         if not callee.facts and isinstance(node.func, cst.Name) and node.func.value == "len" and len(args) == 1:
-            return value((node,), type=NUMBER)  # a count, whatever it counts
+            return counted(value((node,), type=NUMBER), args[0], node)  # a count of the first axis of what it counts
         if not callee.facts and isinstance(node.func, cst.Name) and node.func.value in _NUMERIC_BUILTINS and \
                 len(args) == len(node.args) >= (1 if node.func.value == "abs" else 2) and not kwargs and \
                 all(a.facts.get("type") == NUMBER for a in args):
@@ -2742,6 +2770,16 @@ def join_env(a: Dict[str, Value], b: Dict[str, Value]) -> Dict[str, Value]:
         left, right = a.get(key), b.get(key)
         merged[key] = join(left, right) if left is not None and right is not None else (left or right)
     return merged
+
+
+def _flattens(node: cst.CSTNode) -> bool:
+    """`[x for part in parts for x in part]`: every item of every part, in order (no test leaves one out)."""
+    outer = node.for_in
+    inner = outer.inner_for_in
+    return isinstance(node, cst.ListComp) and inner is not None and inner.inner_for_in is None and \
+        not outer.ifs and not inner.ifs and isinstance(outer.target, cst.Name) and \
+        isinstance(inner.iter, cst.Name) and inner.iter.value == outer.target.value and \
+        isinstance(inner.target, cst.Name) and isinstance(node.elt, cst.Name) and node.elt.value == inner.target.value
 
 
 def place(node: cst.CSTNode) -> Optional[str]:

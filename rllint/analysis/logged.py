@@ -15,10 +15,14 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import FrozenSet, Iterator, Optional, Set
+from typing import Dict, FrozenSet, Iterator, Optional, Set
+
+import libcst as cst
 
 from rllint.analysis.context import tokens
 from rllint.analysis.nodes import AstNodes
+from rllint.analysis.positions import Lines
+from rllint.analysis.syntax import children, walk
 
 WATCHED = ("kl", "entropy", "clip_fraction")
 # Methods and functions that write metrics somewhere a person or a tracker reads them.
@@ -143,3 +147,73 @@ def _call_name(call: ast.Call) -> str:
 
 def _last_name(node: ast.AST) -> str:
     return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+
+
+# Expressions through which a value is still only on its way to a log call: displays, formatting, arithmetic,
+# conversions and attribute reads (`x.mean().item()`).
+_ON_THE_WAY = (cst.Arg, cst.Element, cst.StarredElement, cst.DictElement, cst.StarredDictElement, cst.List, cst.Tuple,
+               cst.Set, cst.Dict, cst.FormattedString, cst.FormattedStringExpression, cst.BinaryOperation,
+               cst.UnaryOperation, cst.Attribute, cst.Comparison, cst.ComparisonTarget, cst.ConcatenatedString,
+               cst.IfExp)
+_NUMERIC_MODULES = ("torch", "numpy", "math", "np", "F")
+
+
+class LoggedOnly:
+    """Where a value goes: `only_logged(expr)` is True when every use of the value of `expr` is an argument of a
+    logging call (`print`, `logger.info`, `wandb.log`, `accelerator.log`, `writer.add_scalar`...), directly or
+    through a display, formatting, arithmetic, a method of it, or names bound to it in the same function and
+    read only so. A call of the math libraries (`torch.log`) is no log."""
+
+    def __init__(self, file) -> None:
+        self._file = file
+        self._parents: Dict[cst.CSTNode, cst.CSTNode] = {}
+        for node in walk(file.module, into_functions=True):
+            for child in children(node):
+                self._parents[child] = node
+
+    def only_logged(self, expr: cst.CSTNode, depth: int = 0) -> bool:
+        node, parent = expr, self._parents.get(expr)
+        while parent is not None:
+            if isinstance(parent, cst.Call):
+                if node is parent.func:  # `x.tolist()`, `x.mean()`: a method of the value
+                    node, parent = parent, self._parents.get(parent)
+                    continue
+                return self._log_call(parent)
+            if isinstance(parent, cst.Assign) and node is parent.value and depth < 3:
+                targets = [t.target for t in parent.targets]
+                return all(isinstance(t, cst.Name) for t in targets) and all(
+                    self._reads_only_logged(t.value, parent, depth) for t in targets)
+            if not isinstance(parent, _ON_THE_WAY):
+                return False
+            node, parent = parent, self._parents.get(parent)
+        return False
+
+    def _log_call(self, call: cst.Call) -> bool:
+        func = call.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if name not in LOG_CALLS:
+            return False
+        root = func
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        return not (isinstance(root, cst.Name) and root.value in _NUMERIC_MODULES)
+
+    def _reads_only_logged(self, name: str, assign: cst.Assign, depth: int) -> bool:
+        """Every read of `name` after `assign`, in the function that binds it, reaches only logging calls."""
+        scope = self._parents.get(assign)
+        while scope is not None and not isinstance(scope, (cst.FunctionDef, cst.Module)):
+            scope = self._parents.get(scope)
+        if scope is None:
+            return False
+        reads = [n for n in walk(scope) if isinstance(n, cst.Name) and n.value == name and
+                 not self._bound_at(n) and self._after(n, assign)]
+        return bool(reads) and all(self.only_logged(n, depth + 1) for n in reads)
+
+    def _bound_at(self, name: cst.Name) -> bool:
+        parent = self._parents.get(name)
+        return isinstance(parent, (cst.AssignTarget, cst.Param)) or \
+            isinstance(parent, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor)) and parent.target is name
+
+    def _after(self, node: cst.CSTNode, assign: cst.Assign) -> bool:
+        lines = self._file.fact(Lines)
+        return lines.line(node) > lines.line(assign)

@@ -7,9 +7,11 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from rllint.analysis.context import tokens
+from rllint.analysis.domains.distributed import local_count, main_process_only
 from rllint.analysis.facts import BATCH, FUNCTION, NORM, NUMBER, STD, TIME, VAR
 from rllint.analysis.flow import Flow
 from rllint.analysis.imports import Imports
+from rllint.analysis.logged import LoggedOnly
 from rllint.analysis.minibatches import renormalised
 from rllint.analysis.numbers import NumberReads
 from rllint.analysis.positions import Lines
@@ -1207,3 +1209,97 @@ class MinibatchAdvantageRenorm(RLCodeOnly, CSTRule):
 def _short(code: str, limit: int = 60) -> str:
     text = " ".join(code.split())
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+class GatheredThenLocalSlice(RLCodeOnly, CSTRule):
+    """
+    ## What it does
+    Reports a slice that starts at 0 (`all_rewards[:n]`) of a value gathered across ranks,
+    cut to one rank's count: rewards, advantages, scores or log-probs given by a collective
+    gather (`accelerator.gather(x)` / `gather_for_metrics(x)` of an `accelerate.Accelerator`
+    or of a transformers / TRL trainer's `self.accelerator`, `accelerate.utils.gather` /
+    `gather_object`, `torch.distributed.all_gather(parts, x)` then `torch.cat(parts)`,
+    `all_gather_object(parts, x)` then `[v for part in parts for v in part]`,
+    `all_gather_into_tensor(out, x)`), and what elementwise arithmetic, casts and
+    reductions over later axes make of it, sliced to `n` where the engine proves `n` counts
+    one rank's share: `len(x)`, `x.size(0)` or `x.shape[0]` of the value that was gathered,
+    of the batch a transformers / TRL trainer hands one process (the `inputs` of
+    `compute_loss`, `training_step`, `_generate_and_score_completions`...) or of a list
+    made item by item from it, or the per-device batch setting
+    (`args.per_device_train_batch_size`). The values are followed through assignments,
+    helpers (of other modules too) and `self` attributes.
+
+    Not reported: a slice with a rank offset (`[rank * n:(rank + 1) * n]`, a `slice(...)`
+    built from the process index); a slice inside a branch that runs on the main process
+    only (`if accelerator.is_main_process:`, `if dist.get_rank() == 0:`), where the first
+    share is that process's own; a slice whose value only reaches logging calls (`print`,
+    `logger.info`, `wandb.log`, directly or through names read only there): a sample of
+    the batch to look at; a bound that is the global size (`gather_for_metrics(x)
+    [:len(dataset)]` removes the padding of an uneven last batch); a count the engine cannot
+    tie to one rank; gathers never sliced; single-process code (nothing is gathered).
+
+    ## Why is this bad?
+    A gather lays the ranks' values end to end, rank 0's first. `[:n]` with `n` the local
+    count keeps rank 0's values on every rank: each process then trains its own completions
+    with rank 0's rewards or advantages. Nothing fails, the shapes match, and with one GPU
+    the code is even right, so the bug shows only as a run that learns slowly or not at all
+    on several GPUs. TRL's GRPO trainer takes each process's share with
+    `slice(process_index * len(prompts), (process_index + 1) * len(prompts))`.
+
+    ## Example
+    ```python
+    all_rewards = accelerator.gather(rewards)
+    advantages = (all_rewards - all_rewards.mean()) / (all_rewards.std() + 1e-4)
+    advantages = advantages[: len(rewards)]
+    ```
+
+    ## Use instead
+    ```python
+    n = len(rewards)
+    advantages = advantages[accelerator.process_index * n:(accelerator.process_index + 1) * n]
+    ```
+
+    ## Options
+    None.
+    """
+
+    code = "RL210"
+    name = "gathered-then-local-slice"
+    severity = Severity.ERROR
+    tier = Tier.CORRECTNESS
+    message = ("`{value}` holds every rank's values end to end ({gather}), and `[:{bound}]` cuts it to one rank's "
+               "count: every rank keeps rank 0's values, not its own; slice from `process_index * {bound}`")
+    # a gather in the file, or a slice from 0 of a value a helper of another module gathered
+    triggers = ("gather", "[:", "[0:", "[0 :")
+
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self._ifs: List[cst.If] = []  # the `if` statements that enclose the visited node
+
+    def visit_If(self, node: cst.If) -> None:
+        self._ifs.append(node)
+
+    def leave_If(self, original_node: cst.If) -> None:
+        self._ifs.pop()
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Slice):
+            return
+        part = node.slice[0].slice
+        if part.upper is None or part.step is not None or part.lower is not None and not _zero(part.lower):
+            return
+        flow = self.file.fact(Flow)
+        base = flow.value(node.value)
+        found = base.facts.get("gathered")
+        if found is None or local_count(flow.value(part.upper), base) is None or \
+                main_process_only(flow, [i.test for i in self._ifs if any(n is node for n in walk(i.body))]) or \
+                self.file.fact(LoggedOnly).only_logged(node):
+            return
+        code = self.file.module.code_for_node
+        lines = self.file.fact(Lines)
+        where = f"gathered at line {lines.line(found[0])}" if lines.holds(found[0]) else "gathered in another module"
+        self.report(node, value=code(node.value), bound=code(part.upper), gather=where)
+
+
+def _zero(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Integer) and node.evaluated_value == 0

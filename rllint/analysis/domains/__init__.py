@@ -14,13 +14,14 @@ from typing import List
 from rllint.analysis.domains.base import Domain
 from rllint.analysis.domains.config import CONFIG_DOMAIN
 from rllint.analysis.domains.data import DATA
+from rllint.analysis.domains.distributed import DISTRIBUTED
 from rllint.analysis.domains.models import MODELS
 from rllint.analysis.domains.stats import STATS
 from rllint.analysis.domains.text import TEXT_DOMAIN
 from rllint.analysis.domains.torch_ops import TORCH
 from rllint.analysis.domains.trainers import TRAINERS
 
-_DOMAINS: List[Domain] = [MODELS, TORCH, STATS, TEXT_DOMAIN, TRAINERS, CONFIG_DOMAIN, DATA]
+_DOMAINS: List[Domain] = [MODELS, DISTRIBUTED, TORCH, STATS, TEXT_DOMAIN, TRAINERS, CONFIG_DOMAIN, DATA]
 
 
 def domains() -> List[Domain]:

@@ -226,10 +226,10 @@ def norm_axis(axis: Optional[int], rank: Optional[int]) -> Optional[int]:
 
 
 def kept(v: Optional[Value]) -> Dict:
-    """The shape facts an elementwise op keeps."""
+    """The shape facts an elementwise op keeps (and the rows' layout over ranks, `gathered`)."""
     if v is None:
         return {}
-    return {k: v.facts[k] for k in ("rank", "axes", "dist", "content") if k in v.facts}
+    return {k: v.facts[k] for k in ("rank", "axes", "dist", "content", "gathered") if k in v.facts}
 
 
 def broadcast(a: Optional[Value], b: Optional[Value]) -> Dict:
@@ -245,10 +245,12 @@ def broadcast(a: Optional[Value], b: Optional[Value]) -> Dict:
     if a is None or b is None:
         return {}
     ra, rb = a.facts.get("rank"), b.facts.get("rank")
+    rows = next(({"gathered": v.facts["gathered"]} for v in (a, b) if "gathered" in v.facts and
+                 (ra is None or rb is None or v.facts.get("rank") == max(ra, rb))), {})
     if ra is None or rb is None:
-        return {}
+        return rows  # the gathered operand's rows, which broadcasting keeps (or refuses)
     big = a if ra >= rb else b
-    facts = {"rank": max(ra, rb)}
+    facts = {"rank": max(ra, rb), **rows}
     if ra == rb and a.facts.get("axes") and a.facts.get("axes") == b.facts.get("axes"):
         facts["axes"] = a.facts["axes"]
     elif big.facts.get("axes") and ra != rb:
@@ -262,15 +264,18 @@ def reduced(v: Value, dim: Optional[int], keepdim: bool, has_dim: bool) -> Dict:
     if not has_dim:
         return {"rank": 0}
     axis = norm_axis(dim, rank)
+    position = axis if axis is not None else dim
+    rows = {"gathered": v.facts["gathered"]} if "gathered" in v.facts and position is not None and position > 0 \
+        else {}
     if axis is None:
-        return {}
+        return rows  # reduced over a later axis: one value per gathered row
     axes = v.facts.get("axes")
     if keepdim:
-        facts = {"rank": rank}
+        facts = {"rank": rank, **rows}
         if axes:
             facts["axes"] = axes[:axis] + (None,) + axes[axis + 1:]
         return facts
-    facts = {"rank": rank - 1}
+    facts = {"rank": rank - 1, **rows}
     if axes:
         facts["axes"] = axes[:axis] + axes[axis + 1:]
     dist = v.facts.get("dist")
@@ -661,6 +666,7 @@ OPS: Dict[str, Transfer] = {
     "cpu": _cast,
     "detach": _detach,
     "sum": _reduction(),
+    "nansum": _reduction(),
     "mean": _reduction(),
     "nanmean": _reduction(),
     "std": _reduction(STD),
