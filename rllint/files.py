@@ -347,3 +347,15 @@ def _released_file(framework: str, path: str) -> bool:
     except (OSError, SourceError):
         return False  # the run reports that it cannot be read
     return released(framework, data)
+
+
+_TEST_FOLDERS = frozenset({"test", "tests", "testing", "smoke", "debug", "unittests", "test_utils", "testing_utils"})
+_TEST_STEM = re.compile(r"^(?:test_.*|.*_test|tests?|conftest|testing_utils)$|(?:^|[_\-.])(?:smoke|debug)(?:$|[_\-.])")
+
+
+def is_test_path(path: str) -> bool:
+    """Test, fixture, smoke-test and debug code, by its path: not a run's settings."""
+    parts = re.split(r"[\\/]+", path)
+    folders = {part.lower() for part in parts[:-1]}
+    stem = parts[-1].rsplit(".", 1)[0].lower()
+    return bool(folders & _TEST_FOLDERS) or bool(_TEST_STEM.search(stem))

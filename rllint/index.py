@@ -26,6 +26,7 @@ from functools import lru_cache
 from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
 from rllint.analysis.nodes import AstNodes
+from rllint.files import is_test_path
 from rllint.options import CROSS_MODULE_VALUES
 from rllint.source import SourceError, content_hash, decode_source, read_source
 
@@ -345,12 +346,18 @@ def importers_outside(paths: Sequence[str], settings) -> List[str]:
     return sorted({p for importers in found.values() for p in importers})
 
 
-def importers_of(path: str, settings, limit: int = _MAX_IMPORTERS) -> List[str]:
+def importers_of(path: str, settings, limit: int = _MAX_IMPORTERS, runs_only: bool = False) -> List[str]:
     """Project files that import the module at `path` (or a name from it), at most `limit`, in a stable order:
-    where the functions of `path` are called from."""
+    where the functions of `path` are called from. `runs_only` leaves out test code (pytest's files, smoke and
+    debug scripts) unless `path` is test code itself: tests call with toy values and mocks, not what a run
+    passes."""
     target = os.path.abspath(path)
+    root = project_root(target)
+    runs_only = runs_only and not is_test_path(os.path.relpath(target, root))
     found = []
-    for candidate in project_files(project_root(target), settings):
+    for candidate in project_files(root, settings):
+        if runs_only and is_test_path(os.path.relpath(candidate, root)):
+            continue
         if candidate != target and _imports(candidate, target):
             found.append(candidate)
             if len(found) >= limit:

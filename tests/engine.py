@@ -26,6 +26,7 @@ class Engine:
         so that it follows values into the other modules and finds callers in the ones that import it."""
         (root / "pyproject.toml").write_text("")
         for name, text in files.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
             (root / name).write_text(textwrap.dedent(text))
         return cls((root / main).read_text(), str(root / main), root)
 

@@ -180,3 +180,43 @@ def test_an_unknown_name_does_not_load_a_star_imported_module(tmp_path):
     summaries.clear_cache()
     Engine.project(tmp_path, {"helpers.py": HELPERS, "trainer.py": importer}, "trainer.py")
     assert not any(path.endswith("helpers.py") for path, _ in summaries._LOADED)
+
+
+SAMPLER = """
+    def make_sampler(temperature):
+        scale = temperature
+        return scale
+"""
+
+
+def test_a_test_file_that_calls_the_function_with_a_mock_is_not_a_caller_of_the_run(tmp_path):
+    """pytest's files call a function with toy values and mocks; what the run passes is what the project's own
+    code passes (here 0.7), not its join with the test's value."""
+    train = """
+    from sampling import make_sampler
+
+    SCALE = make_sampler(0.7)
+    """
+    test = """
+    from unittest.mock import Mock
+    from sampling import make_sampler
+
+
+    def test_make_sampler():
+        assert make_sampler(Mock()) is not None
+    """
+    files = {"sampling.py": SAMPLER, "train.py": train, "tests/test_sampling.py": test}
+    engine = Engine.project(tmp_path, files, "sampling.py")
+    assert engine.facts("scale", "number") == {"number": 0.7}
+
+
+def test_a_function_of_test_code_keeps_its_callers_in_test_code(tmp_path):
+    """A helper module of the tests is called by the tests: for it they are the run."""
+    test = """
+    from tests.helpers import make_sampler
+
+    SCALE = make_sampler(0.7)
+    """
+    files = {"tests/helpers.py": SAMPLER, "tests/test_sampling.py": test}
+    engine = Engine.project(tmp_path, files, "tests/helpers.py")
+    assert engine.facts("scale", "number") == {"number": 0.7}

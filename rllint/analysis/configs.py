@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple, Union
 
-from rllint.analysis.purpose import is_test_path
+from rllint.files import is_test_path
 
 __all__ = [
     "ConfigEntry", "ConfigSyntaxError", "ConfigTooLarge", "read_yaml", "read_shell",

@@ -669,7 +669,7 @@ class Flow:
         method = cls is not None and function.name != "__init__"
         name = function.name if cls is None or method else cls.name
         found: List[CallSite] = []
-        for path in importers_of(self.file.path, self.file.settings, MAX_REMOTE_IMPORTERS):
+        for path in importers_of(self.file.path, self.file.settings, MAX_REMOTE_IMPORTERS, runs_only=True):
             digest, module = summaries.load(path, self.file.settings, for_callers=True)
             self.file.dependencies[path] = digest
             if module is None:

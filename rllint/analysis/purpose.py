@@ -27,6 +27,7 @@ from typing import Optional, Set
 from rllint.analysis.context import RL_CONTEXT, RLContext
 from rllint.analysis.imports import Imports
 from rllint.analysis.nodes import AstNodes
+from rllint.files import is_test_path
 
 RL = "rl"
 SFT = "sft"
@@ -35,8 +36,6 @@ DISTILLATION = "distillation"
 EVALUATION = "evaluation"
 LIBRARY = "library"
 
-_TEST_FOLDERS = frozenset({"test", "tests", "testing", "smoke", "debug", "unittests", "test_utils", "testing_utils"})
-_TEST_STEM = re.compile(r"^(?:test_.*|.*_test|tests?|conftest|testing_utils)$|(?:^|[_\-.])(?:smoke|debug)(?:$|[_\-.])")
 
 # Class names of trainers and configs that train an RL policy, and of the other kinds.
 _RL_CLASS = re.compile(r"(?<![A-Za-z])(?:GRPO|PPO|RLOO|DPO|OnlineDPO|KTO|ORPO|CPO|XPO|BCO|SimPO|NashMD|"
@@ -55,14 +54,6 @@ _RL_DOMAIN_VOCABULARY = 2  # the weight that makes a file of helpers RL post-tra
 def is_rl_class(name: str) -> bool:
     """A trainer or config class that trains an RL policy (`GRPOConfig`, `PPOTrainer`, `DPOConfig`)."""
     return bool(_RL_CLASS.search(name))
-
-
-def is_test_path(path: str) -> bool:
-    """Test, fixture, smoke-test and debug code, by its path: not a run's settings."""
-    parts = re.split(r"[\\/]+", path)
-    folders = {part.lower() for part in parts[:-1]}
-    stem = parts[-1].rsplit(".", 1)[0].lower()
-    return bool(folders & _TEST_FOLDERS) or bool(_TEST_STEM.search(stem))
 
 
 class Purpose:

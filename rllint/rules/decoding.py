@@ -10,7 +10,8 @@ import libcst as cst
 from rllint.analysis.facts import COMPLETION, DEFAULT_SIDE, SEQ2SEQ, TRUNCATION_SIDE
 from rllint.analysis.facts import TEXT as TEXT_VALUE
 from rllint.analysis.flow import Flow
-from rllint.analysis.purpose import EVALUATION, Purpose, is_test_path
+from rllint.analysis.purpose import EVALUATION, Purpose
+from rllint.files import is_test_path
 from rllint.analysis.gold import GoldAnswers
 from rllint.analysis.imports import Imports
 from rllint.analysis.ir import FunctionIR
