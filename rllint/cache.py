@@ -198,7 +198,7 @@ class ResultCache:
         fingerprint = repr((
             _code_fingerprint(), settings.select, settings.extend_select, settings.ignore,
             sorted(settings.per_file_ignores.items()), sorted(settings.options.items()), str(settings.root),
-            settings.target_python(), settings.fixable, settings.unfixable,
+            settings.project_dirs, settings.target_python(), settings.fixable, settings.unfixable,
         ))
         key = hashlib.blake2b(fingerprint.encode(), digest_size=16).hexdigest()
         self.directory = Path(directory) if directory is not None else default_cache_dir(settings)

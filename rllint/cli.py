@@ -5,6 +5,7 @@ internal error. `check` is the default subcommand, so `rllint src/` is `rllint c
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import errno
 import io
@@ -296,7 +297,8 @@ def check(ctx: click.Context, paths: Tuple[str, ...], output_format: str, output
                                                  roots=list(paths) or ["."])
             else:
                 cores = os.cpu_count() or 1
-                result = _lint_groups(files, configs, min(jobs, cores) if jobs else None, no_cache, cache_dir, say)
+                result = _lint_groups(files, configs, min(jobs, cores) if jobs else None, no_cache, cache_dir, say,
+                                      named=[p for p in paths if os.path.isdir(p)])
             result.errors[:0] = unwalkable
     except ConfigError as error:
         say.error(str(error))
@@ -500,9 +502,10 @@ def _discover(paths: List[str], configs: ConfigTree, say: _Console) -> Tuple[Lis
 
 
 def _lint_groups(files: List[str], configs: ConfigTree, jobs: Optional[int], no_cache: bool,
-                 cache_dir: Optional[Path], say: _Console) -> FileResult:
+                 cache_dir: Optional[Path], say: _Console, named: Sequence[str] = ()) -> FileResult:
     """Lint files grouped by their settings (one result cache per settings; `cache_dir` as --cache-dir), all
-    in one pool of workers."""
+    in one pool of workers. `named`: the folders the command line names, each the project of the files under
+    it that have no project marker of their own (those under the working folder have it as theirs)."""
     from rllint.cache import ResultCache
     from rllint.runner import lint_groups
 
@@ -512,6 +515,8 @@ def _lint_groups(files: List[str], configs: ConfigTree, jobs: Optional[int], no_
         groups.setdefault(id(settings), (settings, []))[1].append(path)
     runs = []
     for settings, group in groups.values():
+        outside = tuple(os.path.abspath(d) for d in named if not os.path.abspath(d).startswith(os.getcwd() + os.sep))
+        settings = dataclasses.replace(settings, project_dirs=outside)
         config = _display(str(settings.config_path)) if settings.config_path else "the default settings"
         say.detail(f"{_plural(len(group), 'file')} with {config}")
         runs.append((settings, group, None if no_cache else ResultCache(settings, cache_dir)))

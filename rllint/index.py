@@ -34,6 +34,7 @@ _MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 # Folders whose modules are installed packages, not the project's.
 _NOT_PROJECT = {"site-packages", "dist-packages", "__pypackages__", ".venv", "venv"}
 _MARKER_LEVELS = 8  # folders above a file searched for a marker
+_NAMED: Tuple[str, ...] = ()  # the folders the command line names (`name_folders`)
 _MAX_FILES = 5000  # Python files of a project that the index reads
 _MAX_WALKED = 100_000  # files and folders met while looking for them
 _MAX_IMPORTERS = 8  # importers linted for a file of a run that they import
@@ -530,6 +531,9 @@ def _roots(directory: str, cwd: str) -> Tuple[str, ...]:
         candidate = parent
     if directory.startswith(cwd.rstrip(os.sep) + os.sep) and not _too_broad(cwd):
         roots += [cwd, os.path.join(cwd, "src")]
+    else:
+        for named in _named_holding(directory + os.sep):
+            roots += [named, os.path.join(named, "src")]
     unique = []
     for root in roots:
         if root not in unique and not _NOT_PROJECT & set(root.split(os.sep)):
@@ -546,10 +550,12 @@ def clear_lookups() -> None:
 def project_root(path: str) -> str:
     """The folder whose Python files make the project of the file at `path` (absolute): the working folder
     when the file is under it (as `rllint .` is run), else the nearest folder above the file (up to
-    `_MARKER_LEVELS`) with a project marker, else the file's own folder. Never the filesystem's root, the
-    home folder or one above it, whose walk would not end: a file there has no project (`project_files`)."""
+    `_MARKER_LEVELS`) with a project marker, else the outermost folder named on the command line that holds
+    the file (`rllint /elsewhere/repo`: the repository, marker or not; `name_folders`), else the file's own
+    folder. Never the filesystem's root, the home folder or one above it, whose walk would not end: a file
+    there has no project (`project_files`)."""
     cwd = os.getcwd()
-    if path.startswith(cwd.rstrip(os.sep) + os.sep) and not _too_broad(cwd):
+    if _under(path, cwd) and not _too_broad(cwd):
         return cwd
     folder = candidate = os.path.dirname(path)
     for _ in range(_MARKER_LEVELS):
@@ -558,7 +564,26 @@ def project_root(path: str) -> str:
         if any(os.path.exists(os.path.join(candidate, marker)) for marker in _MARKERS):
             return candidate
         candidate = os.path.dirname(candidate)
-    return folder
+    holders = _named_holding(path)
+    return holders[0] if holders else folder
+
+
+def name_folders(folders: Sequence[str]) -> None:
+    """The folders the command line names (absolute), for the file linted next in this process: one holds the
+    project of a file under it that has no marker of its own, and its modules are imported from there."""
+    global _NAMED
+    if folders != _NAMED:
+        _NAMED = tuple(folders)
+        clear_lookups()
+
+
+def _named_holding(path: str) -> List[str]:
+    """The folders named on the command line that hold `path`, the outermost first."""
+    return sorted((d for d in _NAMED if _under(path, d) and not _too_broad(d)), key=len)
+
+
+def _under(path: str, folder: str) -> bool:
+    return path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def _too_broad(folder: str) -> bool:

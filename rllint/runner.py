@@ -38,7 +38,7 @@ from rllint.cache import ResultCache
 from rllint.catalogue import Entry, UnknownSelector, entries, find, import_option
 from rllint.diagnostic import Diagnostic, FileError, FileResult
 from rllint.files import file_kind
-from rllint.index import importers_outside
+from rllint.index import importers_outside, name_folders
 from rllint.notebook import MAX_NOTEBOOK_BYTES, NotebookError, place_all, read_cells
 from rllint.registry import OPTIONS, Finding
 from rllint.rules.meta import SyntaxErrorRule, UnusedSuppression
@@ -161,6 +161,7 @@ def lint_text(text: str, path: str, settings: Settings, kind: Optional[str] = No
 
     Runs on a thread with a large stack (see `_STACK_BYTES`); running out of memory is this file's error.
     """
+    name_folders(settings.project_dirs)
     try:
         return _on_large_stack(_lint_text, text, path, settings, kind, tree)
     except MemoryError:
@@ -636,6 +637,7 @@ def lint_groups(groups: Sequence[Group], jobs: Optional[int] = None, isolated: b
     for number, (settings, paths, cache) in enumerate(groups):
         # Files of the project outside the run that import one of it: their findings on values written in the
         # run's files are the run's (a pre-commit of `hparams.py` alone reports what its importers make of it).
+        name_folders(settings.project_dirs)
         importers = [_shown_path(p, paths[0]) for p in importers_outside(paths, settings)]
         linted.append((list(paths), importers))
         for path in list(paths) + importers:

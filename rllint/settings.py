@@ -34,6 +34,9 @@ class Settings:
     lint_vendored: bool = False  # lint copies of RL frameworks found in a walk (`rllint.vendored`)
     options: Dict[str, Any] = field(default_factory=dict)
     root: Path = field(default_factory=Path.cwd)  # the folder relative patterns are anchored at
+    # The folders the command line names: a file under one whose project has no marker belongs to it
+    # (`rllint.index.project_root`).
+    project_dirs: Tuple[str, ...] = ()
     # The oldest Python the project supports, from `requires-python` (None: unknown, see `target_python`).
     target_version: Optional[Tuple[int, int]] = None
     # `target-version` of the config or `--target-version` (`"py39"`): wins over `requires-python`, as in ruff.

@@ -580,6 +580,63 @@ def test_an_absolute_import_resolves_from_the_working_folder_of_a_project_withou
     assert find_module(importer, "src.utils.config") == str(tmp_path / "src" / "utils" / "config.py")
 
 
+def test_a_folder_named_on_the_command_line_is_the_project_of_its_files_without_a_marker(tmp_path, monkeypatch):
+    """`rllint /elsewhere/repo` of a checkout without .git or pyproject: the named folder is the project of its
+    files, and absolute imports resolve from it, as from the working folder; a marker inside it still wins."""
+    from rllint.index import clear_lookups, find_module, name_folders, project_root
+
+    build_files = {"repo/src/grpo/train.py": "from src.utils.config import X\n", "repo/src/utils/config.py": "X = 1\n",
+                   "repo/src/grpo/__init__.py": "", "repo/lib/pyproject.toml": "", "repo/lib/core.py": "x = 1\n"}
+    for name, text in build_files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    importer = str(tmp_path / "repo" / "src" / "grpo" / "train.py")
+    try:
+        name_folders(())
+        assert project_root(importer) == str(tmp_path / "repo" / "src" / "grpo")
+        assert find_module(importer, "src.utils.config") is None
+        name_folders((str(tmp_path / "repo"), str(tmp_path / "repo" / "src")))
+        assert project_root(importer) == str(tmp_path / "repo")  # the outermost named folder
+        assert project_root(str(tmp_path / "repo" / "lib" / "core.py")) == str(tmp_path / "repo" / "lib")
+        assert find_module(importer, "src.utils.config") == str(tmp_path / "repo" / "src" / "utils" / "config.py")
+    finally:
+        name_folders(())
+        clear_lookups()
+
+
+def test_linting_a_folder_from_outside_follows_values_across_its_modules(tmp_path, monkeypatch):
+    """The same repository linted from inside (`rllint .`) and from elsewhere (`rllint /path/repo`) gives the same
+    findings: the temperature written in another module of it is known either way."""
+    from click.testing import CliRunner
+
+    from rllint.cli import main
+
+    train = """\
+        import torch.nn.functional as F
+        from pkg.conf import TEMPERATURE
+
+
+        def step(policy, enc):
+            seqs = policy.generate(**enc, do_sample=True, temperature=TEMPERATURE)
+            logps = F.log_softmax(policy(seqs).logits, dim=-1)
+            (-logps.mean()).backward()
+        """
+    (tmp_path / "repo" / "pkg").mkdir(parents=True)
+    (tmp_path / "repo" / "pkg" / "conf.py").write_text("TEMPERATURE = 0.7\n")
+    (tmp_path / "repo" / "pkg" / "train.py").write_text(textwrap.dedent(train))
+    (tmp_path / "elsewhere").mkdir()
+    found = {}
+    for cwd, target in (("repo", "."), ("elsewhere", str(tmp_path / "repo"))):
+        monkeypatch.chdir(tmp_path / cwd)
+        index.clear_cache()
+        outcome = CliRunner().invoke(main, ["--no-cache", "--select", "RL309", target])
+        found[cwd] = [line.split(":", 1)[1] for line in outcome.stdout.splitlines() if "RL309" in line]
+    index.name_folders(())  # this process ran the command: the next test's files are not under the folder
+    assert found["repo"] == found["elsewhere"] and len(found["repo"]) == 1
+
+
 # ---- RL606: a plain settings class that never leaves its file ------------------------------------------
 
 NAMESPACE_SCRIPT = """\
