@@ -71,6 +71,9 @@ _TRAINER_PACKAGES = ("transformers.", "trl.")
 _TRAINER_ENTRY_METHODS = frozenset({"compute_loss", "training_step"})
 _CONVERSIONS = frozenset({"float", "int"})
 _NUMERIC_BUILTINS = {"min": min, "max": max, "abs": abs}
+# Builtin containers and scalars: no model, tensor or tokenizer of a library is an instance of one.
+_BUILTIN_TYPES = frozenset({"dict", "list", "tuple", "set", "str", "bytes", "int", "float", "bool"})
+_LIBRARY_OBJECTS = frozenset({MODEL, TENSOR, TOKENIZER})
 # The objects whose attributes `getattr(obj, "name", default)` reads: configurations (as settings) and trainers.
 _SETTINGS_HOLDERS = frozenset({INSTANCE, CONFIG, NAMESPACE, TRAINER})
 _VERL_POLICY_LOSS = "verl.trainer.ppo.core_algos.register_policy_loss"
@@ -1603,11 +1606,13 @@ class Frame:
             if truth is None:
                 truth = self._none_test(stmt.test)
             before = dict(self.env)
-            if truth is not False:
+            # a function's own context reads a dead path too (the attributes it stores are seen as stored), and
+            # keeps none of its values
+            if truth is not False or self.recording:
                 self.block(stmt.body.body)
             taken, taken_ended = self.env, self.ended or truth is False
             self.env, self.ended = before, False
-            if truth is not True:
+            if truth is not True or self.recording:
                 if isinstance(stmt.orelse, cst.If):
                     self.stmt(stmt.orelse)
                 elif stmt.orelse is not None:
@@ -1692,9 +1697,9 @@ class Frame:
         """Whether a branch's test is known true or false in a call interpreted with its arguments (a flag the
         caller passes, a parameter's default): only that branch runs. A function's own context, which stands
         for every caller, runs both."""
-        if self.recording:
-            return None
         kind = test.facts.get("type")
+        if self.recording:
+            return bool(test.facts["number"]) if test.facts.get("typed") and kind == BOOL else None
         if kind == NONE:
             return False
         if kind in (BOOL, NUMBER) and "number" in test.facts:
@@ -1904,6 +1909,9 @@ class Frame:
             left, right = self.expr(node.left), self.expr(node.right)
             if isinstance(node.operator, cst.Or) and left.facts.get("type") == NONE:
                 return right  # `settings or preset()` given no settings: the preset
+            if isinstance(node.operator, cst.And) and left.facts.get("type") == BOOL and \
+                    left.facts.get("number") == 0:
+                return left  # `a and b` of a false `a` is `a`
             return join(left, right)
         if isinstance(node, cst.IfExp):
             self.expr(node.test)
@@ -2244,6 +2252,9 @@ class Frame:
         if name == "setattr" and isinstance(node.func, cst.Name) and "setattr" not in self.env and len(args) == 3:
             self._setattr(node, args[1], args[2])
             return value(type=NONE)
+        if name == "isinstance" and isinstance(node.func, cst.Name) and "isinstance" not in self.env and \
+                len(args) == len(node.args) == 2:
+            return self._isinstance(node, args[0], node.args[1].value)
         if name == "hasattr" and isinstance(node.func, cst.Name) and "hasattr" not in self.env and len(args) == 2:
             return self._hasattr(args[0], args[1].facts.get("literal") or literal(node.args[1].value))
         if name == "getattr" and isinstance(node.func, cst.Name) and "getattr" not in self.env and \
@@ -2285,6 +2296,22 @@ class Frame:
         current = self.env.get(holder)
         if current is not None and current.facts.get("type") in (INSTANCE, "config"):
             self.env[holder] = current.but(fields_set=True, fields=None, why={"fields_set": (node,)})
+
+    def _isinstance(self, node: cst.Call, held: Value, classes: cst.BaseExpression) -> Value:
+        """`isinstance(model, dict)`: false where the value is a model, tensor or tokenizer (its kind proved by what
+        made it) and every class named is a builtin container or scalar. Kinds hold for every caller (a joined
+        value has one only when all callers' values do), so the truth is `typed`: it prunes a branch in a
+        function's own context too. Anything else is not known."""
+        named = [e.value for e in classes.elements] if isinstance(classes, cst.Tuple) else [classes]
+        if held.facts.get("type") in _LIBRARY_OBJECTS and all(
+                isinstance(n, cst.Name) and n.value in _BUILTIN_TYPES and self._builtin(n.value) for n in named):
+            return Value({"type": BOOL, "number": 0.0, "typed": True}, {"number": held.reason("type") + (node,)})
+        return value(type=BOOL)
+
+    def _builtin(self, name: str) -> bool:
+        """Whether `name` here is Python's builtin: nothing of this module or function binds or imports it."""
+        return not any(name in names for names in (self.env, self.outer, self.flow.globals, self.ir.functions,
+                                                     self.ir.classes, self.ir.imports, self.ir.relative_imports))
 
     def _hasattr(self, held: Value, attribute: Any) -> Value:
         """`hasattr(obj, "name")`: true for a field its project class declares (a dataclass config), else not
