@@ -783,6 +783,64 @@ def test_mlx_sampler_look_alikes_are_not_reported():
     assert _lint_plain(_MLX.format(temp="cfg.temperature", config="update(Config(), vars(args))")) == []
 
 
+# ---- an mlx_lm model: `load` gives (model, tokenizer), and the model's call returns its logits itself ----
+
+_MLX_LOADED = """
+    import mlx.nn as nn
+    from mlx_lm import generate, load
+    from mlx_lm.sample_utils import make_sampler
+
+
+    def scores(model, ids):
+        if isinstance(model, dict) and "model" in model:
+            out = model["model"](ids)
+        elif isinstance(model, nn.Module):
+            out = model(ids)
+        else:
+            raise ValueError("unexpected model")
+        return nn.log_softmax(out, axis=-1)
+
+
+    class Trainer:
+        def __init__(self, model, tokenizer):
+            self.model = model
+            self.tokenizer = tokenizer
+            if isinstance(model, dict):
+                self.old = model["model"]
+
+        def step(self, prompt, ids):
+            text = generate(self.model, self.tokenizer, prompt=prompt, sampler=make_sampler(0.7))
+            return scores(self.model, ids), text
+
+
+    {made}
+    Trainer(model, tokenizer).step("2 + 2 =", None)
+"""
+
+
+def test_the_logits_of_an_mlx_lm_model_are_known_by_what_made_the_model():
+    """No name says logits here: the model is mlx_lm's (loaded or built from `mlx_lm.models`), its call returns
+    logits, and a branch for a dict-wrapped model is dead for every caller (a model is no dict): the helper's
+    log-probs score the raw logits of rollouts sampled at 0.7."""
+    loaded = _MLX_LOADED.format(made='model, tokenizer = load("mlx-community/Qwen2.5-0.5B-Instruct-4bit")')
+    assert _lint_plain(loaded) == [(14, "RL309")]
+    built = _MLX_LOADED.format(made='from mlx_lm.models import qwen2\n    from mlx_lm.tokenizer_utils import load_tokenizer'
+                                    '\n    model, tokenizer = qwen2.Model(qwen2.ModelArgs()), load_tokenizer("q")')
+    assert _lint_plain(built) == [(14, "RL309")]
+
+
+def test_a_model_mlx_lm_does_not_make_is_not_known_to_give_logits():
+    """The same code given a model from out of sight (a parameter), or from `load(..., return_config=True)`
+    (a third item), or in a helper some caller gives a dict: what its call returns is not known."""
+    unknown = _MLX_LOADED.format(made="def main(model, tokenizer):\n        pass\n    model = tokenizer = None")
+    assert _lint_plain(unknown.replace("Trainer(model, tokenizer)", "main(None, None) or Trainer(model, tokenizer)")
+                       ) == []
+    with_config = _MLX_LOADED.format(made='model, tokenizer, config = load("q", return_config=True)')
+    assert _lint_plain(with_config) == []
+    wrapped = _MLX_LOADED.format(made='model, tokenizer = load("q")\n    scores({"model": model}, None)')
+    assert _lint_plain(wrapped) == []
+
+
 # ---- a sampler object built by a trainer of another module, the loss a third module's class ----
 
 _TREE_PROJECT = {

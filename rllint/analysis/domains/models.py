@@ -56,6 +56,10 @@ _DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "half": "float16", "flo
 # Methods of a model that cast its weights to one dtype.
 _CASTS = {"half": "float16", "bfloat16": "bfloat16", "float": "float32", "double": "float64"}
 ACCELERATOR = "accelerator"  # an `accelerate.Accelerator`
+# mlx_lm's loaders, which give `(model, tokenizer)`; a `Model` class of `mlx_lm.models.<family>` builds one. Every
+# mlx_lm model is a language model whose call returns its logits array itself (no output object).
+_MLX_LOADS = frozenset({"mlx_lm.load", "mlx_lm.utils.load"})
+MLX = "mlx"  # the `library` of a model whose arrays are MLX's: its gradient is taken by `value_and_grad`, not recorded
 
 
 def architecture(cls: str) -> Optional[str]:
@@ -83,6 +87,8 @@ class Models(Domain):
             return loaded_tokenizer(frame, node, kwargs)
         if qual == "accelerate.Accelerator":  # its `prepare` hands back the models it is given
             return value((node,), type=ACCELERATOR)
+        if qual in _MLX_LOADS or qual.startswith("mlx_lm.models.") and tail == "Model":
+            return _mlx_load(frame, node, kwargs, tail == "Model")
         if qual.startswith("peft.") and tail == "LoraConfig":  # its settings, for the model it adapts
             return Value({"type": ADAPTER, "items": tuple(kwargs.items())}, {"type": (node,)})
         if qual.startswith("transformers.") and tail in _QUANTIZERS:
@@ -207,6 +213,12 @@ class Models(Domain):
             return self._layer(frame, model, node, args, kwargs)
         if "candidates" in model.facts:  # one of several project modules (a factory's): what any of them computes
             return join_all(self.forward(frame, option, node, args, kwargs) for option in model.facts["candidates"])
+        if model.facts.get("library") == MLX:  # its logits; whether they carry gradient is value_and_grad's
+            logits = Value({"type": TENSOR, "obj": node, "rank": 3, "axes": (BATCH, TIME, VOCAB), "content": LOGITS,
+                            "dist": 2, "temperature": raw_logits(node), "forward_output": node},
+                           {k: (node,) for k in ("rank", "content", "temperature")})
+            frame.forward(node, model, args, kwargs, logits)
+            return logits
         result = frame.run_method(model, "forward", node, args, kwargs)
         if result is not None and model.facts.get("weightless"):
             return result  # no parameters of its own (a loss written as a module): what its forward computes
@@ -230,6 +242,18 @@ class Models(Domain):
                 return result.but(grad=grad, why={"grad": why})
         # whether this forward records a graph is unknown: what it makes may carry gradient out of sight
         return frame.opaque(node, result.but(grad=None))
+
+
+def _mlx_load(frame, node: cst.Call, kwargs: Dict[str, Value], built: bool) -> Optional[Value]:
+    """An mlx_lm language model built (`built`) or loaded with its tokenizer; None when `return_config=` may add a
+    third item."""
+    model = Value({"type": MODEL, "model": node, "arch": CAUSAL_LM, "library": MLX},
+                  {"model": (node,), "arch": (node,), "library": (node,)})
+    if built:
+        return model
+    if "return_config" in kwargs or any(arg.star for arg in node.args):
+        return None
+    return Value({"type": TUPLE, "items": ((0, model), (1, loaded_tokenizer(frame, node, kwargs)))}, {"type": (node,)})
 
 
 def load_settings(frame, node: cst.Call, args: List[Value], kwargs: Dict[str, Value]
