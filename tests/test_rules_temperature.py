@@ -841,6 +841,18 @@ def test_a_model_mlx_lm_does_not_make_is_not_known_to_give_logits():
     assert _lint_plain(wrapped) == []
 
 
+def test_by_default_a_name_is_no_evidence_of_logits():
+    """A parameter no caller in sight gives is not known to hold logits: `logits` in its name makes it count
+    only when the rule is named; the model mlx_lm loads makes it count by default."""
+    unknown = _MLX.format(temp="0.8", config="Config()")
+    default = lint_text(textwrap.dedent(unknown), "train_grpo.py", Settings())
+    assert [d.code for d in default.diagnostics if d.code == "RL309"] == []
+    assert _lint_plain(unknown) == [(25, "RL309")]
+    loaded = _MLX_LOADED.format(made='model, tokenizer = load("q")')
+    default = lint_text(textwrap.dedent(loaded), "train_grpo.py", Settings())
+    assert [(d.line, d.code) for d in default.diagnostics if d.code == "RL309"] == [(14, "RL309")]
+
+
 # ---- a sampler object built by a trainer of another module, the loss a third module's class ----
 
 _TREE_PROJECT = {

@@ -323,9 +323,10 @@ class LogprobsIgnoreTemperature(FunctionRule):
     (`log_softmax`, `-cross_entropy(..., reduction="none")`) over logits that were never
     divided by that temperature (the engine proves the logits by where they come from: a
     language model's logits, or what a model's forward returns as a tensor, through casts,
-    slices and rows, or a forward's `.logits` unless the model is a classifier; a tensor it
-    follows without finding them counts by its name only when the rule is named, a value it
-    knows nothing of, such as an argument whose callers are out of sight, by its name), and `-loss` of the trained policy's forward given `labels=`
+    slices and rows, or a forward's `.logits` unless the model is a classifier; when the rule
+    is named, a value it follows without finding them or knows nothing of, such as an
+    argument whose callers are out of sight, also counts by its name), and `-loss` of the
+    trained policy's forward given `labels=`
     (the labels' mean log-prob, which the model takes from its raw logits); a log-prob helper (of the same module or another) whose
     `temperature` parameter defaults to 1 and that is called without it (one that returns the
     log-probs, or backpropagates a loss of them); and a division of
@@ -555,10 +556,10 @@ class LogprobsIgnoreTemperature(FunctionRule):
     def _logits(self, operand: cst.BaseExpression, sources: List[cst.CSTNode]) -> bool:
         """Whether the operand holds a model's logits: the engine's value says so (a language model's logits, or
         what a model's forward returns as a tensor, sliced, cast or handed on), or it is read from a forward's
-        `.logits` (an API field, unless the engine knows the model is a classifier). A tensor the engine follows
-        without finding a model's logits in it is not, by default: its name calls it logits only when the rule is
-        named. A value the engine knows nothing of (an argument whose callers are out of sight, a model loaded
-        out of sight) still counts by its name: without it the default form loses real findings (issue 22)."""
+        `.logits` (an API field, unless the engine knows the model is a classifier). A value the engine knows
+        nothing of (an argument whose callers are out of sight, a model loaded out of sight) or follows without
+        finding a model's logits in it counts by its name only when the rule is named: a name is no evidence for
+        a default finding."""
         flow = self.file.fact(Flow)
         value = flow.value(operand)
         if value.facts.get("content") == LOGITS or value.facts.get("temperature") is not None or \
@@ -567,8 +568,8 @@ class LogprobsIgnoreTemperature(FunctionRule):
         if any(isinstance(n, cst.Attribute) and n.attr.value == "logits"
                and flow.value(n.value).facts.get("arch") != SEQ_CLS for n in sources):
             return True
-        if value.facts.get("content") or value.facts.get("type") and not self.file.settings.names(self.code):
-            return False  # a tensor (or a value of another kind) whose making the engine follows: no logits
+        if value.facts.get("content") or not self.file.settings.names(self.code):
+            return False
         return any(isinstance(n, cst.Name) and "logits" in n.value.lower() for n in sources)
 
     def _at_sampling_temperature(self, operand: cst.BaseExpression) -> bool:
