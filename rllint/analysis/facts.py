@@ -24,14 +24,15 @@ Facts (absent = unknown):
 - `text`: COMPLETION (decoded from sampled ids, or a scoring function's completion), PROMPT, GOLD.
 - `rendered`: GENERATION_PROMPT on text a chat template rendered with `add_generation_prompt=True` (it ends in
   the assistant header the model continues); only that same text has it, not text made from it.
-- `number`: the number, and `origin`, how it got here ("literal", "default of parameter `lr`"...).
+- `number`: the number, and `origin`, how it got here ("literal", "default of parameter `lr`"...); `typed`, on a
+  BOOL whose truth follows from the kinds of values (`isinstance(model, dict)`), which hold for every caller.
 - configuration (`rllint.analysis.domains.config`): `fields`, the arguments a dataclass instance was built
   with (field -> Value); `literal`, the text of a string setting; `fields_set`, attributes were set by a name
   the code does not write (`setattr(cfg, k, v)`): a field not in `fields` no longer holds its default (a join
   keeps it when either path has it); `settings`, on a dict read from settings files, (those files, the dotted
   key of the mapping it is: "" for the whole file, "lora." under `lora`).
 - models: `model` (the node that built the object, its identity), `arch` (CAUSAL_LM, SEQ_CLS, VALUE_HEAD),
-  `weightless` (an `nn.Module` of the project that holds no parameters: a loss written as a module); for an
+  `library` ("mlx" for an mlx_lm model, whose call returns its logits), `weightless` (an `nn.Module` of the project that holds no parameters: a loss written as a module); for an
   object from out of sight, known by its `place`, handed to another module: `trains` (an optimizer of the caller's
   file receives its parameters) or `outside` (it comes from outside the project: nothing there freezes it).
 - containers: `items` (dict: key -> Value; tuple/list: position -> Value) and `element` (what any element

@@ -1696,7 +1696,7 @@ class Frame:
     def _truth(self, test: Value) -> Optional[bool]:
         """Whether a branch's test is known true or false in a call interpreted with its arguments (a flag the
         caller passes, a parameter's default): only that branch runs. A function's own context, which stands
-        for every caller, runs both."""
+        for every caller, runs both, unless the truth follows from the kinds of the values (`typed`)."""
         kind = test.facts.get("type")
         if self.recording:
             return bool(test.facts["number"]) if test.facts.get("typed") and kind == BOOL else None
