@@ -98,6 +98,9 @@ class Models(Domain):
             if settings is not None and settings.facts.get("type") == ADAPTER:  # PEFT's default dropout is 0
                 p = item_of(settings, "lora_dropout") or value((node,), type=NUMBER, number=0.0, origin="literal")
                 frame.emit("dropout", node, first or UNKNOWN, "lora_dropout", p=p)
+        if qual.startswith("peft.") and tail == "from_pretrained" and first is not None and \
+                first.facts.get("type") == MODEL:  # `PeftModel.from_pretrained(base, adapter)` wraps the base model
+            return first.but(lora=True, why={"lora": (node,)})
         if tail in _PRETRAINED:
             cls = owner.rsplit(".", 1)[-1]
             if "Tokenizer" in cls or cls.endswith("Processor"):
@@ -142,6 +145,8 @@ class Models(Domain):
             return None
         if name in SAME_MODEL:
             return cast(receiver, name, node, args, kwargs)
+        if name == "merge_and_unload" and receiver.facts.get("lora"):  # PEFT: the base model, its adapters merged
+            return receiver.but(lora=None)
         if name == "generate":
             frame.emit("generate", node, _prompt_ids(frame, node, args, kwargs), "generate", model=receiver)
             # the sampler call is in the ids' sources: ids joined with another path's still hold what it drew
