@@ -263,3 +263,69 @@ def test_a_tokenizer_verl_loads_truncates_as_from_pretrained_does(settings, repo
     if "**settings" in settings:
         source = source.replace("def __init__(self, path, limit):", "def __init__(self, path, limit, settings):")
     assert lines(source) == reported
+
+
+WORKER_GROUP = """
+    from transformers import AutoTokenizer
+    from verl import DataProto
+    from verl.single_controller.ray import RayWorkerGroup
+
+    tokenizer = AutoTokenizer.from_pretrained("Qwen/Qwen2.5-7B-Instruct")
+
+
+    def main(config, pool, worker, chats):
+        %s
+        inputs = tokenizer.apply_chat_template(chats, add_generation_prompt=True, padding=True, truncation=True,
+                                               max_length=config.prompt_length, return_tensors="pt",
+                                               return_dict=True, tokenize=True)
+        data = DataProto.from_dict({"input_ids": inputs["input_ids"], "attention_mask": inputs["attention_mask"]})
+        return wg.generate_sequences(data)
+"""
+
+
+def test_prompts_cut_for_the_rollouts_of_a_verl_worker_group_are_reported():
+    """verl's `RayWorkerGroup` samples with `generate_sequences` the prompt ids it is given (verl's
+    main_generation.py, copied into many repositories)."""
+    built = "wg = RayWorkerGroup(resource_pool=pool, ray_cls_with_init=worker)"
+    assert lines(WORKER_GROUP % built) == [11]
+
+
+@pytest.mark.parametrize("made", [
+    "wg = worker",  # an object from out of sight: a method named like a sampler is no evidence that it samples
+    "wg = make_group(pool, worker)",  # a project function of unknown result
+])
+def test_a_method_named_like_a_sampler_on_an_object_of_unknown_kind_is_not_a_sampler(made):
+    assert lines(WORKER_GROUP % made) == []
+
+
+def test_a_peft_model_merged_back_is_the_model_that_samples():
+    """`PeftModel.from_pretrained(base, adapter).merge_and_unload()` is the base model (its adapters merged): its
+    `generate` samples, so the cut prompt is reported."""
+    source = """
+        from peft import PeftModel
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from trl import GRPOConfig
+
+        tokenizer = AutoTokenizer.from_pretrained("Qwen/Qwen2.5-1.5B-Instruct")
+
+
+        def load(path, adapter):
+            model = AutoModelForCausalLM.from_pretrained(path)
+            if adapter:
+                model = PeftModel.from_pretrained(model, adapter).merge_and_unload()
+            return model
+
+
+        def sample(model, chat):
+            text = tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+            enc = tokenizer([text] * 4, return_tensors="pt", padding=True, truncation=True, max_length=512)
+            return model.generate(**enc, do_sample=True)
+
+
+        sample(load("Qwen/Qwen2.5-1.5B-Instruct", "out/lora"), [])
+    """
+    assert lines(source) == [18]
+    engine = Engine(source)
+    assert engine.facts("PeftModel.from_pretrained(model, adapter)", "type", "lora") == {"type": "model", "lora": True}
+    assert engine.facts("PeftModel.from_pretrained(model, adapter).merge_and_unload()", "type", "lora") == \
+        {"type": "model", "lora": None}

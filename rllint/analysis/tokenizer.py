@@ -14,6 +14,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from rllint.analysis.domains.text import SAMPLER
 from rllint.analysis.facts import DEFAULT_SIDE, DETACHED, NO_GRAD, PADDING_SIDE, TOKENIZER
 from rllint.analysis.flow import Event, Flow
 from rllint.analysis.imports import Imports
@@ -513,12 +514,21 @@ class IdsUse:
             self.file.fact(Flow).value(call).facts.get("grad") not in (NO_GRAD, DETACHED)
 
     def generation(self, call: cst.Call, function: Optional[cst.FunctionDef]) -> Optional[cst.Call]:
-        found = self._follow(call, function, lambda stmt, calls, scope: [c for c in calls if call_tail(c) in _SAMPLERS],
-                             [])
+        found = self._follow(call, function, lambda stmt, calls, scope: [c for c in calls if self._samples(c)], [])
         if found is None:
             event = self.sampled(call)
             found = event.node if event is not None else None
         return found
+
+    def _samples(self, call: cst.Call) -> bool:
+        """A call the engine knows samples from what it is given: a sampling method of an engine it knows as a
+        sampler (vLLM's `LLM`, verl's worker group), or mlx_lm's `generate`. A method of that name on an object
+        of unknown kind is not known to sample."""
+        flow: Flow = self.file.fact(Flow)
+        if isinstance(call.func, cst.Attribute):
+            return call.func.attr.value in _SAMPLERS and \
+                flow.value(call.func.value).facts.get("type") == SAMPLER
+        return flow.value(call.func).facts.get("qual") in _LIBRARY_SAMPLERS
 
     def sampled(self, call: cst.Call) -> Optional[Event]:
         """The sampling by a model's `generate` that the engine sees given the ids tokenizer call `call` makes,
@@ -564,7 +574,10 @@ def _given(call: cst.Call, source: cst.Call, tainted: Set[str]) -> bool:
 
 _MODEL_OUTPUTS = {"logits", "last_hidden_state", "hidden_states", "loss"}
 # Calls that sample from a model given prompt ids.
-_SAMPLERS = {"generate", "generate_sequences", "sample"}
+_SAMPLERS = {"generate", "generate_sequences", "sample", "chat"}
+# Sampling functions of libraries, given the model and the prompt.
+_LIBRARY_SAMPLERS = frozenset({"mlx_lm.generate", "mlx_lm.utils.generate", "mlx_lm.stream_generate",
+                               "mlx_lm.generate.generate", "mlx_lm.generate.stream_generate"})
 
 
 def _reads(expr: cst.CSTNode, key: str) -> bool:

@@ -1594,7 +1594,9 @@ class PromptTruncatedRight(FunctionRule):
     configured, in this module or another (none set: transformers' right side),
     and whose ids reach a sampler (a model's `generate` the engine sees given this
     encoding, through a `DataLoader`'s collate function and methods of other modules;
-    a vLLM engine or a verl worker group the file hands them to). A tokenizer whose
+    a vLLM engine or a verl worker group the file hands them to, known by how it was
+    built; mlx_lm's `generate`). A `generate` or `sample` method of an object of unknown
+    kind is not known to sample, and a tokenizer whose
     side is not known (given from out of sight, handed to a library that may set it),
     text made from the prompt (an f-string, a concatenation), and prompts the file
     filters by that length (`len(ids) <= max_length`) are not reported.
@@ -1653,8 +1655,8 @@ class PromptTruncatedRight(FunctionRule):
 
     def _sampler(self, call: cst.Call) -> Optional[cst.Call]:
         """The `generate` of a model the engine sees given ids of this encoding (in this module or through the
-        methods of others it follows); else a sampler the engine does not model (a vLLM engine, a verl worker
-        group's `generate_sequences`) that the ids are handed to in this file."""
+        methods of others it follows); else a sampling method of an engine it knows as a sampler (a vLLM engine, a
+        verl worker group's `generate_sequences`) that the ids are handed to in this file."""
         event = next((e for e in self.file.fact(Flow).generations if call in e.target.sources), None)
         if event is not None:
             return event.node
@@ -1744,22 +1746,12 @@ class GenerateRightPadded(FunctionRule):
             return
         if literal_text(padding.value) != "max_length" and not facts.batched(text, self.scope):
             return  # one prompt: `padding=True` adds nothing
-        uses = self.file.fact(IdsUse)
-        sampler = uses.generation(node, self.function)
-        if sampler is None or call_tail(sampler) != "generate" or not isinstance(sampler.func, cst.Attribute):
-            return
-        engine = sampler.func.value
-        roles = self.file.fact(ModelRoles)
-        event = uses.sampled(node)
-        if event is not None and event.node is sampler:  # the engine proves the model (and its architecture)
-            if event.extra["model"].facts.get("arch") == SEQ2SEQ:
-                return
-        elif dotted(engine) in facts.engines or (
-                roles.role(engine, self.function) is None and not roles.is_model(dotted(engine) or "")):
-            return  # an engine, or something the file does not show to be a model
+        event = self.file.fact(IdsUse).sampled(node)
+        if event is None or event.extra["model"].facts.get("arch") == SEQ2SEQ:
+            return  # no model's `generate` the engine sees given these ids (an engine such as vLLM pads nothing)
         how = '`padding_side="right"`' if written else \
             "the default of its tokenizer, loaded for the models this file names"
-        self.report(node, expr=self.source(node), how=how, sampler=self.source(sampler.func, 40))
+        self.report(node, expr=self.source(node), how=how, sampler=self.source(event.node.func, 40))
 
 
 class DropoutInRollout(FunctionRule):

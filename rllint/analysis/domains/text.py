@@ -36,7 +36,11 @@ _ENCODES = frozenset({"encode", "encode_plus", "batch_encode_plus", "apply_chat_
 # vLLM: the engine, its sampling parameters, and what its `generate` / `chat` return: a request output per
 # prompt, whose `outputs` are its sampled completions.
 _VLLM_ENGINES = frozenset({"vllm.LLM", "vllm.entrypoints.llm.LLM"})
+# verl's worker group, whose `generate_sequences` samples the rollouts of the prompt ids it is given.
+_VERL_WORKER_GROUPS = frozenset({"verl.single_controller.ray.RayWorkerGroup",
+                                 "verl.single_controller.ray.base.RayWorkerGroup"})
 _VLLM_PARAMS = frozenset({"vllm.SamplingParams", "vllm.sampling_params.SamplingParams"})
+# SAMPLER: an engine that samples from the prompts (or prompt ids) its methods are given.
 SAMPLER, SAMPLING, REQUEST, SAMPLE = "sampler", "sampling_params", "request_output", "completion_output"
 
 
@@ -46,7 +50,7 @@ def texts(kind: str, text_kind: str, why) -> Value:
 
 class Text(Domain):
     def call(self, frame, qual, node, args, kwargs):
-        if qual in _VLLM_ENGINES:
+        if qual in _VLLM_ENGINES or qual in _VERL_WORKER_GROUPS:
             return value((node,), type=SAMPLER)
         if qual in _VLLM_PARAMS:
             return Value({"type": SAMPLING, **({"drops_eos": True} if _drops_eos(kwargs) else {})})
