@@ -546,3 +546,18 @@ def test_rl316_a_given_tokenizer_set_left_where_it_is_loaded_or_configured_is_si
 def test_rl316_a_given_tokenizer_handed_first_to_a_library_call_may_be_configured_there(tmp_path):
     assert given(tmp_path, setup="configure_tokenizer(tk)") == []
     assert given(tmp_path, kw=", **tokenizer_kwargs") == []
+
+
+def test_rl317_a_model_the_engine_does_not_know_is_trained_is_not_the_policy_by_its_name():
+    """`policy` is a parameter no caller in sight gives: the engine does not know it is a trained model, so its
+    name does not make it the policy whose rollouts are sampled in train mode. Handed the trained `net`, it is."""
+    helper = '''
+
+def sample_with(policy, prompts):
+    policy.train()
+    return policy.generate(**prompts, do_sample=True)
+'''
+    source = lora_loop(top="    net.eval()") + helper
+    assert lines("RL317", source) == []
+    called = source + "\n\nsample_with(net, {})\n"
+    assert lines("RL317", called) == [called.splitlines().index("    return policy.generate(**prompts, do_sample=True)") + 1]

@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from rllint.analysis.facts import COMPLETION, DEFAULT_SIDE, SEQ2SEQ, TRUNCATION_SIDE
+from rllint.analysis.facts import COMPLETION, DEFAULT_SIDE, MODEL, SEQ2SEQ, TRUNCATION_SIDE
 from rllint.analysis.facts import TEXT as TEXT_VALUE
 from rllint.analysis.flow import Flow
 from rllint.analysis.purpose import EVALUATION, Purpose
@@ -1757,7 +1757,8 @@ class GenerateRightPadded(FunctionRule):
 class DropoutInRollout(FunctionRule):
     """
     ## What it does
-    Reports a rollout (`policy.generate(...)`) or an old-log-prob pass (a forward of
+    Reports a rollout (`policy.generate(...)` of a model the engine knows an optimizer
+    trains, whatever its name) or an old-log-prob pass (a forward of
     the policy under `torch.no_grad()`) that the policy reaches in train mode: a
     `policy.train()` comes before it with no `policy.eval()` in between, in the same
     function, on the next turn of a loop, through the file's helpers or at the calls
@@ -1817,6 +1818,13 @@ class DropoutInRollout(FunctionRule):
         self._reported: Set[int] = set()  # `train()` calls already reported: one finding per cause
         self._passes: Optional[Dict[int, str]] = None
 
+    def _trained_model(self, expr: cst.BaseExpression) -> bool:
+        """A model the engine knows is trained: an optimizer receives its parameters (in this file, or in the
+        caller's file that hands it over)."""
+        flow = self.file.fact(Flow)
+        held = flow.value(expr)
+        return held.facts.get("type") == MODEL and bool(held.facts.get("trains") or flow.trained(held))
+
     def _old_logp_passes(self) -> Dict[int, str]:
         """Forwards of the policy under no_grad, with its adapter on (old log-probs) -> the model."""
         if self._passes is None:
@@ -1827,10 +1835,9 @@ class DropoutInRollout(FunctionRule):
     def visit_Call(self, node: cst.Call) -> None:
         if not self.file.fact(Dropout).active or not self.file.fact(Purpose).rl_source:
             return
-        roles = self.file.fact(ModelRoles)
         if call_tail(node) == "generate" and isinstance(node.func, cst.Attribute) and \
-                roles.role(node.func.value, self.function) == POLICY:
-            model, what = dotted(roles.unwrap(node.func.value)) or "", "samples rollouts"
+                self._trained_model(node.func.value):
+            model, what = dotted(self.file.fact(ModelRoles).unwrap(node.func.value)) or "", "samples rollouts"
         elif id(node) in self._old_logp_passes():
             model, what = self._old_logp_passes()[id(node)], "computes old log-probs"
         elif self.file.fact(PolicyPasses).at(node) is not None:  # through the methods of a wrapper class
