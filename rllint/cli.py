@@ -515,7 +515,8 @@ def _lint_groups(files: List[str], configs: ConfigTree, jobs: Optional[int], no_
         groups.setdefault(id(settings), (settings, []))[1].append(path)
     runs = []
     for settings, group in groups.values():
-        outside = tuple(os.path.abspath(d) for d in named if not os.path.abspath(d).startswith(os.getcwd() + os.sep))
+        here = os.getcwd()
+        outside = tuple(d for d in map(os.path.abspath, named) if d != here and not d.startswith(here + os.sep))
         settings = dataclasses.replace(settings, project_dirs=outside)
         config = _display(str(settings.config_path)) if settings.config_path else "the default settings"
         say.detail(f"{_plural(len(group), 'file')} with {config}")

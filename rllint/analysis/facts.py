@@ -32,7 +32,8 @@ Facts (absent = unknown):
   keeps it when either path has it); `settings`, on a dict read from settings files, (those files, the dotted
   key of the mapping it is: "" for the whole file, "lora." under `lora`).
 - models: `model` (the node that built the object, its identity), `arch` (CAUSAL_LM, SEQ_CLS, VALUE_HEAD),
-  `library` ("mlx" for an mlx_lm model, whose call returns its logits), `weightless` (an `nn.Module` of the project that holds no parameters: a loss written as a module); for an
+  `library` ("mlx" for an mlx_lm model, whose call returns its logits), `weightless` (an `nn.Module` of the
+  project that holds no parameters: a loss written as a module); for an
   object from out of sight, known by its `place`, handed to another module: `trains` (an optimizer of the caller's
   file receives its parameters) or `outside` (it comes from outside the project: nothing there freezes it).
 - containers: `items` (dict: key -> Value; tuple/list: position -> Value) and `element` (what any element
