@@ -637,6 +637,22 @@ def test_linting_a_folder_from_outside_follows_values_across_its_modules(tmp_pat
     assert found["repo"] == found["elsewhere"] and len(found["repo"]) == 1
 
 
+def test_the_working_folder_named_on_the_command_line_shares_the_cache_of_its_files(tmp_path, monkeypatch):
+    """`rllint .` and `rllint train.py` from the same folder lint with the same settings: one result cache (only a
+    folder outside the working folder is part of the key: its files' project depends on it)."""
+    from click.testing import CliRunner
+
+    from rllint.cli import main
+
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "train.py").write_text("x = 1\n")
+    cache = tmp_path / "cache"
+    monkeypatch.chdir(tmp_path / "repo")
+    for target in (".", "train.py", str(tmp_path / "repo")):
+        assert CliRunner().invoke(main, ["--cache-dir", str(cache), target]).exit_code == 0
+    assert len(list(cache.glob("results-*"))) == 1
+
+
 # ---- RL606: a plain settings class that never leaves its file ------------------------------------------
 
 NAMESPACE_SCRIPT = """\
