@@ -1826,10 +1826,12 @@ class DropoutInRollout(FunctionRule):
         return held.facts.get("type") == MODEL and bool(held.facts.get("trains") or flow.trained(held))
 
     def _old_logp_passes(self) -> Dict[int, str]:
-        """Forwards of the policy under no_grad, with its adapter on (old log-probs) -> the model."""
+        """Forwards of the policy under no_grad, with its adapter on (old log-probs) -> the model: a model the
+        engine knows is trained, whatever its name."""
         if self._passes is None:
             self._passes = {id(f.node): f.model for f in self.file.fact(GradFlow).forwards
-                            if f.role == POLICY and f.no_grad and not f.adapter_off}
+                            if f.role == POLICY and f.no_grad and not f.adapter_off and
+                            self._trained_model(f.node.func)}
         return self._passes
 
     def visit_Call(self, node: cst.Call) -> None:
