@@ -467,7 +467,7 @@ RULES = (
      'module': 'rllint.rules.sampling',
      'fix': None,
      'file_kinds': ('python',),
-     'triggers': ('temperature', 'log_softmax', 'cross_entropy'),
+     'triggers': ('temperature', 'log_softmax', 'cross_entropy', 'logsumexp'),
      'ignore_case': False,
      'options': (),
      'message': '{what}'},

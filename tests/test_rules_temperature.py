@@ -853,6 +853,59 @@ def test_by_default_a_name_is_no_evidence_of_logits():
     assert [(d.line, d.code) for d in default.diagnostics if d.code == "RL309"] == [(14, "RL309")]
 
 
+# ---- a log_softmax written out: logits minus their log-normaliser over the vocabulary ----
+
+_WRITTEN_OUT = """
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    TEMPERATURE = 0.7
+    POLICY = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+
+
+    def rollout(model, prompt_ids):
+        return model.generate(prompt_ids, do_sample=True, temperature=TEMPERATURE, max_new_tokens=64)
+
+
+    def token_logps(model, ids):
+        logits = model(input_ids=ids).logits[:, :-1, :]
+        {logits}
+        picked = logits.gather(dim=-1, index=ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+        {normaliser}
+        return {result}
+
+
+    token_logps(POLICY, rollout(POLICY, None))
+"""
+
+
+def written_out(logits="pass", normaliser="lse = torch.stack([torch.logsumexp(row, dim=-1) for row in logits])",
+                result="picked - lse"):
+    return _WRITTEN_OUT.format(logits=logits, normaliser=normaliser, result=result)
+
+
+def test_a_log_softmax_written_out_from_raw_logits_is_reported():
+    """`gather(logits) - logsumexp(logits)`, the normaliser row by row or whole: the log-probs of the untempered
+    distribution, by default too (the engine proves the logits and the axis)."""
+    assert _lint_plain(written_out()) == [(18, "RL309")]
+    assert _lint_plain(written_out(normaliser="lse = logits.logsumexp(-1)")) == [(18, "RL309")]
+    assert _lint_plain(written_out(normaliser="lse = logits.logsumexp(dim=-1, keepdim=True)",
+                                   result="logits - lse")) == [(18, "RL309")]
+    default = lint_text(textwrap.dedent(written_out()), "train_grpo.py", Settings())
+    assert [(d.line, d.code) for d in default.diagnostics if d.code == "RL309"] == [(18, "RL309")]
+
+
+def test_written_out_look_alikes_are_not_reported():
+    # the logits divided by the sampling temperature first
+    assert _lint_plain(written_out(logits="logits = logits / TEMPERATURE")) == []
+    # a normaliser over the time axis, not the vocabulary
+    assert _lint_plain(written_out(normaliser="lse = logits.logsumexp(dim=1)")) == []
+    # a z-loss: the normaliser squared, nothing subtracted from it
+    assert _lint_plain(written_out(normaliser="lse = logits.logsumexp(-1)", result="(lse ** 2).mean()")) == []
+    # sampled at temperature 1
+    assert _lint_plain(written_out().replace("TEMPERATURE = 0.7", "TEMPERATURE = 1.0")) == []
+
+
 # ---- a sampler object built by a trainer of another module, the loss a third module's class ----
 
 _TREE_PROJECT = {

@@ -320,7 +320,9 @@ class LogprobsIgnoreTemperature(FunctionRule):
     """
     ## What it does
     Reports, in a project that samples rollouts at a temperature other than 1, log-probs
-    (`log_softmax`, `-cross_entropy(..., reduction="none")`) over logits that were never
+    (`log_softmax`, `-cross_entropy(..., reduction="none")`, or a `log_softmax` written out:
+    logits, gathered or not, minus their `logsumexp` over the vocabulary, whole or row by
+    row) over logits that were never
     divided by that temperature (the engine proves the logits by where they come from: a
     language model's logits, or what a model's forward returns as a tensor, through casts,
     slices and rows, or a forward's `.logits` unless the model is a classifier; when the rule
@@ -389,7 +391,7 @@ class LogprobsIgnoreTemperature(FunctionRule):
     name = "logprobs-ignore-temperature"
     severity = Severity.WARNING
     message = "{what}"
-    triggers = ("temperature", "log_softmax", "cross_entropy")
+    triggers = ("temperature", "log_softmax", "cross_entropy", "logsumexp")
 
     def __init__(self, file) -> None:
         super().__init__(file)
@@ -608,6 +610,16 @@ class LogprobsIgnoreTemperature(FunctionRule):
         return (f"log-probs from logits not divided by the sampling temperature {number:g} "
                 f"({origin}): the ratio compares two different distributions")
 
+    def _written_out(self, node: cst.BinaryOperation) -> None:
+        """`token_logits - logits.logsumexp(-1)`: a `log_softmax` written out, whose log-normaliser the engine knows
+        is that of raw logits (`partition`), while the rollouts are sampled at another temperature."""
+        partition = self.file.fact(Flow).value(node.right).facts.get("partition")
+        if partition is None or partition[0].facts.get("number") != 1.0 or partition[0].facts.get("drawn"):
+            return  # logits divided before the normaliser, or at the temperature their tokens were drawn at
+        sampling = self.sampling_temperature()
+        if sampling is not None and self._scores_here():
+            self.report(node, what=self._what(*sampling))
+
     def _helper_at_default(self, call: cst.Call) -> None:
         """A log-prob helper (of this module or another) that divides the logits by its `temperature`
         parameter, whose default is 1, called without it while rollouts are sampled at another."""
@@ -638,6 +650,9 @@ class LogprobsIgnoreTemperature(FunctionRule):
         """Log-probs divided by the number the rollouts are sampled at (prime-rl #697): the engine proves both,
         the log-probs by how they are computed and the divisor by its value (a contrastive loss's temperature
         is another number)."""
+        if isinstance(node.operator, cst.Subtract):
+            self._written_out(node)
+            return
         if not isinstance(node.operator, cst.Divide):
             return
         flow = self.file.fact(Flow)

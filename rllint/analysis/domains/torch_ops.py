@@ -445,6 +445,19 @@ def _reduction(stat: Optional[str] = None, tuple_result: bool = False) -> Callab
     return transfer
 
 
+def _log_partition(ops: Operands, x: Value) -> Value:
+    """`logits.logsumexp(dim)` over the distribution axis of a model's logits: the log-normaliser of the softmax at
+    the logits' temperature (`partition`); subtracted from logits (gathered or not) it makes their log-probs, a
+    `log_softmax` written out."""
+    result = _reduction()(ops, x)
+    position = 1 if ops.receiver is None else 0
+    axis = norm_axis(ops.ints(position, "dim"), x.facts.get("rank"))
+    if x.facts.get("content") == LOGITS and "temperature" in x.facts and axis is not None and \
+            axis == x.facts.get("dist"):
+        result = result.but(partition=x.facts["temperature"], why={"partition": (ops.node,)})
+    return result
+
+
 def _gather(ops: Operands, x: Value) -> Value:
     """`x.gather(dim, index)`: the index's shape on `dim`; gathering log-probs along their distribution axis
     gives per-token log-probs. The result's gradient is the source's (an index has none)."""
@@ -673,7 +686,7 @@ OPS: Dict[str, Transfer] = {
     "var": _reduction(VAR),
     "norm": _reduction(NORM),
     "vector_norm": _reduction(NORM),
-    "logsumexp": _reduction(),
+    "logsumexp": _log_partition,
     "prod": _reduction(),
     "amax": _reduction(),
     "amin": _reduction(),
@@ -1145,6 +1158,8 @@ def _concat(name: str, ops: Operands, args: List[Value]) -> Value:
     result = settle(result, element.facts.get("lp"), element.facts.get("lp_at"), _some(element))
     if name == "stack" and "temperature" in element.facts:  # steps' logits stacked on a new axis: still at T
         result = result.but(temperature=element.facts["temperature"])
+    if "partition" in element.facts:  # log-normalisers of rows computed one by one: still at their temperature
+        result = result.but(partition=element.facts["partition"])
     if element.facts.get("content") == MASK:  # masks laid end to end: a mask, leaving out what each leaves out
         result = with_mask_facts(result.but(content=MASK), element)
     return with_sources(result, parts.sources)
