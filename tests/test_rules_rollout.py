@@ -354,46 +354,37 @@ def test_rl317_an_eval_call_in_the_sampling_method_is_silent():
     assert lines("RL317", source) == []
 
 
+OLD_LOGP_STEP = '''
+import torch
+from transformers import AutoModelForCausalLM
+
+policy = AutoModelForCausalLM.from_pretrained("facebook/opt-350m")
+opt = torch.optim.AdamW(policy.parameters(), lr=1e-6)
+
+def step(seqs, adv):
+    policy.train()
+    with torch.no_grad():
+        old_logp = torch.log_softmax(policy(seqs).logits, -1)
+    logp = torch.log_softmax(policy(seqs).logits, -1)
+    ratio = torch.exp(logp - old_logp)
+    loss = -torch.min(ratio * adv, torch.clamp(ratio, 0.8, 1.2) * adv).mean()
+    loss.backward()
+    opt.step()
+'''
+
+
 def test_rl317_an_old_log_prob_pass_after_train_in_the_same_function():
-    source = '''
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    policy = AutoModelForCausalLM.from_pretrained("facebook/opt-350m")
-    opt = torch.optim.AdamW(policy.parameters(), lr=1e-6)
-
-    def step(seqs, adv):
-        policy.train()
-        with torch.no_grad():
-            old_logp = torch.log_softmax(policy(seqs).logits, -1)
-        logp = torch.log_softmax(policy(seqs).logits, -1)
-        ratio = torch.exp(logp - old_logp)
-        loss = -torch.min(ratio * adv, torch.clamp(ratio, 0.8, 1.2) * adv).mean()
-        loss.backward()
-        opt.step()
-    '''
-    assert lines("RL317", source) == [11]
+    assert lines("RL317", OLD_LOGP_STEP) == [11]
 
 
 def test_rl317_an_old_log_prob_pass_of_a_model_not_known_to_train_is_not_the_policys_by_its_name():
     """The same pass on a `policy` the file is handed from out of sight (no optimizer of the file receives it):
     its name does not make it the trained policy."""
-    source = '''
-    import torch
-    from transformers import AutoConfig
-
-    AutoConfig.from_pretrained("facebook/opt-350m")
-
-    def step(policy, seqs, adv):
-        policy.train()
-        with torch.no_grad():
-            old_logp = torch.log_softmax(policy(seqs).logits, -1)
-        logp = torch.log_softmax(policy(seqs).logits, -1)
-        ratio = torch.exp(logp - old_logp)
-        loss = -torch.min(ratio * adv, torch.clamp(ratio, 0.8, 1.2) * adv).mean()
-        loss.backward()
-    '''
-    assert lines("RL317", source) == []
+    handed = OLD_LOGP_STEP.replace("policy = AutoModelForCausalLM", "AutoModelForCausalLM").replace(
+        "opt = torch.optim.AdamW(policy.parameters(), lr=1e-6)\n", "").replace(
+        "def step(seqs, adv):", "def step(policy, seqs, adv):").replace("    opt.step()\n", "")
+    assert "policy.parameters" not in handed and "def step(policy," in handed
+    assert lines("RL317", handed) == []
 
 
 def test_rl316_padding_to_max_length_pads_even_one_prompt():
