@@ -39,6 +39,16 @@ SCORING = """
             self.settings = settings
 """
 
+# Both runner classes are built alike, as in the repository this test comes from.
+RUNNER_INIT = """
+        def __init__(self, policy, settings: RunSettings, scorer: Scorer, optimizer):
+            self.policy = policy
+            self.settings = settings
+            self.scorer = scorer
+            self.optimizer = optimizer
+            self.sampler = Sampler(policy, settings)
+"""
+
 RUNNERS = """
     import torch
 
@@ -47,14 +57,7 @@ RUNNERS = """
     from pkg.sampler import Sampler
 
 
-    class PlainRunner:
-        def __init__(self, policy, settings: RunSettings, scorer: Scorer, optimizer):
-            self.policy = policy
-            self.settings = settings
-            self.scorer = scorer
-            self.optimizer = optimizer
-            self.sampler = Sampler(policy, settings)
-
+    class PlainRunner:{init}
         def step(self, prompt):
             drawn = [self.sampler.draw(prompt) for _ in range(self.settings.samples)]
             losses = [self.scorer.logp(self.policy, d) for d in drawn]
@@ -69,14 +72,7 @@ RUNNERS = """
             return [self.step(p) for p in prompts]
 
 
-    class TreeRunner:
-        def __init__(self, policy, settings: RunSettings, scorer: Scorer, optimizer):
-            self.policy = policy
-            self.settings = settings
-            self.scorer = scorer
-            self.optimizer = optimizer
-            self.sampler = Sampler(policy, settings)
-
+    class TreeRunner:{init}
         def step(self, prompt):
             root, leaves = self.sampler.grow(prompt)
             loss = self.scorer.tree_loss(self.policy, root, leaves)
@@ -85,7 +81,7 @@ RUNNERS = """
             torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.settings.clip)
             self.optimizer.step()
             return {"loss": loss.item()}
-"""
+""".replace("{init}", RUNNER_INIT)
 
 LAUNCH = """
     import torch

@@ -329,3 +329,27 @@ def test_a_peft_model_merged_back_is_the_model_that_samples():
     assert engine.facts("PeftModel.from_pretrained(model, adapter)", "type", "lora") == {"type": "model", "lora": True}
     assert engine.facts("PeftModel.from_pretrained(model, adapter).merge_and_unload()", "type", "lora") == \
         {"type": "model", "lora": None}
+
+
+MLX_ROLLOUT = """
+    from mlx_lm import generate, load
+    from trl import GRPOConfig
+
+    model, tokenizer = load("mlx-community/Qwen2.5-0.5B-Instruct-4bit")
+    %s
+
+    def rollout(chat):
+        text = tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+        ids = tokenizer(text, truncation=True, max_length=256)["input_ids"]
+        return generate(model, tokenizer, prompt=ids, max_tokens=128)
+"""
+
+
+def test_mlx_lm_generate_samples_from_the_ids_it_is_given():
+    assert lines(MLX_ROLLOUT % "") == [10]
+
+
+def test_a_project_function_named_generate_is_not_mlx_lms():
+    """The same call of a function of the project that shares mlx_lm's name: what it does is its body's."""
+    own = "\n\n    def generate(model, tokenizer, prompt, max_tokens):\n        return prompt[:max_tokens]\n"
+    assert lines(MLX_ROLLOUT.replace("from mlx_lm import generate, load", "from mlx_lm import load") % own) == []
