@@ -1484,3 +1484,16 @@ def test_torch_min_of_two_tensors_is_elementwise_and_of_an_unknown_second_operan
     unclear = engine.value("torch.min(unclipped, clipped)", 0)
     assert unclear.facts.get("type") is None and unclear.facts.get("items") is None
 
+
+
+def test_the_module_ir_knows_the_parent_of_every_node_from_its_one_walk():
+    import libcst as cst
+
+    from rllint.analysis.ir import ModuleIR
+
+    module = cst.parse_module("def f(x):\n    return print(x.mean())\n")
+    ir = ModuleIR(module)
+    call = module.body[0].body.body[0].body[0].value
+    assert isinstance(call, cst.Call) and ir.parent(call.args[0]) is call
+    assert ir.parent(call.args[0].value.func) is call.args[0].value  # `x.mean` held by the call `x.mean()`
+    assert ir.parent(module) is None and ir.parent(cst.Name("elsewhere")) is None

@@ -155,6 +155,7 @@ class ModuleIR:
         self.top = FunctionIR(module, MODULE_SCOPE, MODULE_SCOPE, self)
         self.flow = None  # the interpreter of this module (`rllint.analysis.flow.Flow`), once built
         self._tables: Optional[FrozenSet[str]] = None  # the names `table` accepts, found on its first question
+        self._walked: Optional[_ModuleWalk] = None  # parents, names and bound targets, on the first question
         _Builder(self).run()
 
     # ---- questions ----
@@ -182,8 +183,20 @@ class ModuleIR:
         written with literal keys (or imported), and only ever read in this module (`name[k]`, `name.get(k)`,
         `k in name`, `list(name)`): every key it can hold is written where it is built."""
         if self._tables is None:
-            self._tables = _read_only_tables(self.module)
+            parents, names, targets = self._walk()
+            self._tables = frozenset(name for name, nodes in names.items()
+                                     if _read_only_table(self.module, nodes, parents, targets))
         return name in self._tables
+
+    def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        """The node of this module's tree that holds `node` (None for the module, or a node not in it)."""
+        return self._walk()[0].get(id(node))
+
+    def _walk(self) -> "_ModuleWalk":
+        """One walk of the module for the questions that need every node: `table` and `parent`."""
+        if self._walked is None:
+            self._walked = _walk_module(self.module)
+        return self._walked
 
     def escapes(self, function: FunctionIR) -> bool:
         """Whether the function is mentioned as a value (passed, stored, returned): callers this module
@@ -203,8 +216,11 @@ _READ_BY = frozenset({"len", "list", "sorted", "tuple", "set", "iter", "print", 
                       "enumerate", "isinstance", "bool"})
 
 
-def _read_only_tables(module: cst.Module) -> FrozenSet[str]:
-    """The names `ModuleIR.table` accepts, all found in one walk of the module."""
+# Every node's parent (by id), the Name nodes of each name, and the ids of the targets statements bind.
+_ModuleWalk = Tuple[Dict[int, cst.CSTNode], Dict[str, List[cst.Name]], Set[int]]
+
+
+def _walk_module(module: cst.Module) -> _ModuleWalk:
     parents: Dict[int, cst.CSTNode] = {}
     targets = set()  # what statements bind, store into or delete
     names: Dict[str, List[cst.Name]] = {}
@@ -222,7 +238,7 @@ def _read_only_tables(module: cst.Module) -> FrozenSet[str]:
             targets.add(id(node.target))
         elif isinstance(node, cst.Del):
             targets.add(id(node.target))
-    return frozenset(name for name, nodes in names.items() if _read_only_table(module, nodes, parents, targets))
+    return parents, names, targets
 
 
 def _read_only_table(module: cst.Module, nodes: List[cst.Name], parents: Dict[int, cst.CSTNode], targets: set) -> bool:

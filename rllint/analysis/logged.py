@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, FrozenSet, Iterator, Optional, Set
+from typing import FrozenSet, Iterator, Optional, Set
 
 import libcst as cst
 
 from rllint.analysis.context import tokens
+from rllint.analysis.flow import IR
 from rllint.analysis.nodes import AstNodes
 from rllint.analysis.positions import Lines
-from rllint.analysis.syntax import children, walk
+from rllint.analysis.syntax import walk
 
 WATCHED = ("kl", "entropy", "clip_fraction")
 # Methods and functions that write metrics somewhere a person or a tracker reads them.
@@ -166,17 +167,14 @@ class LoggedOnly:
 
     def __init__(self, file) -> None:
         self._file = file
-        self._parents: Dict[cst.CSTNode, cst.CSTNode] = {}
-        for node in walk(file.module, into_functions=True):
-            for child in children(node):
-                self._parents[child] = node
+        self._parent = file.fact(IR).module.parent  # the module IR's parents: no walk of its own
 
     def only_logged(self, expr: cst.CSTNode, depth: int = 0) -> bool:
-        node, parent = expr, self._parents.get(expr)
+        node, parent = expr, self._parent(expr)
         while parent is not None:
             if isinstance(parent, cst.Call):
                 if node is parent.func:  # `x.tolist()`, `x.mean()`: a method of the value
-                    node, parent = parent, self._parents.get(parent)
+                    node, parent = parent, self._parent(parent)
                     continue
                 return self._log_call(parent)
             if isinstance(parent, cst.Assign) and node is parent.value and depth < 3:
@@ -185,7 +183,7 @@ class LoggedOnly:
                     self._reads_only_logged(t.value, parent, depth) for t in targets)
             if not isinstance(parent, _ON_THE_WAY):
                 return False
-            node, parent = parent, self._parents.get(parent)
+            node, parent = parent, self._parent(parent)
         return False
 
     def _log_call(self, call: cst.Call) -> bool:
@@ -200,9 +198,9 @@ class LoggedOnly:
 
     def _reads_only_logged(self, name: str, assign: cst.Assign, depth: int) -> bool:
         """Every read of `name` after `assign`, in the function that binds it, reaches only logging calls."""
-        scope = self._parents.get(assign)
+        scope = self._parent(assign)
         while scope is not None and not isinstance(scope, (cst.FunctionDef, cst.Module)):
-            scope = self._parents.get(scope)
+            scope = self._parent(scope)
         if scope is None:
             return False
         reads = [n for n in walk(scope) if isinstance(n, cst.Name) and n.value == name and
@@ -210,7 +208,7 @@ class LoggedOnly:
         return bool(reads) and all(self.only_logged(n, depth + 1) for n in reads)
 
     def _bound_at(self, name: cst.Name) -> bool:
-        parent = self._parents.get(name)
+        parent = self._parent(name)
         return isinstance(parent, (cst.AssignTarget, cst.Param)) or \
             isinstance(parent, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor)) and parent.target is name
 
