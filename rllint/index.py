@@ -46,6 +46,8 @@ _TOKEN_KEYWORDS = {"input_ids", "attention_mask", "inputs_embeds", "position_ids
 SAMPLER_CALLS = frozenset({"generate", "GenerationConfig", "SamplingParams", "sample", "sample_async",
                            "generate_sequences", "GRPOConfig", "RLOOConfig", "OnlineDPOConfig", "PPOConfig",
                            "PPOv2Config", "XPOConfig", "NashMDConfig", "GKDConfig"})
+# Libraries whose samplers, sampling settings and RL trainer configs draw the policy's rollouts.
+SAMPLING_LIBRARIES = frozenset({"transformers", "vllm", "trl", "tinker", "sglang", "mlx_lm", "openrlhf", "verl"})
 _DRAW_HOPS = 3  # imports followed to find a module that draws by hand (MAX_DEPTH - 1 calls away)
 # Calls that draw a token by hand (from tempered weights, or as a Gumbel-max argmax).
 _DRAWS = frozenset({"multinomial", "argmax"})
@@ -130,7 +132,10 @@ def summarize(tree: ast.Module, nodes: Optional[AstNodes] = None) -> Summary:
             whole.add(_tail(node.args[0]))
         whole.update(_tail(k.value) for k in node.keywords if k.arg is None)
         if tail in SAMPLER_CALLS and not (isinstance(node.func, ast.Name) and node.func.id in own):
-            samples.extend(_number(k.value) for k in node.keywords if k.arg == "temperature")
+            # a sampling library's, or a call that turns sampling on (`do_sample=True`); else the engine tells
+            known = _library_call(node.func, aliases) or any(k.arg == "do_sample" and isinstance(k.value, ast.Constant)
+                                                             and k.value.value is True for k in node.keywords)
+            samples.extend(_number(k.value) if known else None for k in node.keywords if k.arg == "temperature")
         first = temperature_keyword(_dotted(node.func, aliases))
         if first is not None:
             given = [k.value for k in node.keywords if k.arg == first] or node.args[:1]
@@ -227,6 +232,15 @@ def _tail(node: ast.AST) -> str:
     if isinstance(node, ast.Attribute):
         return node.attr
     return node.id if isinstance(node, ast.Name) else ""
+
+
+def _library_call(func: ast.AST, aliases: Dict[str, str]) -> bool:
+    """A callee reached through the imports of a sampling library (`vllm.SamplingParams`, `trl.GRPOConfig`)."""
+    root = func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return isinstance(root, ast.Name) and root.id in aliases and \
+        (_dotted(func, aliases) or "").split(".")[0] in SAMPLING_LIBRARIES
 
 
 def _dotted(node: ast.AST, aliases: Dict[str, str]) -> Optional[str]:

@@ -38,11 +38,50 @@ _LOGPS = """
 def test_rollouts_at_a_temperature_other_than_one_are_reported():
     source = """
         import torch
+        from transformers import AutoModelForCausalLM
+
+        policy = AutoModelForCausalLM.from_pretrained("gpt2")
+
+        def rollout(enc):
+            return policy.generate(**enc, do_sample=True, temperature=0.7)
+    """
+    assert codes(source) == [(12, "RL309")]
+
+
+def test_a_generate_of_an_object_the_engine_does_not_know_as_a_model_is_no_sampler():
+    """A temperature given to `generate` is the rollouts' only when the engine knows what samples: a model or a
+    sampling engine, or a call that turns sampling on itself (`do_sample=True`). A parameter no caller gives, or
+    a project class's `generate`, is not evidence."""
+    unknown = """
+        import torch
+
+        def rollout(policy, enc):
+            return policy.generate(**enc, temperature=0.7)
+    """
+    assert codes(unknown) == []
+    assert codes(unknown.replace("**enc,", "**enc, do_sample=True,")) == [(9, "RL309")]
+    judge = """
+        import torch
+
+        class Judge:
+            def generate(self, prompt, temperature=1.0):
+                return prompt
+
+        def grade(prompt):
+            return Judge().generate(prompt, temperature=0.7)
+    """
+    assert codes(judge) == []
+    given = """
+        import torch
+        from transformers import AutoModelForCausalLM
 
         def rollout(policy, enc):
             return policy.generate(**enc, do_sample=True, temperature=0.7)
+
+        def main(enc):
+            rollout(AutoModelForCausalLM.from_pretrained("gpt2"), enc)
     """
-    assert codes(source) == [(9, "RL309")]
+    assert codes(given) == [(13, "RL309")]  # the caller hands it a model: its `generate` samples
 
 
 def test_rollouts_at_one_beside_an_evaluation_at_another_temperature_are_mixed_evidence():
@@ -76,12 +115,18 @@ def test_a_constructor_default_is_no_evidence_of_the_sampling_temperature():
 def test_a_method_default_is_the_sampling_temperature():
     source = """
         import torch
+        from transformers import AutoModelForCausalLM
 
         class Engine:
-            def rollout(self, policy, enc, temperature=0.8):
-                return policy.generate(**enc, do_sample=True, temperature=temperature)
+            def __init__(self, policy):
+                self.policy = policy
+
+            def rollout(self, enc, temperature=0.8):
+                return self.policy.generate(**enc, do_sample=True, temperature=temperature)
+
+        engine = Engine(AutoModelForCausalLM.from_pretrained("gpt2"))
     """
-    assert codes(source) == [(10, "RL309")]
+    assert codes(source) == [(16, "RL309")]
 
 
 def _project(tmp_path, files):
@@ -225,6 +270,7 @@ _LAUNCHED = """
     from dataclasses import dataclass
 
     import torch
+    from transformers import AutoModelForCausalLM
 
     @dataclass
     class TrainConfig:
@@ -240,7 +286,7 @@ _LAUNCHED = """
     parser = argparse.ArgumentParser()
     parser.add_argument("--temperature", type=float, default=1.0)
     args = parser.parse_args()
-    rollout(None, None, TrainConfig(temperature=args.temperature))
+    rollout(AutoModelForCausalLM.from_pretrained("gpt2"), None, TrainConfig(temperature=args.temperature))
 """
 
 
@@ -248,7 +294,7 @@ def test_the_temperature_the_launch_scripts_pass_is_the_sampling_temperature(tmp
     """A field's default that the only construction replaces with a flag says nothing; the launches decide."""
     assert _project(tmp_path, {"train.py": _LAUNCHED, "run.sh": "t=1.0\npython train.py --temperature $t\n"}) == []
     (tmp_path / "run.sh").write_text("t=0.6\npython train.py --temperature $t\n")
-    assert _project(tmp_path, {"train.py": _LAUNCHED}) == [(16, "RL309")]
+    assert _project(tmp_path, {"train.py": _LAUNCHED}) == [(17, "RL309")]
 
 
 def _trainer_project(tmp_path, launch: str, recipe: str = ""):
@@ -351,11 +397,12 @@ def test_a_class_constructed_in_another_module_gets_what_that_module_passes(tmp_
     main = """
         import argparse
         from rloo import Reinforce
+        from transformers import AutoModelForCausalLM
 
         parser = argparse.ArgumentParser()
         parser.add_argument("--temperature", type=float, default=0.8)
         args = parser.parse_args()
-        trainer = Reinforce(None, temperature=args.temperature)
+        trainer = Reinforce(AutoModelForCausalLM.from_pretrained("gpt2"), temperature=args.temperature)
     """
     assert _constructed(tmp_path, main) == [(14, "RL309")]
     assert _constructed(tmp_path, main.replace("default=0.8", "default=1.0")) == []
@@ -428,15 +475,16 @@ def test_logits_divided_by_a_helper_of_another_module_are_tempered(tmp_path):
     train = textwrap.dedent("""
         import torch
         from helpers import tempered
+        from transformers import AutoModelForCausalLM
 
-        def rollout(policy, enc):
-            return policy.generate(**enc, do_sample=True, temperature=0.7)
+        def rollout(enc):
+            return AutoModelForCausalLM.from_pretrained("gpt2").generate(**enc, do_sample=True, temperature=0.7)
 
         def token_logps(policy, ids, temperature):
             logits = tempered(policy(ids).logits, {given})
             return torch.log_softmax(logits, dim=-1)
     """)
-    for given, expected in (("temperature", []), ("0.7", []), ("1.0", [(10, "RL309")])):
+    for given, expected in (("temperature", []), ("0.7", []), ("1.0", [(11, "RL309")])):
         (tmp_path / "train.py").write_text(train.format(given=given))
         found = lint_files([str(tmp_path / "train.py")], Settings(select=["RL309"])).diagnostics
         assert [(d.line, d.code) for d in found] == expected, given
@@ -556,8 +604,11 @@ def test_negated_per_token_cross_entropy_reshaped_before_the_sign_is_log_probs()
     source = """
         import torch
         import torch.nn.functional as F
+        from transformers import AutoModelForCausalLM
 
-        def rollout(policy, enc):
+        policy = AutoModelForCausalLM.from_pretrained("gpt2")
+
+        def rollout(enc):
             return policy.generate(**enc, do_sample=True, temperature=0.5)
 
         def scored(policy, ids):
@@ -568,13 +619,14 @@ def test_negated_per_token_cross_entropy_reshaped_before_the_sign_is_log_probs()
             out = policy(ids).logits[:, :-1] / 0.5
             return -F.cross_entropy(out.flatten(0, 1), ids[:, 1:].flatten(), reduction="none").reshape(ids.shape[0], -1)
     """
-    assert _lint_plain(source) == [(10, "RL309")]
+    assert _lint_plain(source) == [(13, "RL309")]
 
 
 def test_a_temperature_in_a_nested_settings_class_built_by_a_default_factory_is_followed():
     source = """
         import torch
         from dataclasses import dataclass, field
+        from transformers import AutoModelForCausalLM
 
         @dataclass
         class Knobs:
@@ -594,8 +646,10 @@ def test_a_temperature_in_a_nested_settings_class_built_by_a_default_factory_is_
 
             def logps(self, ids):
                 return torch.log_softmax(self.policy(ids).logits, dim=-1)
+
+        worker = Worker(AutoModelForCausalLM.from_pretrained("gpt2"))
     """
-    assert _lint_plain(source.format(temperature=0.8)) == [(22, "RL309")]
+    assert _lint_plain(source.format(temperature=0.8)) == [(23, "RL309")]
     assert _lint_plain(source.format(temperature=1.0)) == []
 
 

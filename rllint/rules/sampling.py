@@ -14,8 +14,9 @@ from rllint.analysis.hparams import (
     default_replaced_by_callers, last_part,
 )
 from rllint.analysis.domains.config import CONFIG, setting
-from rllint.analysis.facts import (DICT, GRAPH, LOGITS, LOGPROBS, NLL, NUMBER, PROBS, SEQ_CLS, TOKEN_LOGPROBS,
-                                   item_of)
+from rllint.analysis.domains.text import SAMPLER
+from rllint.analysis.facts import (DICT, GRAPH, LOGITS, LOGPROBS, MODEL, NLL, NUMBER, PROBS, SEQ_CLS,
+                                   TOKEN_LOGPROBS, item_of)
 from rllint.analysis.flow import Flow
 from rllint.analysis.imports import Imports
 from rllint.analysis.purpose import Purpose
@@ -25,7 +26,7 @@ from rllint.analysis.text import Scope, Scopes, call_tail
 from rllint.analysis.values import RemoteNode, Values, written_at
 from rllint.diagnostic import Severity, Tier
 from rllint.files import KINDS
-from rllint.index import SAMPLER_CALLS as _SAMPLER_CALLS, ProjectIndex, temperature_keyword
+from rllint.index import SAMPLER_CALLS as _SAMPLER_CALLS, SAMPLING_LIBRARIES, ProjectIndex, temperature_keyword
 from rllint.registry import CSTRule, Option
 from rllint.rules.decoding import FunctionRule, generation_kwargs
 
@@ -221,12 +222,48 @@ def _samplers(file) -> List[Optional[Setting]]:
             if arg is not None:
                 found.append(_temperature_of(file, arg.value))
         elif call_tail(node) in _SAMPLER_CALLS and not (isinstance(node.func, cst.Name) and node.func.value in own):
+            samples = sampler_call(file, node)
+            if samples is False:
+                continue
             given = file.fact(Flow).keyword_value(node, "temperature")  # by keyword or in a `**settings` dict
-            if given is not None:
+            if samples is None:
+                if given is not None:
+                    found.append(None)  # `x.generate(temperature=...)` of an object of unknown kind: not evidence
+            elif given is not None:
                 found.append(_setting(given))
             else:
                 found.extend(_framework_temperature(file, node))
     return found + _drawn(file) + _drawn_by_hand(file)
+
+
+def sampler_call(file, call: cst.Call) -> Optional[bool]:
+    """Whether a call named like a sampler (`generate`, `sample`, `SamplingParams`, `GRPOConfig`...) samples the
+    policy's rollouts, as the engine knows it: the method of a model or a sampling engine it knows (True), or of an
+    object it knows to be something else (False); a class or function of a sampling library, reached through the
+    imports (True), or of the project or another library (False: a project's `generate` samples where its body
+    does). A `generate` of an object of unknown kind samples when the call turns sampling on itself
+    (`do_sample=True`, transformers' switch); else None: not known."""
+    func = call.func
+    root = func
+    while isinstance(root, cst.Attribute):
+        root = root.value
+    imports = file.fact(Imports)
+    if isinstance(root, cst.Name) and root.value in imports.aliases:
+        qualified = imports.qualified(func) or ""
+        return qualified.split(".")[0] in SAMPLING_LIBRARIES
+    if isinstance(func, cst.Name):
+        return False if any(isinstance(s, cst.ClassDef) and s.name.value == func.value
+                            for s in file.module.body) else None
+    if not isinstance(func, cst.Attribute):
+        return None
+    flow = file.fact(Flow)
+    kind = flow.value(func.value).facts.get("type")
+    if kind in (MODEL, SAMPLER):
+        return True
+    if kind is not None:
+        return False
+    switch = keyword(call, "do_sample")
+    return True if switch is not None and flow.value(switch.value).facts.get("number") == 1.0 else None
 
 
 def _drawn_by_hand(file) -> List[Optional[Setting]]:
@@ -340,8 +377,11 @@ class LogprobsIgnoreTemperature(FunctionRule):
     that import it (followed through their configuration too, and through what they build:
     a sampler object keeps the config it was constructed with); then only a function or
     method of this module that a function they call reaches scores the rollouts. A sampler is a
-    `temperature=` given to `generate`, `GenerationConfig`, `SamplingParams` or an RL trainer's
-    config (by keyword or as the item of a `**settings` dict), the first argument of mlx_lm's `make_sampler`, or a token drawn by hand from a
+    `temperature=` (by keyword or as the item of a `**settings` dict) given to the `generate` of a model
+    or sampling engine the engine knows (or of any object, when the call turns sampling on with
+    `do_sample=True`), or to a sampling library's `GenerationConfig`, `SamplingParams` or RL trainer config
+    (a `generate` of an object of unknown kind, or of a project class, is not evidence), the first
+    argument of mlx_lm's `make_sampler`, or a token drawn by hand from a
     model's logits divided by T: `torch.multinomial` of their softmax, or the argmax of a
     Gumbel-max perturbation (`logits / T` plus Gumbel noise, `exp(logits) / E ** T` as
     LLaDA's `add_gumbel_noise`, weights divided by exponential noise), here or in a helper of
