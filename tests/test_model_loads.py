@@ -269,3 +269,64 @@ def test_only_the_loaders_of_transformers_and_trl_have_known_settings():
     """)
     assert settings(engine, "fast") == {} and settings(engine, "own") == {}
     assert settings(engine, "head")["quantization"] == 8
+
+
+# ---- a project's model class, loaded by the loader it inherits ----------------------------------------------
+
+_PROJECT_MODELS = """
+    import torch
+    from torch import nn
+    from transformers import PreTrainedModel
+
+
+    class Policy(PreTrainedModel):
+        def forward(self, input_ids):
+            return self.lm_head(input_ids)
+
+
+    class Scorer(nn.Module):
+        def forward(self, x):
+            return x
+
+
+    class Cached(PreTrainedModel):
+        @classmethod
+        def from_pretrained(cls, path):
+            return {"path": path}
+"""
+
+
+def test_a_project_model_class_loaded_by_its_inherited_from_pretrained_is_a_model_that_generates():
+    engine = Engine(_PROJECT_MODELS + """
+    policy = Policy.from_pretrained("org/m")
+    out = policy.generate(torch.zeros(1, 4, dtype=torch.long), do_sample=True)
+    """)
+    assert engine.facts("policy", "type", "pretrained") == {"type": "model", "pretrained": True}
+    assert engine.value("policy").facts["cls"].name == "Policy"
+    assert [engine.code(event.node) for event in engine.flow.generations] == [
+        "policy.generate(torch.zeros(1, 4, dtype=torch.long), do_sample=True)"]
+
+
+def test_look_alikes_of_an_inherited_loader_and_generate():
+    """A class that defines its own `from_pretrained` returns what its body does; a plain `nn.Module` subclass has
+    no `generate` of transformers (one it calls is its own or unknown)."""
+    engine = Engine(_PROJECT_MODELS + """
+    cached = Cached.from_pretrained("org/m")
+    scorer = Scorer()
+    scored = scorer.generate(torch.zeros(1, 4))
+    """)
+    assert engine.value("cached").facts.get("type") != "model"  # its own loader: not the library's
+    assert engine.facts("scorer", "type") == {"type": "model"}
+    assert engine.flow.generations == []
+
+
+def test_a_model_class_of_another_module_loaded_by_its_inherited_from_pretrained(tmp_path):
+    engine = Engine.project(tmp_path, {"pkg/__init__.py": "", "pkg/model.py": _PROJECT_MODELS, "train.py": """
+    from pkg.model import Policy
+
+    def rollout(enc):
+        policy = Policy.from_pretrained("org/m")
+        return policy.generate(**enc, do_sample=True)
+    """}, "train.py")
+    assert engine.facts("policy", "type") == {"type": "model"}
+    assert len(engine.flow.generations) == 1

@@ -33,7 +33,8 @@ from rllint.analysis import minibatches, summaries
 from rllint.analysis.domains import domains
 from rllint.analysis.domains.config import CLI_OPTIONS, CONFIG, NAMESPACE, cli_option
 from rllint.analysis.domains.distributed import ROWS, counted, per_rank_parameter
-from rllint.analysis.domains.models import MODULE_METHODS, OPTIMIZERS, configured, output_item, sides_it_sets
+from rllint.analysis.domains.models import (MODULE_METHODS, OPTIMIZERS, PRETRAINED, PRETRAINED_METHODS, configured,
+                                            output_item, sides_it_sets)
 from rllint.analysis.domains.torch_ops import KEPT_BY_VIEWS, STOPPERS, eos_masked, excluding_eos, negated, written
 from rllint.analysis.domains.trainers import reassigned
 from rllint.analysis.facts import (BATCH, BOOL, CAUSAL_LM, CLASS, DICT, FUNCTION, GENERATION_PROMPT, GRAPH, INSTANCE,
@@ -1108,9 +1109,12 @@ class Flow:
 
     def is_module_class(self, cls: ClassIR) -> bool:
         """A subclass of `torch.nn.Module` or of a transformers / TRL / PEFT model class."""
-        return any(base in NN_MODULE_BASES or base.endswith(".nn.Module") or
-                   (base.startswith(("transformers.", "trl.", "peft.")) and "Model" in base)
-                   for base in self._bases(cls))
+        return self.is_pretrained_class(cls) or any(base in NN_MODULE_BASES or base.endswith(".nn.Module")
+                                                    for base in self._bases(cls))
+
+    def is_pretrained_class(self, cls: ClassIR) -> bool:
+        """A subclass of a transformers / TRL / PEFT model class (which gives it `generate` and `from_pretrained`)."""
+        return any(base.startswith(("transformers.", "trl.", "peft.")) and "Model" in base for base in self._bases(cls))
 
     def holds_parameters(self, cls: ClassIR) -> Optional[bool]:
         """Whether an instance of the module class `cls` holds parameters of its own. False when every base is
@@ -1985,6 +1989,9 @@ class Frame:
         if kind == REF:
             return base.but(qual=f"{base.facts['qual']}.{attr}") if "qual" in base.facts else UNKNOWN
         cls = base.facts.get("cls")
+        if kind == CLASS and attr in PRETRAINED and isinstance(cls, ClassIR) and \
+                cls.module.flow.method_of(cls, attr) is None and cls.module.flow.is_module_class(cls):
+            return base.but(loader=attr)  # `Policy.from_pretrained(path)`: the library's loader of a project model class
         if kind in (INSTANCE, MODEL) and cls is None and self._declared_by_each(base.facts.get("candidates"), attr):
             return join_all(self.read_attribute(option, attr, node) for option in base.facts["candidates"])
         if kind in (INSTANCE, MODEL) and cls is not None:
@@ -1997,7 +2004,8 @@ class Frame:
                 return value(type=FUNCTION, function=method).but(bound=base)
             if base.facts.get("fields_set"):  # set by a name out of sight: neither its default nor its stores hold
                 return with_sources(UNKNOWN.but(bound=base), base.sources)
-            if kind == MODEL and attr in MODULE_METHODS:  # `nn.Module.cuda`, inherited: the models domain's
+            if kind == MODEL and (attr in MODULE_METHODS or attr in PRETRAINED_METHODS and owner.is_pretrained_class(cls)):
+                # `nn.Module.cuda`, `PreTrainedModel.generate`, inherited: the models domain's
                 return with_sources(UNKNOWN.but(bound=base), base.sources)
             stored = owner.class_attribute(cls, attr)
             if stored is not None and (stored.facts.get("type") or kind != INSTANCE):
@@ -2437,6 +2445,8 @@ class Frame:
         if kind == FUNCTION and "candidates" in callee.facts:  # one of several: what any of them may return
             return join_all(self._invoke(option.facts["function"], node, args, kwargs, option.facts.get("bound"))
                             for option in callee.facts["candidates"])
+        if kind == CLASS and "cls" in callee.facts and callee.facts.get("loader"):
+            return value((node,), type=MODEL, model=node, cls=callee.facts["cls"], pretrained=True)
         if kind == CLASS and "cls" in callee.facts:
             return self._construct(callee.facts["cls"], node, args, kwargs)
         if kind == REF and "qual" in callee.facts:
@@ -2523,6 +2533,13 @@ class Frame:
         """A call of an imported name: a library's (the domains know it) or a project module's (interpreted
         there with these arguments)."""
         qual, level = callee.facts["qual"], callee.facts.get("level", 0)
+        owner, _, tail = qual.rpartition(".")
+        if tail in PRETRAINED and owner:  # `Policy.from_pretrained(path)` of a model class of another project module
+            cls = self.flow.imported(owner, level)
+            if isinstance(cls, ClassIR):
+                loader = self.read_attribute(value(type=CLASS, cls=cls), tail, node.func)
+                if loader.facts.get("loader"):
+                    return self._call_value(node, loader, args, kwargs)
         if not level:
             for domain in domains():
                 found = domain.call(self, qual, node, args, kwargs)

@@ -32,13 +32,16 @@ SAME_MODEL = frozenset({"to", "cuda", "cpu", "eval", "train", "half", "float", "
 # Methods every `nn.Module` has, which this domain interprets on a model of a project class that does not
 # define them.
 MODULE_METHODS = SAME_MODEL | {"parameters", "named_parameters"}
+# Methods a transformers model class (`PreTrainedModel`, its `GenerationMixin`) gives a project subclass that does
+# not define them.
+PRETRAINED_METHODS = frozenset({"generate"})
 # Attributes that unwrap a wrapper around the same model (DDP's `module`, PEFT's `base_model`).
 UNWRAP = frozenset({"module", "base_model", "pretrained_model", "_orig_mod"})
 OPTIMIZERS = frozenset({"Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "Adafactor", "Lion", "AdamW8bit", "Adam8bit",
                         "PagedAdamW", "PagedAdamW8bit", "PagedAdamW32bit", "FusedAdam", "DeepSpeedCPUAdam", "Muon"})
 WRAPPERS = frozenset({"DistributedDataParallel", "DataParallel", "FullyShardedDataParallel", "DDP", "FSDP",
                       "compile"})
-_PRETRAINED = ("from_pretrained", "from_config")
+PRETRAINED = ("from_pretrained", "from_config")  # transformers' loaders, inherited by a model class
 # verl's `hf_tokenizer(path, **kwargs)`: `AutoTokenizer.from_pretrained(path, **kwargs)`, then its pad token set
 _VERL_TOKENIZERS = frozenset({"verl.utils.hf_tokenizer", "verl.utils.tokenizer.hf_tokenizer"})
 ADAPTER = "adapter"  # the settings of a PEFT adapter (`LoraConfig(...)`): `items`, its keyword arguments
@@ -101,7 +104,7 @@ class Models(Domain):
         if qual.startswith("peft.") and tail == "from_pretrained" and first is not None and \
                 first.facts.get("type") == MODEL:  # `PeftModel.from_pretrained(base, adapter)` wraps the base model
             return first.but(lora=True, why={"lora": (node,)})
-        if tail in _PRETRAINED:
+        if tail in PRETRAINED:
             cls = owner.rsplit(".", 1)[-1]
             if "Tokenizer" in cls or cls.endswith("Processor"):
                 return loaded_tokenizer(frame, node, kwargs)
